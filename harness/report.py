@@ -1,0 +1,122 @@
+"""Reports: sanitized ``recovery.json`` per case, ``summary.csv`` per run, and the outcome table."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.check import METRIC_NAMES
+from harness.model import CaseReport
+
+__all__ = [
+    "SECRET_KEY",
+    "case_path",
+    "outcome_table",
+    "recovery_json",
+    "sanitize",
+    "write_atomic",
+    "write_case",
+    "write_summary",
+]
+
+#: Keys whose values are never written, whatever they hold.
+SECRET_KEY = re.compile(r"(token|secret|password|authorization|credential)", re.IGNORECASE)
+REDACTED = "[redacted]"
+
+
+def sanitize(value: Any, secrets: Iterable[str] = ()) -> Any:
+    """Return ``value`` with secret-named keys dropped and any known secret string redacted."""
+    secrets = tuple(s for s in secrets if s)
+    if isinstance(value, dict):
+        return {k: sanitize(v, secrets) for k, v in value.items() if not SECRET_KEY.search(str(k))}
+    if isinstance(value, list | tuple):
+        return [sanitize(v, secrets) for v in value]
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret in value:
+                value = value.replace(secret, REDACTED)
+        return value
+    return value
+
+
+def recovery_json(report: CaseReport, secrets: Iterable[str] = ()) -> str:
+    """The exact bytes of one ``recovery.json``: sanitized, key order fixed, no wall-clock time in it."""
+    data = sanitize(report.model_dump(mode="json"), secrets)
+    return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename, so no reader sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def case_path(out: Path, report: CaseReport) -> Path:
+    """Where a case's ``recovery.json`` lives: ``<out>/cases/<policy>/<scenario>/seed-<n>/recovery.json``."""
+    return out / "cases" / report.policy / report.scenario / f"seed-{report.seed}" / "recovery.json"
+
+
+def write_case(out: Path, report: CaseReport, secrets: Iterable[str] = ()) -> Path:
+    path = case_path(out, report)
+    write_atomic(path, recovery_json(report, secrets))
+    return path
+
+
+SUMMARY_COLUMNS = (
+    "policy", "policy_revision", "scenario", "scenario_revision", "seed", "outcome", "verdict",
+    *METRIC_NAMES, "unknown", "reproduce",
+)
+
+
+def write_summary(out: Path, reports: Sequence[CaseReport]) -> Path:
+    """``summary.csv``: one row per case; an unknown metric is an empty cell, its reason in ``unknown``."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(SUMMARY_COLUMNS)
+    for r in reports:
+        metrics = [("" if r.metrics.get(m) is None else r.metrics[m]) for m in METRIC_NAMES]
+        unknown = "; ".join(f"{k}: {v}" for k, v in r.unknown.items())
+        writer.writerow(
+            [r.policy, r.policy_revision, r.scenario, r.scenario_revision, r.seed, r.outcome, r.verdict,
+             *metrics, unknown, r.reproduce]
+        )
+    path = out / "summary.csv"
+    write_atomic(path, buffer.getvalue())
+    return path
+
+
+def outcome_table(reports: Sequence[CaseReport], policies: Sequence[str], scenarios: Sequence[str]) -> str:
+    """A policy x scenario table of outcomes; a cell whose seeds disagree shows each outcome's count."""
+    cells: dict[tuple[str, str], list[str]] = {}
+    for r in reports:
+        cells.setdefault((r.policy, r.scenario), []).append(r.outcome)
+
+    def cell(p: str, s: str) -> str:
+        outcomes = cells.get((p, s), [])
+        if not outcomes:
+            return "-"
+        distinct = sorted(set(outcomes), key=outcomes.index)
+        if len(distinct) == 1:
+            return distinct[0]
+        return " ".join(f"{o}:{outcomes.count(o)}" for o in distinct)
+
+    header = ["policy \\ scenario", *scenarios]
+    rows = [[p, *(cell(p, s) for s in scenarios)] for p in policies]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)

@@ -1,0 +1,45 @@
+"""What crosses the transport: requests from the worker and replies from the destination."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from harness.policy import ReceiptView
+
+__all__ = ["Reply", "Request"]
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A dispatch (a side-effecting request) or a lookup of an action's durable result.
+
+    ``action_id`` and ``n`` (the dispatch or lookup number) are the simulator's bookkeeping for the
+    injector and the ground truth; the destination's own records use only the key and the execution ID.
+    """
+
+    kind: Literal["dispatch", "lookup"]
+    action_id: str
+    n: int
+    idempotency_key: str
+    execution_id: str = ""
+    operation: str = ""
+    target: str = ""
+    model: str = ""
+    digest: str = ""
+    #: Presented to the destination, never recorded anywhere.
+    approval_token: str = field(default="", repr=False)
+
+    @property
+    def fingerprint(self) -> tuple[str, str, str, str]:
+        """The normalized arguments the destination compares for deduplication."""
+        return (self.operation, self.target, self.model, self.digest)
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """``status`` answers a dispatch; ``effect`` answers a lookup."""
+
+    status: Literal["applied", "rejected", "conflict", "pending"] | None = None
+    effect: Literal["applied", "rejected", "pending", "absent", "unknown"] | None = None
+    receipt: ReceiptView | None = None

@@ -1,0 +1,55 @@
+"""Scripted operator events: a person changes the task, asks to cancel, or an approval runs out.
+
+Events fire at a virtual time or after the nth occurrence of a history entry (for example the worker's first
+timeout), so they happen at the same point of the protocol for every policy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from typing import Any
+
+import simpy
+
+from harness.model import Entry
+from harness.scenario import ChangeTask, ExpireApproval, OperatorEvent, RequestCancel
+from harness.sim.controller import Controller
+from harness.sim.history import History
+
+__all__ = ["Operator"]
+
+
+class Operator:
+    def __init__(
+        self, env: simpy.Environment, events: Sequence[OperatorEvent], history: History, controller: Controller
+    ) -> None:
+        self._env = env
+        self._history = history
+        self._controller = controller
+        self._waiting: list[tuple[OperatorEvent, int]] = []
+        for event in events:
+            if event.when.at_s is not None:
+                env.process(self._fire(event, event.when.at_s + event.when.delay_s))
+            else:
+                self._waiting.append((event, 0))
+        if self._waiting:
+            history.listen(self._on_entry)
+
+    def _on_entry(self, entry: Entry) -> None:
+        for i, (event, seen) in enumerate(self._waiting):
+            ref = event.when.after
+            if ref is None or seen >= ref.nth or (entry.actor, entry.event) != (ref.actor, ref.event):
+                continue
+            self._waiting[i] = (event, seen + 1)
+            if seen + 1 == ref.nth:
+                self._env.process(self._fire(event, event.when.delay_s))
+
+    def _fire(self, event: OperatorEvent, delay_s: float) -> Generator[simpy.Event, Any, None]:
+        yield self._env.timeout(delay_s)
+        self._history.record("operator", event.do)
+        if isinstance(event, ChangeTask):
+            self._controller.change_task(event.model, event.digest, event.approved)
+        elif isinstance(event, RequestCancel):
+            self._controller.request_cancel(event.reason)
+        elif isinstance(event, ExpireApproval):
+            self._controller.expire_approval()
