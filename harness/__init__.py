@@ -5,11 +5,11 @@ Public surface: load a scenario, load a policy, simulate a case, check its evide
 
 __version__ = "0.1.0"
 
-from harness.check import check  # noqa: E402
-from harness.model import CaseReport, Evidence, Verdict  # noqa: E402
-from harness.policy import Policy, Situation, load_policy  # noqa: E402
-from harness.scenario import Scenario, load_scenario  # noqa: E402
-from harness.sim import simulate  # noqa: E402
+from harness.check import check
+from harness.model import CaseReport, Evidence, Verdict
+from harness.policy import Policy, Situation, load_policy
+from harness.scenario import Scenario, load_scenario
+from harness.sim import simulate
 
 __all__ = [
     "CaseReport",

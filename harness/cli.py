@@ -47,14 +47,26 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="harness", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="run the policy x scenario grid")
-    run.add_argument("--policy", action="append", metavar="NAME|MODULE:ATTR",
-                     help="a shipped policy or package.module:attr (repeatable; default: every shipped policy)")
-    run.add_argument("--scenario", action="append", metavar="NAME|PATH",
-                     help="a shipped scenario or a YAML file (repeatable; default: every shipped scenario)")
-    run.add_argument("--seed", action="append", type=_seed, metavar="N",
-                     help=f"a seed (repeatable; default: {' '.join(map(str, DEFAULT_SEEDS))})")
-    run.add_argument("--out", type=Path, metavar="DIR",
-                     help="output folder (default: reports/runs/<run-id>)")
+    run.add_argument(
+        "--policy",
+        action="append",
+        metavar="NAME|MODULE:ATTR",
+        help="a shipped policy or package.module:attr (repeatable; default: every shipped policy)",
+    )
+    run.add_argument(
+        "--scenario",
+        action="append",
+        metavar="NAME|PATH",
+        help="a shipped scenario or a YAML file (repeatable; default: every shipped scenario)",
+    )
+    run.add_argument(
+        "--seed",
+        action="append",
+        type=_seed,
+        metavar="N",
+        help=f"a seed (repeatable; default: {' '.join(map(str, DEFAULT_SEEDS))})",
+    )
+    run.add_argument("--out", type=Path, metavar="DIR", help="output folder (default: reports/runs/<run-id>)")
     run.add_argument("--quiet", action="store_true", help="no per-case progress lines")
     sub.add_parser("list", help="show policies, scenarios and fault boundaries")
     schema = sub.add_parser("schema", help="print the JSON Schema of recovery.json")
@@ -84,13 +96,26 @@ def _run(args: argparse.Namespace) -> int:
         write_case(out, report, secrets=[case.scenario.approval.token.get_secret_value()])
         reports.append(report)
         if not args.quiet:
-            print(f"[{i:>{len(str(total))}}/{total}] {report.policy} x {report.scenario} seed {report.seed}: "
-                  f"{report.outcome}", file=sys.stderr)
+            print(
+                f"[{i:>{len(str(total))}}/{total}] {report.policy} x {report.scenario} seed {report.seed}: "
+                f"{report.outcome}",
+                file=sys.stderr,
+            )
     summary = write_summary(out, reports)
-    write_atomic(out / "run.json", json.dumps({
-        "policies": grid.policies, "scenarios": grid.scenarios, "seeds": grid.seeds, "cases": total,
-        "wall_time_s": round(time.perf_counter() - started, 3),
-    }, indent=2) + "\n")
+    write_atomic(
+        out / "run.json",
+        json.dumps(
+            {
+                "policies": grid.policies,
+                "scenarios": grid.scenarios,
+                "seeds": grid.seeds,
+                "cases": total,
+                "wall_time_s": round(time.perf_counter() - started, 3),
+            },
+            indent=2,
+        )
+        + "\n",
+    )
     print(outcome_table(reports, grid.policies, grid.scenarios))
     print(f"\n{total} cases in {out}  (summary: {summary})")
     errors = [r for r in reports if r.outcome == "harness_error"]

@@ -272,14 +272,12 @@ def load_policy(spec: str) -> Policy:
     else:
         known = builtin_policy_names()
         if spec not in known:
-            raise PolicyError(
-                f"unknown policy '{spec}'; fix: use one of {', '.join(known)}, or package.module:attr"
-            )
+            raise PolicyError(f"unknown policy '{spec}'; fix: use one of {', '.join(known)}, or package.module:attr")
         module_name, attr, where = f"policies.{spec}", "POLICY", spec
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise PolicyError(f"policy '{where}': cannot import '{module_name}' ({exc}); fix: check the path")
+        raise PolicyError(f"policy '{where}': cannot import '{module_name}' ({exc}); fix: check the path") from exc
     policy = getattr(module, attr, None)
     if policy is None:
         raise PolicyError(f"policy '{where}': '{module_name}' has no attribute '{attr}'; fix: check the name")

@@ -77,8 +77,16 @@ def write_case(out: Path, report: CaseReport, secrets: Iterable[str] = ()) -> Pa
 
 
 SUMMARY_COLUMNS = (
-    "policy", "policy_revision", "scenario", "scenario_revision", "seed", "outcome", "verdict",
-    *METRIC_NAMES, "unknown", "reproduce",
+    "policy",
+    "policy_revision",
+    "scenario",
+    "scenario_revision",
+    "seed",
+    "outcome",
+    "verdict",
+    *METRIC_NAMES,
+    "unknown",
+    "reproduce",
 )
 
 
@@ -91,8 +99,18 @@ def write_summary(out: Path, reports: Sequence[CaseReport]) -> Path:
         metrics = [("" if r.metrics.get(m) is None else r.metrics[m]) for m in METRIC_NAMES]
         unknown = "; ".join(f"{k}: {v}" for k, v in r.unknown.items())
         writer.writerow(
-            [r.policy, r.policy_revision, r.scenario, r.scenario_revision, r.seed, r.outcome, r.verdict,
-             *metrics, unknown, r.reproduce]
+            [
+                r.policy,
+                r.policy_revision,
+                r.scenario,
+                r.scenario_revision,
+                r.seed,
+                r.outcome,
+                r.verdict,
+                *metrics,
+                unknown,
+                r.reproduce,
+            ]
         )
     path = out / "summary.csv"
     write_atomic(path, buffer.getvalue())

@@ -109,8 +109,16 @@ def run_case(case: Case) -> tuple[CaseReport, SimResult | None]:
     except Exception as exc:  # the case still counts: it is reported, not dropped
         error = f"{type(exc).__name__}: {exc}"
         report = CaseReport(
-            **common, attempts=(), outcome="harness_error", verdict="unknown", metrics={},
-            unknown={"*": f"the harness failed: {error}"}, checks={}, anomalies=(), claimed={}, timeline=(),
+            **common,
+            attempts=(),
+            outcome="harness_error",
+            verdict="unknown",
+            metrics={},
+            unknown={"*": f"the harness failed: {error}"},
+            checks={},
+            anomalies=(),
+            claimed={},
+            timeline=(),
             error=error,
         )
         return report, None

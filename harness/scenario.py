@@ -321,8 +321,7 @@ def load_scenario(path: Path | str) -> Scenario:
         raise ScenarioError(_one_line(path, exc)) from exc
     if scenario.name != path.stem:
         raise ScenarioError(
-            f"{path}: field 'name': '{scenario.name}' differs from the file name '{path.stem}'; "
-            "fix: make them the same"
+            f"{path}: field 'name': '{scenario.name}' differs from the file name '{path.stem}'; fix: make them the same"
         )
     return scenario
 

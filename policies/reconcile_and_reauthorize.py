@@ -25,7 +25,9 @@ from harness.policy import (
     Wait,
 )
 
-Decision = Literal["record_observed_effect", "record_rejection", "wait_or_escalate", "retry_same_action", "hold_dispatch"]
+Decision = Literal[
+    "record_observed_effect", "record_rejection", "wait_or_escalate", "retry_same_action", "hold_dispatch"
+]
 Effect = Literal["applied", "rejected", "pending", "absent", "unknown"]
 
 
@@ -47,7 +49,11 @@ def recovery_decision(
 def _matches(receipt: ReceiptView, situation: Situation) -> bool:
     a = situation.action
     return (receipt.idempotency_key, receipt.operation, receipt.target, receipt.model, receipt.digest) == (
-        a.idempotency_key, a.operation, a.target, a.model, a.digest,
+        a.idempotency_key,
+        a.operation,
+        a.target,
+        a.model,
+        a.digest,
     )
 
 
@@ -71,8 +77,7 @@ class ReconcileAndReauthorize:
         latest_attempt = max((a.sent_at_s or 0.0 for a in situation.attempts), default=0.0)
         # A lookup answers for the moment it was made: one older than the last attempt or the last wait is stale.
         fresh = [
-            lk for lk in situation.lookups
-            if lk.at_s >= latest_attempt and situation.now_s - lk.at_s < self.wait_s
+            lk for lk in situation.lookups if lk.at_s >= latest_attempt and situation.now_s - lk.at_s < self.wait_s
         ]
         settled = next((r for r in receipts if r.status == "applied"), None) or (receipts[0] if receipts else None)
         if settled is None and not fresh:
@@ -84,8 +89,7 @@ class ReconcileAndReauthorize:
             same_task_revision=situation.task.revision == situation.action.revision
             and not situation.task.cancel_requested,
             authorization_valid=situation.approval.valid,
-            deduplication_valid=first_sent is None
-            or situation.now_s - first_sent < situation.contract.dedupe_window_s,
+            deduplication_valid=first_sent is None or situation.now_s - first_sent < situation.contract.dedupe_window_s,
         )
         if decision == "record_observed_effect" and settled is not None:
             return RecordEffect(receipt_id=settled.receipt_id)

@@ -83,7 +83,9 @@ def _run(name: str, checker: Checker, f: Facts, invariant: bool) -> CheckResult:
     try:
         found = checker(f)
     except Exception as exc:  # a crashing checker proves nothing: unknown, never true
-        return CheckResult(name=name, verdict="unknown", value=None, reason=f"checker raised {type(exc).__name__}: {exc}")
+        return CheckResult(
+            name=name, verdict="unknown", value=None, reason=f"checker raised {type(exc).__name__}: {exc}"
+        )
     if found.value is None:
         verdict: Verdict = "unknown"
     elif invariant:

@@ -91,7 +91,9 @@ def unauthorized_dispatches(f: Facts) -> Finding:
     for d in f.dispatches:
         why = _why_unauthorized(f, d)
         if why is not None:
-            anomalies.append(Anomaly(kind="unauthorized_dispatch", witnesses=tuple(why[1]), detail=f"{d['execution_id']}: {why[0]}"))
+            anomalies.append(
+                Anomaly(kind="unauthorized_dispatch", witnesses=tuple(why[1]), detail=f"{d['execution_id']}: {why[0]}")
+            )
     return _counted(anomalies)
 
 
@@ -121,8 +123,11 @@ def duplicate_effects(f: Facts) -> Finding:
         if len(effects) > 1:
             receipts = ", ".join(str(e["receipt_id"]) for e in effects)
             anomalies.append(
-                Anomaly(kind="duplicate_effect", witnesses=tuple(e.index for e in effects),
-                        detail=f"{action_id} took effect {len(effects)} times (receipts {receipts})")
+                Anomaly(
+                    kind="duplicate_effect",
+                    witnesses=tuple(e.index for e in effects),
+                    detail=f"{action_id} took effect {len(effects)} times (receipts {receipts})",
+                )
             )
     total = sum(len(e) - 1 for e in _effects_by_action(f).values())
     return Finding(total, tuple(anomalies))
@@ -146,8 +151,11 @@ def effects_after_cancel(f: Facts) -> Finding:
             cancel = f.cancel_before(d.index)
             assert cancel is not None
             anomalies.append(
-                Anomaly(kind="effect_after_cancel", witnesses=(cancel.index, d.index, effect.index),
-                        detail=f"receipt {effect['receipt_id']} applied for {d['execution_id']}, sent after cancellation")
+                Anomaly(
+                    kind="effect_after_cancel",
+                    witnesses=(cancel.index, d.index, effect.index),
+                    detail=f"receipt {effect['receipt_id']} applied for {d['execution_id']}, sent after cancellation",
+                )
             )
     return _counted(anomalies)
 
@@ -183,8 +191,11 @@ def duplicate_records(f: Facts) -> Finding:
         if r["receipt_id"] is not None:
             seen[(r["action_id"], r["receipt_id"])].append(r)
     anomalies = [
-        Anomaly(kind="duplicate_record", witnesses=tuple(r.index for r in rs),
-                detail=f"receipt {receipt} of {action} recorded {len(rs)} times")
+        Anomaly(
+            kind="duplicate_record",
+            witnesses=tuple(r.index for r in rs),
+            detail=f"receipt {receipt} of {action} recorded {len(rs)} times",
+        )
         for (action, receipt), rs in sorted(seen.items())
         if len(rs) > 1
     ]
@@ -204,15 +215,23 @@ def false_records(f: Facts) -> Finding:
         applied = [e for e in by_action.get(r["action_id"], []) if e.index < r.index]
         if r.event == "effect_recorded":
             if r["receipt_id"] not in {e["receipt_id"] for e in applied}:
-                anomalies.append(Anomaly(
-                    kind="false_record", witnesses=(r.index,),
-                    detail=f"{r['action_id']}: receipt {r['receipt_id']} recorded as applied, but the destination "
-                    "applied no such receipt for it"))
+                anomalies.append(
+                    Anomaly(
+                        kind="false_record",
+                        witnesses=(r.index,),
+                        detail=f"{r['action_id']}: receipt {r['receipt_id']} recorded as applied, but the destination "
+                        "applied no such receipt for it",
+                    )
+                )
         elif applied:
             status = "rejected" if r.event == "rejection_recorded" else "absent"
-            anomalies.append(Anomaly(
-                kind="false_record", witnesses=(r.index, applied[0].index),
-                detail=f"{r['action_id']} recorded {status} after the destination applied it"))
+            anomalies.append(
+                Anomaly(
+                    kind="false_record",
+                    witnesses=(r.index, applied[0].index),
+                    detail=f"{r['action_id']} recorded {status} after the destination applied it",
+                )
+            )
     return _counted(anomalies)
 
 
@@ -222,8 +241,13 @@ def unresolved_actions(f: Facts) -> Finding:
     anomalies = []
     for action_id, action in sorted(f.actions.items()):
         if not any(r["action_id"] == action_id and r.at_s <= deadline for r in f.records):
-            anomalies.append(Anomaly(kind="unresolved_action", witnesses=(action.index,),
-                                     detail=f"{action_id} not accounted for by the deadline ({deadline} s)"))
+            anomalies.append(
+                Anomaly(
+                    kind="unresolved_action",
+                    witnesses=(action.index,),
+                    detail=f"{action_id} not accounted for by the deadline ({deadline} s)",
+                )
+            )
     return _counted(anomalies)
 
 
@@ -253,7 +277,10 @@ def task_completed(f: Facts) -> Finding:
     match = None
     for c in f.completions:
         if (c["revision"], c["model"], c["digest"], c["target"]) == (
-            final["revision"], final["model"], final["digest"], final["target"]
+            final["revision"],
+            final["model"],
+            final["digest"],
+            final["target"],
         ) and f.cancel_before(c.index) is None:
             match = c
     if match is None:

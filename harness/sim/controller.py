@@ -9,6 +9,7 @@ as ground truth, independent of the checker, which rebuilds the same judgement f
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 import simpy
 
@@ -35,7 +36,7 @@ class _Action:
     view: ActionView
     #: Bumped on every ledger write: the guard for conditional updates.
     version: int = 0
-    status: str | None = None
+    status: Literal["applied", "rejected", "absent"] | None = None
     receipt_id: str | None = None
     recorded_at_s: float | None = None
     #: (task revision, task version) at the last successful claim.
@@ -80,16 +81,28 @@ class Controller:
     def _record_revision(self) -> None:
         t = self.task
         self._history.record(
-            "controller", "task_revision", task_id=t.task_id, revision=t.revision, operation=t.operation,
-            target=t.target, model=t.model, digest=t.digest,
+            "controller",
+            "task_revision",
+            task_id=t.task_id,
+            revision=t.revision,
+            operation=t.operation,
+            target=t.target,
+            model=t.model,
+            digest=t.digest,
         )
 
     def _grant(self, approval_id: str, expires_at_s: float | None) -> None:
         t = self.task
         self._approvals[t.revision] = _Approval(approval_id, t.revision, t.operation, t.target, t.digest, expires_at_s)
         self._history.record(
-            "controller", "approval_granted", approval_id=approval_id, revision=t.revision,
-            operation=t.operation, target=t.target, digest=t.digest, expires_at_s=expires_at_s,
+            "controller",
+            "approval_granted",
+            approval_id=approval_id,
+            revision=t.revision,
+            operation=t.operation,
+            target=t.target,
+            digest=t.digest,
+            expires_at_s=expires_at_s,
         )
 
     def change_task(self, model: str, digest: str, approved: bool) -> None:
@@ -131,14 +144,27 @@ class Controller:
         t = self.task
         approval = self._approvals[t.revision]
         view = ActionView(
-            action_id=action_id, task_id=t.task_id, revision=t.revision, operation=t.operation,
-            target=t.target, model=t.model, digest=t.digest, approval_id=approval.approval_id,
+            action_id=action_id,
+            task_id=t.task_id,
+            revision=t.revision,
+            operation=t.operation,
+            target=t.target,
+            model=t.model,
+            digest=t.digest,
+            approval_id=approval.approval_id,
             idempotency_key=action_id,
         )
         self.actions[action_id] = _Action(view)
         self._history.record(
-            "controller", "action_recorded", action_id=action_id, task_id=t.task_id, revision=t.revision,
-            operation=t.operation, target=t.target, model=t.model, digest=t.digest,
+            "controller",
+            "action_recorded",
+            action_id=action_id,
+            task_id=t.task_id,
+            revision=t.revision,
+            operation=t.operation,
+            target=t.target,
+            model=t.model,
+            digest=t.digest,
             approval_id=approval.approval_id,
         )
         return view
@@ -166,7 +192,10 @@ class Controller:
     def begin_attempt(self, action_id: str, execution_id: str, idempotency_key: str) -> None:
         self.actions[action_id].execution_ids.append(execution_id)
         self._history.record(
-            "controller", "attempt_recorded", action_id=action_id, execution_id=execution_id,
+            "controller",
+            "attempt_recorded",
+            action_id=action_id,
+            execution_id=execution_id,
             idempotency_key=idempotency_key,
         )
 
@@ -188,8 +217,11 @@ class Controller:
         if guarded and action.status is not None:
             same = action.receipt_id == receipt.receipt_id
             self._history.record(
-                "controller", "record_repeated" if same else "record_conflict", action_id=action_id,
-                receipt_id=receipt.receipt_id, recorded_receipt_id=action.receipt_id,
+                "controller",
+                "record_repeated" if same else "record_conflict",
+                action_id=action_id,
+                receipt_id=receipt.receipt_id,
+                recorded_receipt_id=action.receipt_id,
             )
             return
         action.version += 1
@@ -199,9 +231,16 @@ class Controller:
         key = (action_id, receipt.receipt_id)
         self.record_counts[key] = self.record_counts.get(key, 0) + 1
         self._history.record(
-            "controller", event, action_id=action_id, receipt_id=receipt.receipt_id,
-            idempotency_key=receipt.idempotency_key, model=receipt.model, digest=receipt.digest,
-            target=receipt.target, action_revision=action.view.revision, version=action.version,
+            "controller",
+            event,
+            action_id=action_id,
+            receipt_id=receipt.receipt_id,
+            idempotency_key=receipt.idempotency_key,
+            model=receipt.model,
+            digest=receipt.digest,
+            target=receipt.target,
+            action_revision=action.view.revision,
+            version=action.version,
             guarded=guarded,
         )
         if receipt.status == "applied":
@@ -211,28 +250,43 @@ class Controller:
         t = self.task
         reason = None
         if action.view.revision != t.revision:
-            reason = f"historical effect: the receipt belongs to revision {action.view.revision}, task is at {t.revision}"
+            reason = (
+                f"historical effect: the receipt belongs to revision {action.view.revision}, task is at {t.revision}"
+            )
         elif t.cancel_requested:
             reason = "cancellation requested: the effect is recorded, the task is not completed"
         elif (receipt.operation, receipt.target, receipt.model, receipt.digest) != (
-            t.operation, t.target, t.model, t.digest,
+            t.operation,
+            t.target,
+            t.model,
+            t.digest,
         ):
             reason = "the receipt does not match the revision's operation, target and artifact"
         elif t.completed_revision == t.revision:
             reason = "revision already completed"
         if guarded and reason is not None:
             self._history.record(
-                "controller", "task_not_completed", task_id=t.task_id, revision=t.revision,
-                action_id=action.view.action_id, reason=reason,
+                "controller",
+                "task_not_completed",
+                task_id=t.task_id,
+                revision=t.revision,
+                action_id=action.view.action_id,
+                reason=reason,
             )
             return
         if reason is not None and reason != "revision already completed":
             self.wrong_revision_completions += 1
         t.completed_revision, t.completed_receipt = t.revision, receipt
         self._history.record(
-            "controller", "task_completed", task_id=t.task_id, revision=t.revision,
-            action_id=action.view.action_id, receipt_id=receipt.receipt_id, model=receipt.model,
-            digest=receipt.digest, target=receipt.target,
+            "controller",
+            "task_completed",
+            task_id=t.task_id,
+            revision=t.revision,
+            action_id=action.view.action_id,
+            receipt_id=receipt.receipt_id,
+            model=receipt.model,
+            digest=receipt.digest,
+            target=receipt.target,
         )
 
     def hold(self, action_id: str, reason: str) -> None:
@@ -254,8 +308,12 @@ class Controller:
     def task_view(self) -> TaskView:
         t = self.task
         return TaskView(
-            task_id=t.task_id, revision=t.revision, model=t.model, digest=t.digest,
-            cancel_requested=t.cancel_requested, completed_revision=t.completed_revision,
+            task_id=t.task_id,
+            revision=t.revision,
+            model=t.model,
+            digest=t.digest,
+            cancel_requested=t.cancel_requested,
+            completed_revision=t.completed_revision,
         )
 
     def approval_view(self, action: ActionView) -> ApprovalView:

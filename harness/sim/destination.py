@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import simpy
 
@@ -40,9 +40,7 @@ class AppliedEffect:
 
 
 class Destination:
-    def __init__(
-        self, env: simpy.Environment, spec: DestinationSpec, history: History, injector: Injector
-    ) -> None:
+    def __init__(self, env: simpy.Environment, spec: DestinationSpec, history: History, injector: Injector) -> None:
         self._env = env
         self._spec = spec
         self._history = history
@@ -85,9 +83,7 @@ class Destination:
     def _dispatch(self, request: Request) -> Generator[simpy.Event, Any, Reply | None]:
         key = request.idempotency_key
         now = self._env.now
-        self._history.record(
-            "destination", "received", idempotency_key=key, execution_id=request.execution_id
-        )
+        self._history.record("destination", "received", idempotency_key=key, execution_id=request.execution_id)
         known = self._operations.get(key)
         if known is not None and now - known.first_at_s <= self._spec.dedupe_window_s:
             if known.fingerprint == request.fingerprint or self._spec.on_conflict == "replay":
@@ -114,7 +110,7 @@ class Destination:
         yield self._env.timeout(self._spec.apply_s)
 
         self._receipt_count += 1
-        status = "rejected" if request.model in self._spec.reject_models else "applied"
+        status: Literal["applied", "rejected"] = "rejected" if request.model in self._spec.reject_models else "applied"
         receipt = ReceiptView(
             receipt_id=f"r{self._receipt_count}",
             status=status,

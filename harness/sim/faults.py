@@ -28,8 +28,6 @@ class Injector:
                 continue
             if (fault.action_id or self._default_action_id) != action_id or not fault.hits(occurrence):
                 continue
-            self._history.record(
-                "injector", "fault", boundary=boundary, action_id=action_id, occurrence=occurrence
-            )
+            self._history.record("injector", "fault", boundary=boundary, action_id=action_id, occurrence=occurrence)
             return fault
         return None

@@ -62,7 +62,11 @@ class Transport:
             )
         else:
             self._history.record(
-                "transport", "send", kind="lookup", n=request.n, action_id=request.action_id,
+                "transport",
+                "send",
+                kind="lookup",
+                n=request.n,
+                action_id=request.action_id,
                 idempotency_key=request.idempotency_key,
             )
         self._env.process(self._carry(request, deliver))

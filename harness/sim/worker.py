@@ -133,8 +133,11 @@ class Worker:
         # What the dead incarnation saw is gone; the attempts themselves are in the controller's ledger.
         self._attempts = {
             eid: AttemptView(
-                execution_id=eid, idempotency_key=a.idempotency_key, sent=None,
-                sent_at_s=None, observation="unknown",
+                execution_id=eid,
+                idempotency_key=a.idempotency_key,
+                sent=None,
+                sent_at_s=None,
+                observation="unknown",
             )
             for eid, a in self._attempts.items()
         }
@@ -171,15 +174,25 @@ class Worker:
             raise _Crashed
         self.dispatches.append(
             DispatchTruth(
-                action.action_id, n, self._env.now, self._controller.authorized_now(action.action_id),
+                action.action_id,
+                n,
+                self._env.now,
+                self._controller.authorized_now(action.action_id),
                 self._controller.task.cancel_requested,
             )
         )
         reply_event = self._env.event()
         connection = self._connection
         request = Request(
-            kind="dispatch", action_id=action.action_id, n=n, idempotency_key=key, execution_id=execution_id,
-            operation=action.operation, target=action.target, model=action.model, digest=action.digest,
+            kind="dispatch",
+            action_id=action.action_id,
+            n=n,
+            idempotency_key=key,
+            execution_id=execution_id,
+            operation=action.operation,
+            target=action.target,
+            model=action.model,
+            digest=action.digest,
             approval_token=self._scenario.approval.token.get_secret_value(),
         )
 
@@ -227,14 +240,16 @@ class Worker:
             return True
 
         self._transport.send(
-            Request(kind="lookup", action_id=action.action_id, n=self._lookup_count,
-                    idempotency_key=action.idempotency_key),
+            Request(
+                kind="lookup", action_id=action.action_id, n=self._lookup_count, idempotency_key=action.idempotency_key
+            ),
             deliver,
         )
         timeout = self._env.timeout(self._scenario.worker.lookup_timeout_s)
         yield answered | timeout
         if answered.triggered:
-            reply: Reply = answered.value
+            reply = answered.value
+            assert isinstance(reply, Reply)
             self._lookups.append(
                 LookupView(at_s=round(self._env.now, 6), effect=reply.effect or "unknown", receipt=reply.receipt)
             )
@@ -265,7 +280,7 @@ class Worker:
             task=self._controller.task_view(),
             approval=self._controller.approval_view(action),
             contract=ContractView(dedupe_window_s=contract.dedupe_window_s, on_conflict=contract.on_conflict),
-            recorded=record.status,  # type: ignore[arg-type]
+            recorded=record.status,
             escalated=record.escalated,
         )
 

@@ -1,0 +1,186 @@
+"""The command line: the default grid, single cases, exit statuses and one-line errors."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from harness.cli import main
+from harness.policy import builtin_policy_names
+from harness.scenario import list_scenarios
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_default_grid_writes_every_case_and_a_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With no options but --out, every policy x scenario x default seed is run, written and tabled."""
+    out = tmp_path / "run"
+    assert main(["run", "--out", str(out), "--quiet"]) == 0
+    cases = sorted(out.rglob("recovery.json"))
+    expected = len(builtin_policy_names()) * len(list_scenarios()) * 3
+    assert len(cases) == expected
+    rows = list(csv.DictReader((out / "summary.csv").open()))
+    assert len(rows) == expected
+    assert {r["outcome"] for r in rows} <= {"correct", "incorrect", "unresolved"}
+    table = capsys.readouterr().out
+    assert "reconcile_and_reauthorize" in table and "uncertain_lookup" in table
+    report = json.loads(cases[0].read_text())
+    assert report["reproduce"].startswith("python -m harness run --policy ")
+
+
+def test_recovery_json_has_the_documented_keys_and_no_secret(tmp_path: Path) -> None:
+    """recovery.json carries every documented key, and the approval token appears nowhere."""
+    out = tmp_path / "run"
+    assert (
+        main(
+            [
+                "run",
+                "--out",
+                str(out),
+                "--quiet",
+                "--policy",
+                "retry_same_key",
+                "--scenario",
+                "lost_response",
+                "--seed",
+                "1",
+            ]
+        )
+        == 0
+    )
+    text = (out / "cases/retry_same_key/lost_response/seed-1/recovery.json").read_text()
+    report = json.loads(text)
+    for key in (
+        "schema_version",
+        "scenario",
+        "scenario_revision",
+        "policy",
+        "policy_revision",
+        "seed",
+        "task_id",
+        "action_id",
+        "attempts",
+        "outcome",
+        "verdict",
+        "metrics",
+        "unknown",
+        "anomalies",
+        "timeline",
+        "reproduce",
+    ):
+        assert key in report, key
+    assert report["attempts"] == ["a73-x1", "a73-x2"]
+    assert "tok-17-secret" not in text and "token" not in text
+
+
+def test_reproduce_command_reruns_the_same_case(tmp_path: Path) -> None:
+    """Running a case's reproduce command gives the same recovery.json bytes."""
+    first = tmp_path / "first"
+    assert main(["run", "--out", str(first), "--quiet", "--scenario", "cancel_inflight", "--seed", "2"]) == 0
+    path = first / "cases/retry_new_key/cancel_inflight/seed-2/recovery.json"
+    command = json.loads(path.read_text())["reproduce"].split()[3:]
+    again = tmp_path / "again"
+    assert main([*command, "--out", str(again), "--quiet"]) == 0
+    assert (again / path.relative_to(first)).read_bytes() == path.read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--policy", "retry_forever"], "unknown policy 'retry_forever'"),
+        (["--scenario", "lost_respons"], "unknown scenario 'lost_respons'"),
+        (["--policy", "no.such.module:POLICY"], "cannot import"),
+        (["--seed", "minus"], "is not a whole number"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path: Path, args: list[str], needle: str) -> None:
+    """Bad input gets a one-line error naming the problem and the fix, exit 2, and no output folder."""
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "run", "--out", str(out), *args], cwd=ROOT, capture_output=True, text=True
+    )
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and "fix:" in lines[0]
+    assert "Traceback" not in proc.stderr
+    assert not out.exists()
+
+
+def test_malformed_scenario_file_exit_2(tmp_path: Path) -> None:
+    """A broken scenario file given by path is refused before anything runs."""
+    bad = tmp_path / "broken.yaml"
+    bad.write_text("name: broken\nrevision: [\n")
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "run", "--scenario", str(bad), "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2 and str(bad) in proc.stderr and not out.exists()
+
+
+def test_non_empty_output_folder_is_refused(tmp_path: Path) -> None:
+    """An existing non-empty --out is never mixed with a new run."""
+    (tmp_path / "keep.txt").write_text("x")
+    assert main(["run", "--out", str(tmp_path), "--quiet"]) == 2
+
+
+def test_user_policy_by_module_attr(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user's policy loads with package.module:attr, and a policy that raises is a recovery failure, not a crash."""
+    (tmp_path / "mypolicies.py").write_text(
+        "from harness.policy import LookUp\n"
+        "class Crashy:\n"
+        "    name = 'crashy'\n    revision = '0.1'\n"
+        "    def decide(self, situation):\n        raise RuntimeError('bug in my policy')\n"
+        "POLICY = Crashy()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "run"
+    assert (
+        main(
+            [
+                "run",
+                "--out",
+                str(out),
+                "--quiet",
+                "--policy",
+                "mypolicies:POLICY",
+                "--scenario",
+                "lost_response",
+                "--seed",
+                "1",
+            ]
+        )
+        == 0
+    )
+    report = json.loads((out / "cases/crashy/lost_response/seed-1/recovery.json").read_text())
+    assert report["policy_revision"] == "0.1" and report["outcome"] == "unresolved"
+    assert any(e["event"] == "policy_error" and "bug in my policy" in e["data"]["error"] for e in report["timeline"])
+    assert "mypolicies:POLICY" in report["reproduce"]
+
+
+def test_list_shows_policies_scenarios_and_boundaries(capsys: pytest.CaptureFixture[str]) -> None:
+    """`harness list` names every policy, scenario and fault boundary."""
+    assert main(["list"]) == 0
+    text = capsys.readouterr().out
+    for name in [*builtin_policy_names(), *list_scenarios(), "response_lost", "lookup_unavailable"]:
+        assert name in text
+
+
+def test_schema_export_matches_the_report_model(tmp_path: Path) -> None:
+    """The exported JSON Schema requires the report's keys, and a written recovery.json validates against it."""
+    schema_path = tmp_path / "schema.json"
+    assert main(["schema", "--out", str(schema_path)]) == 0
+    schema = json.loads(schema_path.read_text())
+    out = tmp_path / "run"
+    main(["run", "--out", str(out), "--quiet", "--scenario", "uncertain_lookup", "--seed", "1"])
+    for path in out.rglob("recovery.json"):
+        jsonschema.validate(json.loads(path.read_text()), schema)
+    assert {"outcome", "metrics", "timeline", "reproduce"} <= set(schema["required"])

@@ -1,0 +1,149 @@
+"""Policies are plain functions of a Situation: tested without a simulator."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.policy import (
+    ActionView,
+    ApprovalView,
+    AttemptView,
+    ContractView,
+    Escalate,
+    Hold,
+    LookUp,
+    LookupView,
+    PolicyError,
+    ReceiptView,
+    RecordEffect,
+    RetrySameAction,
+    Situation,
+    Stop,
+    TaskView,
+    Wait,
+    load_policy,
+)
+from policies.reconcile_and_reauthorize import recovery_decision
+
+ACTION = ActionView(
+    action_id="a73",
+    task_id="release-42",
+    revision=17,
+    operation="activate",
+    target="staging/fraud",
+    model="m7",
+    digest="d7",
+    approval_id="apr-17",
+    idempotency_key="a73",
+)
+RECEIPT = ReceiptView(
+    receipt_id="r1",
+    status="applied",
+    idempotency_key="a73",
+    operation="activate",
+    target="staging/fraud",
+    model="m7",
+    digest="d7",
+)
+
+
+def situation(
+    now: float = 15.0,
+    lookups: tuple[LookupView, ...] = (),
+    revision: int = 17,
+    cancel: bool = False,
+    approval: bool = True,
+    recorded: str | None = None,
+) -> Situation:
+    return Situation(
+        now_s=now,
+        deadline_s=120.0,
+        action=ACTION,
+        attempts=(
+            AttemptView(execution_id="a73-x1", idempotency_key="a73", sent=True, sent_at_s=0.0, observation="timeout"),
+        ),
+        lookups=lookups,
+        task=TaskView(
+            task_id="release-42",
+            revision=revision,
+            model="m7",
+            digest="d7",
+            cancel_requested=cancel,
+            completed_revision=None,
+        ),
+        approval=ApprovalView(approval_id="apr-17", valid=approval, expires_at_s=None),
+        contract=ContractView(dedupe_window_s=300.0, on_conflict="reject"),
+        recorded=recorded,  # type: ignore[arg-type]
+        escalated=False,
+    )
+
+
+RECONCILE = load_policy("reconcile_and_reauthorize")
+
+
+@pytest.mark.parametrize(
+    ("effect", "same", "auth", "dedupe", "decision"),
+    [
+        ("applied", False, False, False, "record_observed_effect"),
+        ("rejected", True, True, True, "record_rejection"),
+        ("pending", True, True, True, "wait_or_escalate"),
+        ("unknown", True, True, True, "wait_or_escalate"),
+        ("absent", True, True, True, "retry_same_action"),
+        ("absent", False, True, True, "hold_dispatch"),
+        ("absent", True, False, True, "hold_dispatch"),
+        ("absent", True, True, False, "hold_dispatch"),
+    ],
+)
+def test_decision_table(effect: str, same: bool, auth: bool, dedupe: bool, decision: str) -> None:
+    """The decision table of seed 003, row by row."""
+    assert recovery_decision(effect, same, auth, dedupe) == decision  # type: ignore[arg-type]
+
+
+def test_reconcile_looks_up_first() -> None:
+    """With nothing known, reconciling asks the destination before anything else."""
+    assert isinstance(RECONCILE.decide(situation()), LookUp)
+
+
+def test_reconcile_records_a_matching_receipt_even_for_an_old_revision() -> None:
+    """An applied receipt is recorded as an observed effect whatever the task's current revision."""
+    s = situation(revision=18, lookups=(LookupView(at_s=15.2, effect="applied", receipt=RECEIPT),), now=15.3)
+    assert RECONCILE.decide(s) == RecordEffect(receipt_id="r1")
+
+
+def test_reconcile_escalates_a_mismatched_receipt() -> None:
+    """A receipt for other arguments than the action sent is not recorded: it is escalated."""
+    other = RECEIPT.model_copy(update={"model": "m8"})
+    s = situation(lookups=(LookupView(at_s=15.2, effect="applied", receipt=other),), now=15.3)
+    assert isinstance(RECONCILE.decide(s), Escalate)
+
+
+def test_reconcile_retries_absent_only_with_a_claim() -> None:
+    """Absent with everything still valid: retry the same action, claiming it first."""
+    s = situation(lookups=(LookupView(at_s=15.2, effect="absent"),), now=15.3)
+    assert RECONCILE.decide(s) == RetrySameAction(claim=True)
+
+
+def test_reconcile_holds_absent_after_cancel() -> None:
+    """Absent after a cancellation: hold, never retry."""
+    s = situation(cancel=True, lookups=(LookupView(at_s=15.2, effect="absent"),), now=15.3)
+    assert isinstance(RECONCILE.decide(s), Hold)
+
+
+def test_reconcile_waits_then_escalates_unknown() -> None:
+    """Unknown early: wait and look again; unknown near the deadline: escalate."""
+    early = situation(lookups=(LookupView(at_s=15.2, effect="unknown"),), now=15.3)
+    assert isinstance(RECONCILE.decide(early), Wait)
+    late = situation(lookups=(LookupView(at_s=110.0, effect="unknown"),), now=110.1)
+    assert isinstance(RECONCILE.decide(late), Escalate)
+
+
+def test_every_policy_stops_once_recorded() -> None:
+    """Once the controller has the action accounted for, every shipped policy stops."""
+    for name in ("stop_on_timeout", "retry_same_key", "retry_new_key", "reconcile_and_reauthorize"):
+        assert isinstance(load_policy(name).decide(situation(recorded="applied")), Stop), name
+
+
+def test_loading_a_non_policy_is_refused() -> None:
+    """An attribute without name, revision and decide() is refused with the fix."""
+    with pytest.raises(PolicyError, match="needs str 'name'"):
+        load_policy("harness.model:Frozen")

@@ -1,0 +1,82 @@
+"""Scenario files are checked where they enter: bad input fails with one line naming file, field and fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import SCENARIO_DIR
+
+from harness.scenario import ScenarioError, list_scenarios, load_scenario, resolve_scenario
+
+
+@pytest.mark.parametrize("name", list_scenarios(SCENARIO_DIR))
+def test_shipped_scenarios_load_and_explain_themselves(name: str) -> None:
+    """Every shipped scenario validates, has a revision, and a description of more than a sentence."""
+    scenario = load_scenario(SCENARIO_DIR / f"{name}.yaml")
+    assert scenario.revision and len(scenario.description.split()) > 20
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    return path
+
+
+BASE = (SCENARIO_DIR / "lost_response.yaml").read_text()
+
+
+def error_for(path: Path) -> str:
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    message = str(info.value)
+    assert "\n" not in message and str(path) in message and "fix:" in message
+    return message
+
+
+def test_malformed_yaml_names_the_line(tmp_path: Path) -> None:
+    """Broken YAML syntax is reported with its line."""
+    message = error_for(write(tmp_path, "lost_response", BASE + "faults: [\n"))
+    assert "malformed YAML at line" in message
+
+
+def test_unknown_field_is_named(tmp_path: Path) -> None:
+    """A misspelt field is rejected by name, not silently ignored."""
+    message = error_for(write(tmp_path, "lost_response", BASE + "recovery_deadlin_s: 5\n"))
+    assert "'recovery_deadlin_s'" in message
+
+
+def test_wrong_type_names_the_nested_field(tmp_path: Path) -> None:
+    """A value of the wrong type names its dotted path."""
+    text = BASE.replace("revision: 17", "revision: seventeen")
+    assert "'task.revision'" in error_for(write(tmp_path, "lost_response", text))
+
+
+def test_unknown_boundary_lists_the_choices(tmp_path: Path) -> None:
+    """A fault at a boundary that does not exist is rejected with the valid names."""
+    text = BASE.replace("boundary: response_lost", "boundary: response_gone")
+    message = error_for(write(tmp_path, "lost_response", text))
+    assert "faults.0" in message and "response_lost" in message
+
+
+def test_unsafe_name_is_rejected(tmp_path: Path) -> None:
+    """A name that cannot be a folder or run name is rejected."""
+    text = BASE.replace("name: lost_response", "name: ../evil")
+    assert "'name'" in error_for(write(tmp_path, "evil", text))
+
+
+def test_name_must_match_file(tmp_path: Path) -> None:
+    """The scenario's name is its file name, so grid cells and files agree."""
+    assert "differs from the file name" in error_for(write(tmp_path, "other", BASE))
+
+
+def test_trigger_needs_exactly_one_time(tmp_path: Path) -> None:
+    """An operator event with both at_s and after is ambiguous and rejected."""
+    text = BASE + ("operator:\n  - do: request_cancel\n    when: {at_s: 1, after: {actor: worker, event: timeout}}\n")
+    assert "exactly one" in error_for(write(tmp_path, "lost_response", text))
+
+
+def test_unknown_scenario_name_lists_known_ones() -> None:
+    """An unknown scenario name is refused with the shipped names."""
+    with pytest.raises(ScenarioError, match="lost_response"):
+        resolve_scenario("lost_respons", SCENARIO_DIR)
