@@ -184,3 +184,11 @@ def test_schema_export_matches_the_report_model(tmp_path: Path) -> None:
     for path in out.rglob("recovery.json"):
         jsonschema.validate(json.loads(path.read_text()), schema)
     assert {"outcome", "metrics", "timeline", "reproduce"} <= set(schema["required"])
+
+
+def test_committed_schema_is_current() -> None:
+    """reports/recovery.schema.json is the schema the code exports (regenerate with `harness schema --out`)."""
+    from harness.model import CaseReport
+
+    committed = json.loads((ROOT / "reports" / "recovery.schema.json").read_text())
+    assert committed == CaseReport.model_json_schema()
