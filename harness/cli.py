@@ -3,29 +3,46 @@
 Exit statuses:
   0  every case ran and was judged (whatever the outcomes: an incorrect policy is a finding, not an error)
   1  at least one case ended in ``harness_error`` (its reproduce command is printed)
-  2  bad usage or input (unknown policy or scenario, malformed scenario file); nothing was written
+  2  bad usage or input (unknown policy or scenario, malformed scenario file or polyaxonfile); nothing was
+     written
+  3  the cases are complete on disk, but Polyaxon tracking or the push to the server failed (the message says
+     how to send the runs later)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import sys
 import time
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from harness.model import CaseReport
+from harness.plxfile import GridFileError, default_grid_file, load_grid_file
 from harness.policy import PolicyError, builtin_policy_names, load_policy
-from harness.report import outcome_table, write_atomic, write_case, write_summary
-from harness.runner import load_grid, run_case
+from harness.report import outcome_table, write_atomic, write_summary
+from harness.runner import CellJob, CellResult, execute_cell, load_grid
 from harness.scenario import BOUNDARIES, ScenarioError, list_scenarios, load_scenario, resolve_scenario
 from harness.seeds import DEFAULT_SEEDS, SEED_MAX
+from harness.tracking import (
+    DEFAULT_PROJECT,
+    TRACKING_MODES,
+    Tracked,
+    is_managed,
+    offline_root,
+    push_runs,
+    split_project,
+)
+from harness.viewer import ViewError, view
 
 __all__ = ["main"]
 
-EXIT_OK, EXIT_HARNESS_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_HARNESS_ERROR, EXIT_USAGE, EXIT_TRACKING = 0, 1, 2, 3
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,27 +68,64 @@ def _parser() -> argparse.ArgumentParser:
         "--policy",
         action="append",
         metavar="NAME|MODULE:ATTR",
-        help="a shipped policy or package.module:attr (repeatable; default: every shipped policy)",
+        help="a shipped policy or package.module:attr (repeatable; default: the grid file's)",
     )
     run.add_argument(
         "--scenario",
         action="append",
         metavar="NAME|PATH",
-        help="a shipped scenario or a YAML file (repeatable; default: every shipped scenario)",
+        help="a shipped scenario or a YAML file (repeatable; default: the grid file's)",
+    )
+    seeds = run.add_mutually_exclusive_group()
+    seeds.add_argument("--seed", action="append", type=_seed, metavar="N", help="a seed (repeatable)")
+    seeds.add_argument(
+        "--seed-count",
+        type=_positive,
+        metavar="N",
+        help=f"seeds 1..N (default: the grid file's seed_count, else {len(DEFAULT_SEEDS)})",
     )
     run.add_argument(
-        "--seed",
-        action="append",
-        type=_seed,
-        metavar="N",
-        help=f"a seed (repeatable; default: {' '.join(map(str, DEFAULT_SEEDS))})",
+        "--polyaxonfile",
+        type=Path,
+        metavar="FILE",
+        help="expand this Polyaxon grid operation's matrix and run its cells (default: polyaxonfiles/grid.yaml "
+        "when neither --policy nor --scenario is given)",
+    )
+    run.add_argument(
+        "--concurrency", type=_positive, metavar="N", help="cells run side by side (default: the matrix's, else 1)"
     )
     run.add_argument("--out", type=Path, metavar="DIR", help="output folder (default: reports/runs/<run-id>)")
-    run.add_argument("--quiet", action="store_true", help="no per-case progress lines")
+    run.add_argument(
+        "--tracking",
+        choices=TRACKING_MODES,
+        default="offline",
+        help="Polyaxon tracking: one run per cell, offline into <out>/polyaxon (default), pushed to the "
+        "configured server as well, or none",
+    )
+    run.add_argument(
+        "--project",
+        default=DEFAULT_PROJECT,
+        metavar="[OWNER/]NAME",
+        help=f"Polyaxon project for the runs (default: {DEFAULT_PROJECT})",
+    )
+    run.add_argument("--quiet", action="store_true", help="no per-cell progress lines")
     sub.add_parser("list", help="show policies, scenarios and fault boundaries")
     schema = sub.add_parser("schema", help="print the JSON Schema of recovery.json")
     schema.add_argument("--out", type=Path, metavar="FILE", help="write it to FILE instead")
+    view = sub.add_parser("view", help="browse a run's Polyaxon runs in the Polyaxon UI (haupt viewer)")
+    view.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a folder written by 'harness run'")
+    view.add_argument("--port", type=_positive, default=8000, help="port on 127.0.0.1 (default: 8000)")
     return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not positive")
+    return value
 
 
 def _default_out() -> Path:
@@ -79,46 +133,69 @@ def _default_out() -> Path:
     return Path("reports") / "runs" / stamp
 
 
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    cells: tuple[tuple[str, str, tuple[int, ...]], ...]
+    concurrency: int
+
+
+def _plan(args: argparse.Namespace) -> _Plan:
+    """Which cells to run with which seeds: from the command line, or from the grid polyaxonfile."""
+    explicit_seeds = tuple(args.seed) if args.seed else None
+    if args.seed_count:
+        explicit_seeds = tuple(range(1, args.seed_count + 1))
+    if args.policy or args.scenario:
+        if args.polyaxonfile:
+            raise GridFileError("give either --polyaxonfile or --policy/--scenario, not both; fix: drop one")
+        seeds = explicit_seeds or DEFAULT_SEEDS
+        policies = args.policy or builtin_policy_names()
+        scenarios = args.scenario or list_scenarios()
+        chosen = tuple((p, s, seeds) for p in dict.fromkeys(policies) for s in dict.fromkeys(scenarios))
+        return _Plan(chosen, args.concurrency or 1)
+    grid = load_grid_file(args.polyaxonfile or default_grid_file())
+    cells: list[tuple[str, str, tuple[int, ...]]] = []
+    for params in grid.cells:
+        count = params.get("seed_count")
+        seeds = explicit_seeds or (tuple(range(1, int(count) + 1)) if count else DEFAULT_SEEDS)
+        cells.append((str(params["policy"]), str(params["scenario"]), seeds))
+    return _Plan(tuple(cells), args.concurrency or grid.concurrency)
+
+
 def _run(args: argparse.Namespace) -> int:
-    policies = args.policy or builtin_policy_names()
-    scenarios = args.scenario or list_scenarios()
-    seeds = args.seed or list(DEFAULT_SEEDS)
-    grid = load_grid(policies, scenarios, seeds)
+    plan = _plan(args)
+    # Load everything once before writing anything, so bad input fails with nothing half-written.
+    grid = load_grid(
+        [c[0] for c in plan.cells], [c[1] for c in plan.cells], sorted({s for c in plan.cells for s in c[2]})
+    )
     out: Path = args.out or _default_out()
     if out.exists() and any(out.iterdir()):
         print(f"harness: output folder {out} is not empty; fix: pass another --out", file=sys.stderr)
         return EXIT_USAGE
-    reports: list[CaseReport] = []
-    total = len(grid.cases)
+    out.mkdir(parents=True, exist_ok=True)
+    jobs = [CellJob(p, s, seeds, out, args.tracking, args.project) for p, s, seeds in plan.cells]
     started = time.perf_counter()
-    for i, case in enumerate(grid.cases, 1):
-        report, _ = run_case(case)
-        write_case(out, report, secrets=[case.scenario.approval.token.get_secret_value()])
-        reports.append(report)
-        if not args.quiet:
-            print(
-                f"[{i:>{len(str(total))}}/{total}] {report.policy} x {report.scenario} seed {report.seed}: "
-                f"{report.outcome}",
-                file=sys.stderr,
-            )
+    results = _execute(jobs, plan.concurrency, quiet=args.quiet)
+    reports = [r for result in results for r in result.reports]
     summary = write_summary(out, reports)
+    tracked = [(job, result.tracked) for job, result in zip(jobs, results, strict=True) if result.tracked]
     write_atomic(
         out / "run.json",
         json.dumps(
             {
-                "policies": grid.policies,
-                "scenarios": grid.scenarios,
-                "seeds": grid.seeds,
-                "cases": total,
+                "cells": len(jobs),
+                "cases": len(reports),
+                "concurrency": plan.concurrency,
                 "wall_time_s": round(time.perf_counter() - started, 3),
+                "tracking": args.tracking,
+                "project": args.project,
+                "polyaxon_runs": {f"{j.policy_spec} x {j.scenario_spec}": t.run_uuid for j, t in tracked if t},
             },
             indent=2,
         )
         + "\n",
     )
     print(outcome_table(reports, grid.policies, grid.scenarios))
-    print(f"\n{total} cases in {out}  (summary: {summary})")
-    errors = [r for r in reports if r.outcome == "harness_error"]
+    print(f"\n{len(reports)} cases in {out}  (summary: {summary})")
     failing = [r for r in reports if r.outcome in ("incorrect", "harness_error")]
     if failing:
         print("\nreproduce a failing case:")
@@ -127,9 +204,78 @@ def _run(args: argparse.Namespace) -> int:
             if (r.policy, r.scenario) not in seen:
                 seen.add((r.policy, r.scenario))
                 print(f"  {r.outcome:<13} {r.reproduce}")
+    errors = [r for r in reports if r.outcome == "harness_error"]
     for r in errors:
         print(f"harness error in {r.policy} x {r.scenario} seed {r.seed}: {r.error}", file=sys.stderr)
-    return EXIT_HARNESS_ERROR if errors else EXIT_OK
+    status = _report_tracking(args, out, [t for _, t in tracked if t])
+    if errors:
+        return EXIT_HARNESS_ERROR
+    return status
+
+
+def _execute(jobs: Sequence[CellJob], concurrency: int, quiet: bool) -> list[CellResult]:
+    """Run the cells, ``concurrency`` at a time, and return their results in grid order."""
+    results: dict[int, CellResult] = {}
+    width = len(str(len(jobs)))
+
+    def progress(i: int, result: CellResult) -> None:
+        results[i] = result
+        if quiet:
+            return
+        outcomes = [r.outcome for r in result.reports]
+        counts = ", ".join(f"{o} {outcomes.count(o)}" for o in dict.fromkeys(outcomes))
+        job = jobs[i]
+        print(
+            f"[{len(results):>{width}}/{len(jobs)}] {job.policy_spec} x {job.scenario_spec}: {counts}", file=sys.stderr
+        )
+
+    if concurrency <= 1 or len(jobs) <= 1:
+        for i, job in enumerate(jobs):
+            progress(i, execute_cell(job))
+    else:
+        # spawn, not fork: Polyaxon's tracking keeps threads and process-wide state that must not be forked.
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=concurrency, mp_context=context) as pool:
+            futures = {pool.submit(execute_cell, job): i for i, job in enumerate(jobs)}
+            for future in as_completed(futures):
+                progress(futures[future], future.result())
+    return [results[i] for i in range(len(jobs))]
+
+
+def _report_tracking(args: argparse.Namespace, out: Path, tracked: Sequence[Tracked]) -> int:
+    """Say once what happened to the Polyaxon runs; push them in server mode. Returns the exit status."""
+    if args.tracking == "none":
+        return EXIT_OK
+    root = offline_root(out)
+    push_later = f"polyaxon ops push -p {split_project(args.project)[1]} --path {root} -a"
+    broken = [t for t in tracked if t.status == "error"]
+    if broken:
+        print(
+            f"harness: Polyaxon tracking failed for {len(broken)} cells ({broken[0].error}); "
+            f"the case files are complete in {out}",
+            file=sys.stderr,
+        )
+        return EXIT_TRACKING
+    if is_managed():
+        print(f"Polyaxon: logged into this job's run {tracked[0].run_uuid if tracked else ''}")
+        return EXIT_OK
+    uuids = [t.run_uuid for t in tracked if t.run_uuid]
+    if args.tracking == "offline":
+        print(
+            f"Polyaxon: {len(uuids)} offline runs in {root}; browse: python -m harness view {out}; "
+            f"send to a server: {push_later}"
+        )
+        return EXIT_OK
+    result = push_runs(root, uuids, args.project)
+    if result.error:
+        print(
+            f"harness: could not send runs to Polyaxon ({result.error}); {len(result.pushed)} of {len(uuids)} "
+            f"sent; nothing local is lost: the runs are in {root}; send them later: {push_later}",
+            file=sys.stderr,
+        )
+        return EXIT_TRACKING
+    print(f"Polyaxon: {len(result.pushed)} runs sent to project {args.project}")
+    return EXIT_OK
 
 
 def _list() -> int:
@@ -164,7 +310,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(args)
         if args.command == "list":
             return _list()
+        if args.command == "view":
+            return view(args.run_dir, args.port)
         return _schema(args)
-    except (ScenarioError, PolicyError) as exc:
+    except (ScenarioError, PolicyError, GridFileError, ViewError) as exc:
         print(f"harness: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -10,15 +10,18 @@ import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from harness import __version__
 from harness.check import check
 from harness.model import CaseReport
 from harness.policy import Policy, PolicyError, load_policy
+from harness.report import case_path, recovery_json, write_atomic
 from harness.scenario import SAFE_NAME, Scenario, load_scenario, resolve_scenario
 from harness.sim import SimResult, simulate
+from harness.tracking import CellRecord, Tracked, TrackingMode, track_cell
 
-__all__ = ["Case", "Grid", "load_grid", "reproduce_command", "run_case"]
+__all__ = ["Case", "CellJob", "CellResult", "Grid", "execute_cell", "load_grid", "reproduce_command", "run_case"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,3 +139,41 @@ def run_case(case: Case) -> tuple[CaseReport, SimResult | None]:
         timeline=result.evidence.history,
     )
     return report, result
+
+
+@dataclass(frozen=True, slots=True)
+class CellJob:
+    """Everything one worker process needs to run, write and track one policy x scenario cell."""
+
+    policy_spec: str
+    scenario_spec: str
+    seeds: tuple[int, ...]
+    out: Path
+    tracking: TrackingMode
+    project: str
+
+
+@dataclass(frozen=True, slots=True)
+class CellResult:
+    reports: tuple[CaseReport, ...]
+    tracked: Tracked | None
+
+
+def execute_cell(job: CellJob) -> CellResult:
+    """Run every seed of one cell, write each recovery.json, and record the cell as one Polyaxon run.
+
+    Module-level and picklable so a process pool can run cells side by side.
+    """
+    grid = load_grid([job.policy_spec], [job.scenario_spec], job.seeds)
+    reports, texts = [], []
+    for case in grid.cases:
+        report, _ = run_case(case)
+        text = recovery_json(report, secrets=[case.scenario.approval.token.get_secret_value()])
+        write_atomic(case_path(job.out, report), text)
+        reports.append(report)
+        texts.append(text)
+    tracked = None
+    if job.tracking != "none":
+        cell = CellRecord(grid.policies[0], grid.scenarios[0], tuple(reports), tuple(texts))
+        tracked = track_cell(cell, job.out, job.project, write_atomic)
+    return CellResult(tuple(reports), tracked)

@@ -16,15 +16,21 @@ from harness.policy import builtin_policy_names
 from harness.scenario import list_scenarios
 
 ROOT = Path(__file__).resolve().parent.parent
+#: For tests about the cases themselves: no per-cell lines, no Polyaxon runs.
+FAST = ("--quiet", "--tracking", "none")
 
 
 def test_default_grid_writes_every_case_and_a_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """With no options but --out, every policy x scenario x default seed is run, written and tabled."""
     out = tmp_path / "run"
     assert main(["run", "--out", str(out), "--quiet"]) == 0
-    cases = sorted(out.rglob("recovery.json"))
+    cases = sorted((out / "cases").rglob("recovery.json"))
     expected = len(builtin_policy_names()) * len(list_scenarios()) * 3
     assert len(cases) == expected
+    # Offline tracking by default: one Polyaxon run per cell, holding the same files.
+    assert len(list((out / "polyaxon" / "runs").iterdir())) == len(builtin_policy_names()) * len(list_scenarios())
+    copies = sorted((out / "polyaxon").rglob("recovery.json"))
+    assert sorted(p.read_bytes() for p in copies) == sorted(p.read_bytes() for p in cases)
     rows = list(csv.DictReader((out / "summary.csv").open()))
     assert len(rows) == expected
     assert {r["outcome"] for r in rows} <= {"correct", "incorrect", "unresolved"}
@@ -82,11 +88,11 @@ def test_recovery_json_has_the_documented_keys_and_no_secret(tmp_path: Path) -> 
 def test_reproduce_command_reruns_the_same_case(tmp_path: Path) -> None:
     """Running a case's reproduce command gives the same recovery.json bytes."""
     first = tmp_path / "first"
-    assert main(["run", "--out", str(first), "--quiet", "--scenario", "cancel_inflight", "--seed", "2"]) == 0
+    assert main(["run", "--out", str(first), *FAST, "--scenario", "cancel_inflight", "--seed", "2"]) == 0
     path = first / "cases/retry_new_key/cancel_inflight/seed-2/recovery.json"
     command = json.loads(path.read_text())["reproduce"].split()[3:]
     again = tmp_path / "again"
-    assert main([*command, "--out", str(again), "--quiet"]) == 0
+    assert main([*command, "--out", str(again), *FAST]) == 0
     assert (again / path.relative_to(first)).read_bytes() == path.read_bytes()
 
 
@@ -180,7 +186,7 @@ def test_schema_export_matches_the_report_model(tmp_path: Path) -> None:
     assert main(["schema", "--out", str(schema_path)]) == 0
     schema = json.loads(schema_path.read_text())
     out = tmp_path / "run"
-    main(["run", "--out", str(out), "--quiet", "--scenario", "uncertain_lookup", "--seed", "1"])
+    main(["run", "--out", str(out), *FAST, "--scenario", "uncertain_lookup", "--seed", "1"])
     for path in out.rglob("recovery.json"):
         jsonschema.validate(json.loads(path.read_text()), schema)
     assert {"outcome", "metrics", "timeline", "reproduce"} <= set(schema["required"])

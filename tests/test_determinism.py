@@ -51,7 +51,7 @@ def test_recovery_json_is_byte_identical_across_processes(tmp_path: Path) -> Non
             text=True,
         )
         outs.append(out)
-    files = sorted(p.relative_to(outs[0]) for p in outs[0].rglob("recovery.json"))
+    files = sorted(p.relative_to(outs[0]) for p in (outs[0] / "cases").rglob("recovery.json"))
     assert len(files) == 8
     for rel in files:
         assert (outs[0] / rel).read_bytes() == (outs[1] / rel).read_bytes(), rel

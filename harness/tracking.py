@@ -1,0 +1,262 @@
+"""Polyaxon tracking behind a small interface: each policy x scenario cell is one Polyaxon run.
+
+Modes:
+  offline  (default) tracks into ``<out>/polyaxon/runs/<uuid>/``, no server needed; send later with
+           ``polyaxon ops push -p PROJECT --path <out>/polyaxon -a``
+  server   tracks offline the same way, then pushes each finished run to the configured server
+           (``POLYAXON_HOST``), one request at a time; if that fails, nothing local is lost
+  none     no Polyaxon at all
+Inside a Polyaxon-managed job (Polyaxon sets ``POLYAXON_RUN_INSTANCE``), offline and server mode log into that
+job's own run instead.
+
+In each run: the inputs (scenario, policy and their revisions, task and action IDs, seeds, harness version);
+one sanitized ``recovery.json`` per seed under ``outputs/seed-<n>/``; metrics with one step per seed (step i is
+the i-th seed in ``inputs.seeds``), holding only the figures the checker established, so an unknown metric
+is absent, never 0; and the outcome as ``outputs.recovery_outcome`` (the worst over the seeds) with a count
+per outcome. A cell with a harness error ends as a failed run with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import uuid
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Literal, TypeVar
+
+from harness import __version__
+from harness.model import OUTCOMES, CaseReport, MetricValue, Outcome
+
+__all__ = [
+    "TRACKING_MODES",
+    "CellRecord",
+    "PushResult",
+    "Tracked",
+    "cell_outcome",
+    "is_managed",
+    "offline_root",
+    "push_runs",
+    "split_project",
+    "track_cell",
+    "tracked_metrics",
+]
+
+TrackingMode = Literal["offline", "server", "none"]
+TRACKING_MODES: tuple[TrackingMode, ...] = ("offline", "server", "none")
+DEFAULT_PROJECT = "default/recovery-harness"
+#: Worst first: a cell's outcome is the worst of its seeds'.
+_SEVERITY: tuple[Outcome, ...] = ("harness_error", "incorrect", "unresolved", "correct")
+#: The worker's own report is not a measurement the checker established.
+_NOT_LOGGED = frozenset({"executor_finished"})
+
+
+@dataclass(frozen=True, slots=True)
+class CellRecord:
+    """One cell's cases, with the exact recovery.json text written for each."""
+
+    policy: str
+    scenario: str
+    reports: tuple[CaseReport, ...]
+    texts: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Tracked:
+    run_uuid: str | None
+    status: Literal["succeeded", "failed", "error"]
+    error: str | None = None
+
+
+def offline_root(out: Path) -> Path:
+    return out / "polyaxon"
+
+
+def is_managed() -> bool:
+    """True inside a job that Polyaxon started (it sets the run's instance in the environment)."""
+    return bool(os.environ.get("POLYAXON_RUN_INSTANCE"))
+
+
+def split_project(spec: str) -> tuple[str, str]:
+    owner, _, name = spec.rpartition("/")
+    return owner or "default", name
+
+
+def cell_outcome(reports: Sequence[CaseReport]) -> Outcome:
+    return next(o for o in _SEVERITY if any(r.outcome == o for r in reports)) if reports else "harness_error"
+
+
+def tracked_metrics(report: CaseReport) -> dict[str, float | int]:
+    """The numeric measurements the checker established for one case; unknown ones are left out."""
+    out: dict[str, float | int] = {}
+    for name, value in report.metrics.items():
+        if name in _NOT_LOGGED or value is None:
+            continue
+        out[name] = _number(value)
+    return out
+
+
+def _number(value: MetricValue) -> float | int:
+    return int(value) if isinstance(value, bool) else value  # type: ignore[return-value]
+
+
+_ENV_KEYS = ("POLYAXON_IS_OFFLINE", "POLYAXON_OFFLINE_ROOT", "POLYAXON_TRACKING_FLUSH_DELAY")
+
+
+def _polyaxon_tracking(root: Path | None) -> ModuleType:
+    """Import ``polyaxon.tracking`` configured for offline tracking into ``root`` (``None``: managed job)."""
+    if root is not None:
+        os.environ["POLYAXON_IS_OFFLINE"] = "true"
+        os.environ["POLYAXON_OFFLINE_ROOT"] = str(root)
+    os.environ.setdefault("POLYAXON_TRACKING_FLUSH_DELAY", "0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from polyaxon import tracking
+        from polyaxon._contexts import paths as ctx_paths
+    if root is not None:
+        # Polyaxon reads the offline root once, at import; point it at this run's folder every time.
+        ctx_paths.CONTEXT_OFFLINE_ROOT = str(root)
+        ctx_paths.CONTEXT_OFFLINE_FORMAT = f"{root}/{{}}"
+    return tracking
+
+
+def track_cell(cell: CellRecord, out: Path, project: str, write: Callable[[Path, str], None]) -> Tracked:
+    """Record one cell as one Polyaxon run. Never raises: a tracking failure is returned as ``error``."""
+    managed = is_managed()
+    root = None if managed else offline_root(out)
+    # init() replaces sys.excepthook and end() resets stdout/stderr: give the caller back its own, and its
+    # environment too (offline mode is set through environment variables).
+    saved = (sys.excepthook, sys.stdout, sys.stderr)
+    saved_env = {key: os.environ.get(key) for key in _ENV_KEYS}
+    run_uuid = None if managed else uuid.uuid4().hex
+    try:
+        tracking = _polyaxon_tracking(root)
+        owner, name = split_project(project)
+        common: dict[str, Any] = {
+            "track_code": False,
+            "track_logs": False,
+            "collect_resources": False,
+        }
+        if managed:
+            run = tracking.init(**common)
+            run_uuid = getattr(run, "run_uuid", None)
+        else:
+            tracking.init(
+                owner=owner,
+                project=name,
+                run_uuid=run_uuid,
+                name=f"{cell.policy}-{cell.scenario}",
+                is_offline=True,
+                is_new=True,
+                tags=["recovery-harness", cell.policy, cell.scenario],
+                **common,
+            )
+        failed: str | None = None
+        try:
+            failed = _log_cell(tracking, cell, write)
+        except Exception as exc:
+            failed = f"{type(exc).__name__}: {exc}"
+            tracking.log_failed(reason="TrackingError", message=failed[:500])
+        finally:
+            tracking.end()
+        return Tracked(run_uuid, "failed" if failed else "succeeded", failed)
+    except Exception as exc:
+        return Tracked(run_uuid, "error", f"{type(exc).__name__}: {exc}")
+    finally:
+        sys.excepthook, sys.stdout, sys.stderr = saved
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _log_cell(tracking: ModuleType, cell: CellRecord, write: Callable[[Path, str], None]) -> str | None:
+    first = cell.reports[0]
+    tracking.log_inputs(
+        scenario=first.scenario,
+        scenario_revision=first.scenario_revision,
+        policy=first.policy,
+        policy_revision=first.policy_revision,
+        task_id=first.task_id,
+        action_id=first.action_id,
+        seeds=[r.seed for r in cell.reports],
+        harness_version=__version__,
+    )
+    outputs = Path(tracking.get_outputs_path())
+    for report, text in zip(cell.reports, cell.texts, strict=True):
+        write(outputs / f"seed-{report.seed}" / "recovery.json", text)
+    for step, report in enumerate(cell.reports):
+        metrics = tracked_metrics(report)
+        if metrics:
+            tracking.log_metrics(step=step, **metrics)
+    counts = {f"cases_{o}": sum(1 for r in cell.reports if r.outcome == o) for o in OUTCOMES}
+    tracking.log_outputs(recovery_outcome=cell_outcome(cell.reports), cases=len(cell.reports), **counts)
+    errors = [r for r in cell.reports if r.outcome == "harness_error"]
+    if errors:
+        reason = f"harness error at seed {errors[0].seed}: {errors[0].error}"
+        tracking.log_failed(reason="HarnessError", message=reason[:500])
+        return reason
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class PushResult:
+    pushed: tuple[str, ...]
+    error: str | None
+
+
+T = TypeVar("T")
+
+
+def _one_at_a_time(call: Callable[[], T], attempts: int = 8) -> T:
+    """Retry a write the server refused with 405: a sqlite-backed server allows one writer at a time."""
+    from polyaxon.exceptions import ApiException
+
+    for attempt in range(attempts):
+        try:
+            return call()
+        except ApiException as exc:
+            if exc.status != 405 or attempt == attempts - 1:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def push_runs(root: Path, run_uuids: Sequence[str], project: str) -> PushResult:
+    """Send finished offline runs to the configured Polyaxon server, one at a time; stop at the first error."""
+    import logging
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from polyaxon.client import ProjectClient, RunClient  # type: ignore[attr-defined]
+        from polyaxon.exceptions import ApiException
+    owner, name = split_project(project)
+    previous = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)  # the client logs whole tracebacks for errors it also raises
+    pushed: list[str] = []
+    try:
+        projects = ProjectClient(owner=owner, project=name, is_offline=False)
+        try:
+            projects.refresh_data()
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            _one_at_a_time(lambda: projects.create({"name": name}))
+        for run_uuid in run_uuids:
+            path = str(root / "runs" / run_uuid)
+            client = RunClient(owner=owner, project=name, run_uuid=run_uuid, is_offline=True)
+            RunClient.load_offline_run(path=path, run_client=client, reset_project=True, raise_if_not_found=True)
+            _one_at_a_time(partial(client.push_offline_run, path=path, upload_artifacts=True, clean=False))
+            pushed.append(run_uuid)
+    except Exception as exc:
+        reason = " ".join(str(getattr(exc, "reason", None) or exc).split())[:200]
+        return PushResult(tuple(pushed), f"{type(exc).__name__}: {reason}")
+    finally:
+        logging.disable(previous)
+    return PushResult(tuple(pushed), None)

@@ -1,0 +1,71 @@
+"""``python -m harness view RUN_DIR``: the Polyaxon UI (``haupt viewer``) over a run's offline Polyaxon runs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from harness.tracking import offline_root
+
+__all__ = ["ViewError", "haupt_command", "view"]
+
+
+class ViewError(ValueError):
+    """The viewer cannot start; one line with the fix."""
+
+
+def haupt_command() -> str:
+    """The ``haupt`` executable beside this interpreter, or on PATH."""
+    beside = Path(sys.executable).parent / "haupt"
+    found = str(beside) if beside.exists() else shutil.which("haupt")
+    if not found:
+        raise ViewError("the Polyaxon viewer (haupt) is not installed; fix: pip install -e '.[server]'")
+    return found
+
+
+def view(run_dir: Path, port: int) -> int:
+    """Serve ``RUN_DIR/polyaxon`` on 127.0.0.1:``port`` until interrupted."""
+    root = offline_root(run_dir)
+    if not (root / "runs").is_dir():
+        raise ViewError(f"{run_dir}: no Polyaxon runs in {root}; fix: give a folder written by 'harness run'")
+    command = [
+        haupt_command(),
+        "viewer",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+        "--path",
+        str(root.resolve()),
+    ]
+    home = tempfile.mkdtemp(prefix="harness-viewer-home-")  # the viewer writes ~/.polyaxon: keep the user's clean
+    process = subprocess.Popen(command, env={**os.environ, "HOME": home}, stdout=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/"
+    print(f"starting the Polyaxon viewer for {root} at {url} (Ctrl-C to stop)", flush=True)
+    try:
+        for _ in range(120):
+            if process.poll() is not None:
+                raise ViewError(f"the viewer exited with status {process.returncode}; fix: try another --port")
+            try:
+                with urllib.request.urlopen(f"{url}healthz", timeout=1):
+                    break
+            except OSError:
+                time.sleep(0.25)
+        print(f"ready: {url}  (runs: {url}api/v1/default/recovery-harness/runs/)", flush=True)
+        process.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            process.wait(timeout=10)
+        shutil.rmtree(home, ignore_errors=True)
+    return 0

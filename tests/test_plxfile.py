@@ -1,0 +1,105 @@
+"""The polyaxonfiles pass Polyaxon's own checks, match what the harness ships, and drive the local grid."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness import __version__
+from harness.plxfile import GridFileError, load_grid_file
+from harness.policy import builtin_policy_names
+from harness.scenario import list_scenarios
+
+ROOT = Path(__file__).resolve().parent.parent
+FILES = ROOT / "polyaxonfiles"
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from polyaxon.exceptions import PolyaxonfileError
+    from polyaxon.polyaxonfile import check_polyaxonfile
+
+
+def test_component_passes_polyaxon_check() -> None:
+    """Polyaxon parses the component and finds the typed inputs a cell needs."""
+    component = check_polyaxonfile(polyaxonfile=str(FILES / "component.yaml"), is_cli=False, to_op=False)
+    types = {io.name: io.type for io in component.inputs}
+    assert types == {"policy": "str", "scenario": "str", "seed_count": "int"}
+
+
+def test_operation_passes_polyaxon_check_with_the_seed_grid() -> None:
+    """The grid operation parses, is a grid with concurrency 2, as in seed 003."""
+    operation = check_polyaxonfile(polyaxonfile=str(FILES / "grid.yaml"), is_cli=False)
+    assert operation.matrix.kind == "grid" and operation.matrix.concurrency == 2
+
+
+def test_matrix_lists_exactly_what_the_harness_ships() -> None:
+    """The matrix's policies and scenarios are the shipped ones: the two cannot drift apart."""
+    matrix = yaml.safe_load((FILES / "grid.yaml").read_text())["matrix"]["params"]
+    assert sorted(matrix["policy"]["value"]) == builtin_policy_names()
+    assert sorted(matrix["scenario"]["value"]) == list_scenarios()
+
+
+def test_every_cell_is_checked_against_the_component() -> None:
+    """Expanding with Polyaxon's grid manager gives one valid cell per policy x scenario."""
+    grid = load_grid_file(FILES / "grid.yaml")
+    assert grid.concurrency == 2 and set(grid.inputs) == {"policy", "scenario", "seed_count"}
+    pairs = {(c["policy"], c["scenario"]) for c in grid.cells}
+    assert pairs == {(p, s) for p in builtin_policy_names() for s in list_scenarios()}
+    assert len(grid.cells) == len(pairs) and all(c["seed_count"] == 3 for c in grid.cells)
+    for cell in grid.cells:
+        check_polyaxonfile(polyaxonfile=str(FILES / "component.yaml"), params=cell, is_cli=False)
+
+
+def test_component_image_is_the_dockerfile_build() -> None:
+    """The component runs the image the Dockerfile builds, tagged with this version."""
+    image = yaml.safe_load((FILES / "component.yaml").read_text())["run"]["container"]["image"]
+    assert image == f"recovery-harness:{__version__}"
+    assert f"-t {image}" in (FILES / "Dockerfile").read_text()
+
+
+def broken(tmp_path: Path, old: str, new: str) -> Path:
+    (tmp_path / "component.yaml").write_text((FILES / "component.yaml").read_text())
+    path = tmp_path / "grid.yaml"
+    text = (FILES / "grid.yaml").read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "needle"),
+    [
+        ("    policy:\n", "    polcy:\n", "Input policy is required"),
+        (
+            "    scenario:\n",
+            "    extra_knob: {kind: choice, value: [1, 2]}\n    scenario:\n",
+            "matrix.params.extra_knob",
+        ),
+        ("concurrency: 2", "concurrency: two", "Polyaxon rejects it"),
+        ("kind: operation", "kind: operation\nfoo: bar", "Unexpected section"),
+        ("seed_count: {value: 3}", "seed_count: {value: many}", "seed_count"),
+        ("params:\n  seed_count: {value: 3}", "params:\n  seeds: {value: 3}", "params.seeds"),
+    ],
+)
+def test_broken_polyaxonfile_is_rejected_in_one_line(tmp_path: Path, old: str, new: str, needle: str) -> None:
+    """A misspelt matrix key, a wrong type, an unknown section or an unknown param: one line naming it."""
+    with pytest.raises(GridFileError) as info:
+        load_grid_file(broken(tmp_path, old, new))
+    message = str(info.value)
+    assert needle in message and "fix:" in message and "\n" not in message
+
+
+def test_polyaxon_itself_rejects_a_broken_operation(tmp_path: Path) -> None:
+    """Polyaxon's parser, not only ours, refuses an invalid concurrency."""
+    with pytest.raises(PolyaxonfileError):
+        check_polyaxonfile(polyaxonfile=str(broken(tmp_path, "concurrency: 2", "concurrency: two")), is_cli=False)
+
+
+def test_wrongly_typed_choice_is_caught_per_cell(tmp_path: Path) -> None:
+    """Polyaxon does not type-check choice values; the per-cell check does."""
+    path = broken(tmp_path, "    scenario:\n", "    seed_count: {kind: choice, value: [a, b]}\n    scenario:\n")
+    with pytest.raises(GridFileError, match="seed_count"):
+        load_grid_file(path)

@@ -1,0 +1,212 @@
+"""Against a real Polyaxon server (haupt's sqlite sandbox on 127.0.0.1, started and stopped here).
+
+Offline runs are pushed with `polyaxon ops push` and read back with the Polyaxon client; the harness's own
+server mode pushes too; the grid operation is submitted and the server compiles one child run per cell
+(nothing executes them: the sandbox has no Kubernetes). The viewer serves a run's offline runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.model import CaseReport
+from harness.plxfile import default_grid_file, load_grid_file
+from harness.report import case_path
+from harness.viewer import haupt_command
+
+ROOT = Path(__file__).resolve().parent.parent
+CELLS = [
+    "--policy",
+    "retry_same_key",
+    "--policy",
+    "reconcile_and_reauthorize",
+    "--scenario",
+    "lost_response",
+    "--scenario",
+    "uncertain_lookup",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_healthy(url: str, process: subprocess.Popen[bytes], timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.25)
+    raise TimeoutError(f"{url} not healthy after {timeout_s} s")
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """A haupt sandbox with its own HOME; yields the environment for the CLI and clients, stops it by PID."""
+    base = tmp_path_factory.mktemp("sandbox")
+    home = base / "home"
+    home.mkdir()
+    port = free_port()
+    env = {**os.environ, "HOME": str(home), "POLYAXON_HOST": f"http://127.0.0.1:{port}"}
+    env.pop("POLYAXON_IS_OFFLINE", None)
+    log = (base / "server.log").open("wb")
+    process = subprocess.Popen(
+        [
+            haupt_command(),
+            "sandbox",
+            "start",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+            "--path",
+            str(base / "data"),
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}/healthz", process)
+        yield env
+    finally:
+        stop(process)
+        log.close()
+
+
+def run(args: list[str], env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def polyaxon(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return run([str(Path(sys.executable).parent / "polyaxon"), *args], env)
+
+
+def read(kind: str, *args: str, env: dict[str, str]) -> list[dict[str, Any]]:
+    proc = run([sys.executable, str(ROOT / "tests" / "plx_read.py"), kind, *args], env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def assert_arrived(out: Path, runs: list[dict[str, Any]]) -> None:
+    """Every cell arrived with its inputs, metrics, outcome and each seed's recovery.json, as written locally."""
+    assert len(runs) == 4
+    for r in runs:
+        assert r["inputs"]["seeds"] == [1, 2, 3] and r["status"] == "succeeded"
+        reports = []
+        for seed in (1, 2, 3):
+            text = r["files"][f"seed-{seed}/recovery.json"]
+            report = CaseReport.model_validate_json(text)
+            assert case_path(out, report).read_text() == text
+            reports.append(report)
+        assert r["outputs"]["recovery_outcome"] in {rep.outcome for rep in reports}
+        assert [v for _, v in r["metrics"]["dispatches"]] == [rep.metrics["dispatches"] for rep in reports]
+        if r["inputs"]["policy"] == "retry_same_key" and r["inputs"]["scenario"] == "uncertain_lookup":
+            assert "duplicate_effects" not in r["metrics"]
+
+
+def test_offline_runs_pushed_with_the_cli_arrive_whole(server: dict[str, str], tmp_path: Path) -> None:
+    """A grid tracked offline, sent with the `polyaxon ops push` command the harness prints, reads back whole."""
+    out = tmp_path / "run"
+    proc = run([sys.executable, "-m", "harness", "run", "--out", str(out), "--quiet", *CELLS], server)
+    assert proc.returncode == 0, proc.stderr
+    hint = proc.stdout.split("send to a server: ", 1)[1].split()
+    assert hint[:3] == ["polyaxon", "ops", "push"]
+    assert polyaxon("project", "create", "--name", "recovery-harness", env=server).returncode == 0
+    push = polyaxon(*hint[1:], env=server)
+    assert push.returncode == 0 and push.stdout.count("Finished pushing") >= 4, push.stdout + push.stderr
+    assert_arrived(out, read("server", "default/recovery-harness", str(tmp_path / "dl"), env=server))
+
+
+def test_server_mode_pushes_every_cell(server: dict[str, str], tmp_path: Path) -> None:
+    """`--tracking server` creates the project and sends each cell's run, one request at a time."""
+    out = tmp_path / "run"
+    proc = run(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "run",
+            "--out",
+            str(out),
+            "--quiet",
+            "--tracking",
+            "server",
+            "--project",
+            "default/direct",
+            *CELLS,
+        ],
+        server,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "4 runs sent to project default/direct" in proc.stdout
+    assert_arrived(out, read("server", "default/direct", str(tmp_path / "dl"), env=server))
+
+
+def test_grid_operation_compiles_one_child_per_cell(server: dict[str, str]) -> None:
+    """Submitting polyaxonfiles/grid.yaml makes the server compile one child run per matrix cell."""
+    assert polyaxon("project", "create", "--name", "grid", env=server).returncode == 0
+    cells = load_grid_file(default_grid_file()).cells
+    children = read("submit", "default/grid", str(default_grid_file()), str(len(cells)), env=server)
+    assert len(children) == len(cells)
+    got = sorted((c["inputs"]["policy"], c["inputs"]["scenario"], c["inputs"]["seed_count"]) for c in children)
+    assert got == sorted((c["policy"], c["scenario"], c["seed_count"]) for c in cells)
+
+
+def test_view_serves_the_runs(tmp_path: Path) -> None:
+    """`harness view RUN_DIR` starts the Polyaxon viewer on 127.0.0.1 and its API lists the run's cells."""
+    out = tmp_path / "run"
+    proc = run([sys.executable, "-m", "harness", "run", "--out", str(out), "--quiet", *CELLS], dict(os.environ))
+    assert proc.returncode == 0, proc.stderr
+    port = free_port()
+    viewer = subprocess.Popen(
+        [sys.executable, "-m", "harness", "view", str(out), "--port", str(port)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}/healthz", viewer)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/default/recovery-harness/runs/", timeout=10) as r:
+            listed = json.loads(r.read())
+        assert listed["count"] == 4
+        assert {run["name"] for run in listed["results"]} == {
+            f"{p}-{s}"
+            for p in ("retry_same_key", "reconcile_and_reauthorize")
+            for s in ("lost_response", "uncertain_lookup")
+        }
+    finally:
+        stop(viewer)
+    assert viewer.stdout is not None
+    assert f"http://127.0.0.1:{port}/" in viewer.stdout.read().decode()
