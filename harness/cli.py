@@ -161,8 +161,17 @@ def _plan(args: argparse.Namespace) -> _Plan:
     return _Plan(tuple(cells), args.concurrency or grid.concurrency)
 
 
+class UsageError(ValueError):
+    """Options that cannot work together; one line with the fix."""
+
+
 def _run(args: argparse.Namespace) -> int:
     plan = _plan(args)
+    if args.tracking != "none" and is_managed() and len(plan.cells) != 1:
+        raise UsageError(
+            f"inside a Polyaxon job the harness logs into that job's one run, but {len(plan.cells)} cells were "
+            "asked for; fix: pass one --policy and one --scenario (as polyaxonfiles/component.yaml does)"
+        )
     # Load everything once before writing anything, so bad input fails with nothing half-written.
     grid = load_grid(
         [c[0] for c in plan.cells], [c[1] for c in plan.cells], sorted({s for c in plan.cells for s in c[2]})
@@ -313,6 +322,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "view":
             return view(args.run_dir, args.port)
         return _schema(args)
-    except (ScenarioError, PolicyError, GridFileError, ViewError) as exc:
+    except (ScenarioError, PolicyError, GridFileError, ViewError, UsageError) as exc:
         print(f"harness: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -6,8 +6,8 @@ Modes:
   server   tracks offline the same way, then pushes each finished run to the configured server
            (``POLYAXON_HOST``), one request at a time; if that fails, nothing local is lost
   none     no Polyaxon at all
-Inside a Polyaxon-managed job (Polyaxon sets ``POLYAXON_RUN_INSTANCE``), offline and server mode log into that
-job's own run instead.
+Inside a Polyaxon-managed job (Polyaxon sets ``POLYAXON_IS_MANAGED`` and ``POLYAXON_RUN_INSTANCE``), offline and
+server mode log into that job's own run instead, and the job must run exactly one cell.
 
 In each run: the inputs (scenario, policy and their revisions, task and action IDs, seeds, harness version);
 one sanitized ``recovery.json`` per seed under ``outputs/seed-<n>/``; metrics with one step per seed (step i is
@@ -78,8 +78,9 @@ def offline_root(out: Path) -> Path:
 
 
 def is_managed() -> bool:
-    """True inside a job that Polyaxon started (it sets the run's instance in the environment)."""
-    return bool(os.environ.get("POLYAXON_RUN_INSTANCE"))
+    """True inside a job that Polyaxon started: it sets these two variables, and its client reads them."""
+    flag = os.environ.get("POLYAXON_IS_MANAGED", "").strip().lower() in ("true", "1", "yes")
+    return flag and bool(os.environ.get("POLYAXON_RUN_INSTANCE"))
 
 
 def split_project(spec: str) -> tuple[str, str]:
@@ -139,6 +140,8 @@ def track_cell(cell: CellRecord, out: Path, project: str, write: Callable[[Path,
         owner, name = split_project(project)
         common: dict[str, Any] = {
             "track_code": False,
+            # The environment record holds host details and needs a cluster namespace in managed jobs.
+            "track_env": False,
             "track_logs": False,
             "collect_resources": False,
         }

@@ -207,3 +207,17 @@ def test_unreachable_server_loses_nothing(tmp_path: Path) -> None:
     assert len(errors) == 1 and "polyaxon ops push" in errors[0] and "nothing local is lost" in errors[0]
     assert len(list(out.rglob("recovery.json"))) == 6  # 3 case files + 3 copies in the Polyaxon run's outputs
     assert len(read_offline(out / "polyaxon")) == 1
+
+
+def test_managed_job_runs_exactly_one_cell(tmp_path: Path) -> None:
+    """Inside a Polyaxon-managed job, a multi-cell grid is refused in one line before anything is written."""
+    out = tmp_path / "run"
+    proc = harness(
+        "run",
+        "--out",
+        str(out),
+        "--quiet",
+        env={"POLYAXON_IS_MANAGED": "true", "POLYAXON_RUN_INSTANCE": "default.p.runs.0123"},
+    )
+    assert proc.returncode == 2 and "one --policy and one --scenario" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and not out.exists()
