@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from harness.html_report import TIMELINE_OUTCOMES, render_timeline, write_report
 from harness.model import CaseReport
 from harness.plxfile import GridFileError, default_grid_file, load_grid_file
 from harness.policy import PolicyError, builtin_policy_names, load_policy
@@ -109,6 +110,14 @@ def _parser() -> argparse.ArgumentParser:
         help=f"Polyaxon project for the runs (default: {DEFAULT_PROJECT})",
     )
     run.add_argument("--quiet", action="store_true", help="no per-cell progress lines")
+    run.add_argument("--no-report", action="store_true", help="skip report.html, heatmap.png and the timelines")
+    report = sub.add_parser("report", help="write report.html for a run folder (tables, heatmap, timelines)")
+    report.add_argument(
+        "run_dir",
+        type=Path,
+        metavar="RUN_DIR",
+        help="a run folder, Polyaxon offline root, or folder of downloaded recovery.json files",
+    )
     sub.add_parser("list", help="show policies, scenarios and fault boundaries")
     schema = sub.add_parser("schema", help="print the JSON Schema of recovery.json")
     schema.add_argument("--out", type=Path, metavar="FILE", help="write it to FILE instead")
@@ -131,6 +140,10 @@ def _positive(text: str) -> int:
 def _default_out() -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return Path("reports") / "runs" / stamp
+
+
+class UsageError(ValueError):
+    """Options that cannot work together, or a folder that is not a run; one line with the fix."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,10 +174,6 @@ def _plan(args: argparse.Namespace) -> _Plan:
     return _Plan(tuple(cells), args.concurrency or grid.concurrency)
 
 
-class UsageError(ValueError):
-    """Options that cannot work together; one line with the fix."""
-
-
 def _run(args: argparse.Namespace) -> int:
     plan = _plan(args)
     if args.tracking != "none" and is_managed() and len(plan.cells) != 1:
@@ -181,7 +190,10 @@ def _run(args: argparse.Namespace) -> int:
         print(f"harness: output folder {out} is not empty; fix: pass another --out", file=sys.stderr)
         return EXIT_USAGE
     out.mkdir(parents=True, exist_ok=True)
-    jobs = [CellJob(p, s, seeds, out, args.tracking, args.project) for p, s, seeds in plan.cells]
+    jobs = [
+        CellJob(p, s, seeds, out, args.tracking, args.project, timelines=not args.no_report)
+        for p, s, seeds in plan.cells
+    ]
     started = time.perf_counter()
     results = _execute(jobs, plan.concurrency, quiet=args.quiet)
     reports = [r for result in results for r in result.reports]
@@ -217,6 +229,8 @@ def _run(args: argparse.Namespace) -> int:
     for r in errors:
         print(f"harness error in {r.policy} x {r.scenario} seed {r.seed}: {r.error}", file=sys.stderr)
     status = _report_tracking(args, out, [t for _, t in tracked if t])
+    if not args.no_report:
+        print(f"report: {write_report(out)}")
     if errors:
         return EXIT_HARNESS_ERROR
     return status
@@ -287,6 +301,34 @@ def _report_tracking(args: argparse.Namespace, out: Path, tracked: Sequence[Trac
     return EXIT_OK
 
 
+def _report(run_dir: Path) -> int:
+    if not run_dir.is_dir():
+        raise UsageError(f"{run_dir}: not a folder; fix: give a folder written by 'harness run'")
+    missing = [
+        path
+        for path in sorted(run_dir.rglob("recovery.json"))
+        if not path.with_name("timeline.png").exists() and _outcome(path) in TIMELINE_OUTCOMES
+    ]
+    if missing:
+        print(f"drawing {len(missing)} timelines...", file=sys.stderr)
+        for path in missing:
+            render_timeline(path)
+    try:
+        page = write_report(run_dir)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    print(page)
+    return EXIT_OK
+
+
+def _outcome(path: Path) -> str | None:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8")).get("outcome")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
 def _list() -> int:
     print("policies:")
     for name in builtin_policy_names():
@@ -321,6 +363,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _list()
         if args.command == "view":
             return view(args.run_dir, args.port)
+        if args.command == "report":
+            return _report(args.run_dir)
         return _schema(args)
     except (ScenarioError, PolicyError, GridFileError, ViewError, UsageError) as exc:
         print(f"harness: {exc}", file=sys.stderr)

@@ -151,6 +151,8 @@ class CellJob:
     out: Path
     tracking: TrackingMode
     project: str
+    #: Draw ``timeline.png`` beside the recovery.json of each incorrect or unresolved case (for the report).
+    timelines: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,11 +167,17 @@ def execute_cell(job: CellJob) -> CellResult:
     Module-level and picklable so a process pool can run cells side by side.
     """
     grid = load_grid([job.policy_spec], [job.scenario_spec], job.seeds)
+    if job.timelines:
+        # pandas and matplotlib cost a second to import: only when pictures are wanted.
+        from harness.html_report import TIMELINE_OUTCOMES, render_timeline
     reports, texts = [], []
     for case in grid.cases:
         report, _ = run_case(case)
         text = recovery_json(report, secrets=[case.scenario.approval.token.get_secret_value()])
-        write_atomic(case_path(job.out, report), text)
+        path = case_path(job.out, report)
+        write_atomic(path, text)
+        if job.timelines and report.outcome in TIMELINE_OUTCOMES:
+            render_timeline(path)
         reports.append(report)
         texts.append(text)
     tracked = None

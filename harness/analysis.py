@@ -1,0 +1,277 @@
+"""Saved ``recovery.json`` files into pandas, and the comparison tables people read.
+
+``load`` takes any mix of local run folders, Polyaxon offline roots and folders of downloaded Polyaxon
+artifacts, and returns one row per case. An unknown metric stays a missing value (``<NA>``), never 0, and its
+reason is in the ``unknown`` column. Files that cannot be read are skipped and listed, with the reason, in
+``frame.attrs["skipped"]``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.check import INVARIANTS, METRIC_NAMES
+from harness.model import OUTCOMES, SCHEMA_VERSION
+
+__all__ = [
+    "INPUT_COLUMNS",
+    "Skipped",
+    "compare_runs",
+    "load",
+    "metric_table",
+    "outcome_counts",
+    "pass_k",
+    "rate_table",
+    "rates",
+    "wilson_interval",
+]
+
+INPUT_COLUMNS = ("policy", "policy_revision", "scenario", "scenario_revision", "seed", "task_id", "action_id")
+_COUNTS = {
+    "unauthorized_dispatches",
+    "duplicate_effects",
+    "wrong_revision_completions",
+    "duplicate_records",
+    "effects_after_cancel",
+    "false_records",
+    "unresolved_actions",
+    "escalations",
+    "dispatches",
+    "lookups",
+}
+_FLAGS = {"task_completed", "executor_finished"}
+_REQUIRED = ("schema_version", *INPUT_COLUMNS, "outcome", "verdict", "metrics", "unknown")
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    path: str
+    reason: str
+
+
+def _files(root: Path) -> list[Path]:
+    if root.is_file():
+        return [root]
+    return sorted(root.rglob("recovery.json"))
+
+
+def _polyaxon_run(path: Path) -> str | None:
+    """The Polyaxon run a file belongs to, for ``.../runs/<uuid>/outputs/...`` paths."""
+    parts = path.parts
+    for i in range(len(parts) - 2):
+        if parts[i] == "runs" and parts[i + 2] == "outputs":
+            return parts[i + 1]
+    return None
+
+
+def _row(data: dict[str, Any], source: str, path: Path) -> dict[str, Any]:
+    row: dict[str, Any] = {"source": source, "path": str(path), "polyaxon_run": _polyaxon_run(path)}
+    for column in INPUT_COLUMNS:
+        row[column] = data[column]
+    row["outcome"], row["verdict"] = data["outcome"], data["verdict"]
+    metrics = data["metrics"]
+    for name in METRIC_NAMES:
+        row[name] = metrics.get(name)
+    unknown = data.get("unknown") or {}
+    row["unknown_metrics"] = ", ".join(sorted(unknown))
+    row["unknown"] = "; ".join(f"{k}: {v}" for k, v in sorted(unknown.items()))
+    row["anomalies"] = len(data.get("anomalies") or ())
+    row["attempts"] = len(data.get("attempts") or ())
+    row["reproduce"] = data.get("reproduce")
+    row["error"] = data.get("error")
+    return row
+
+
+def load(paths: Path | str | Iterable[Path | str], *, quiet: bool = True) -> pd.DataFrame:
+    """One row per case from every ``recovery.json`` under ``paths``.
+
+    Within one given path, a case present twice (the run folder's copy and the Polyaxon run's copy) is kept
+    once. ``source`` says which given path a row came from, so two runs can be loaded and compared.
+    """
+    if isinstance(paths, str | Path):
+        paths = [paths]
+    rows: list[dict[str, Any]] = []
+    skipped: list[Skipped] = []
+    for given in paths:
+        root = Path(given)
+        if not root.exists():
+            skipped.append(Skipped(str(root), "no such file or folder"))
+            continue
+        seen: set[tuple[Any, ...]] = set()
+        # Case folders sort before Polyaxon copies, so the kept path is the stable one.
+        for path in sorted(_files(root), key=lambda p: (_polyaxon_run(p) is not None, str(p))):
+            try:
+                data = json.loads(path.read_bytes())
+            except (OSError, ValueError) as exc:
+                skipped.append(Skipped(str(path), f"malformed: {type(exc).__name__}: {str(exc)[:120]}"))
+                continue
+            if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
+                version = data.get("schema_version") if isinstance(data, dict) else None
+                skipped.append(Skipped(str(path), f"schema_version {version!r}, expected {SCHEMA_VERSION}"))
+                continue
+            missing = [key for key in _REQUIRED if key not in data]
+            if missing:
+                skipped.append(Skipped(str(path), f"missing keys: {', '.join(missing)}"))
+                continue
+            key = (data["policy"], data["policy_revision"], data["scenario"], data["scenario_revision"], data["seed"])
+            if key in seen:
+                continue
+            seen.add(key)
+            rows.append(_row(data, str(given), path))
+    frame = _typed(pd.DataFrame(rows, columns=_columns()))
+    frame.attrs["skipped"] = skipped
+    if skipped and not quiet:
+        for s in skipped:
+            print(f"skipped {s.path}: {s.reason}")
+    return frame
+
+
+def _columns() -> list[str]:
+    return [
+        "source",
+        "path",
+        "polyaxon_run",
+        *INPUT_COLUMNS,
+        "outcome",
+        "verdict",
+        *METRIC_NAMES,
+        "unknown_metrics",
+        "unknown",
+        "anomalies",
+        "attempts",
+        "reproduce",
+        "error",
+    ]
+
+
+def _typed(frame: pd.DataFrame) -> pd.DataFrame:
+    """Nullable dtypes, so an unknown metric is <NA> and never silently becomes 0 or NaN-as-float."""
+    for name in METRIC_NAMES:
+        if name in _COUNTS:
+            frame[name] = frame[name].astype("Int64")
+        elif name in _FLAGS:
+            frame[name] = frame[name].astype("boolean")
+        else:
+            frame[name] = frame[name].astype("Float64")
+    frame["seed"] = frame["seed"].astype("Int64")
+    for name in ("outcome", "verdict"):
+        frame[name] = frame[name].astype("string")
+    return frame
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion (95% by default); (nan, nan) when ``n`` is 0."""
+    if n == 0:
+        return (math.nan, math.nan)
+    p = successes / n
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def pass_k(successes: int, n: int, k: int) -> float:
+    """The chance that k runs drawn without replacement from these n all succeed: C(c, k) / C(n, k).
+
+    The unbiased estimate of pass^k from n observed runs; nan when fewer than k runs were observed.
+    """
+    if k < 1 or n < k:
+        return math.nan
+    return math.comb(successes, k) / math.comb(n, k)
+
+
+def rates(frame: pd.DataFrame, outcome: str = "correct", k: int = 3) -> pd.DataFrame:
+    """Per policy x scenario: cases, how many ended ``outcome``, the rate with its Wilson 95% interval,
+    pass^k, and how many cases had a verdict of unknown (no evidence is not the same as no problem)."""
+    records = []
+    for (policy, scenario), group in frame.groupby(["policy", "scenario"], sort=False):
+        n = len(group)
+        hits = int((group["outcome"] == outcome).sum())
+        low, high = wilson_interval(hits, n)
+        records.append(
+            {
+                "policy": policy,
+                "scenario": scenario,
+                "cases": n,
+                outcome: hits,
+                "rate": hits / n if n else math.nan,
+                "wilson_low": low,
+                "wilson_high": high,
+                f"pass^{k}": pass_k(hits, n, k),
+                "unknown": int((group["verdict"] == "unknown").sum()),
+            }
+        )
+    return pd.DataFrame.from_records(records)
+
+
+def rate_table(frame: pd.DataFrame, outcome: str = "correct", k: int = 3) -> pd.DataFrame:
+    """A policy x scenario table of readable cells: ``67% [21-94] pass^3 0.00 · 1 unknown``."""
+    r = rates(frame, outcome, k)
+
+    def cell(row: pd.Series) -> str:
+        text = f"{row['rate']:.0%} [{row['wilson_low']:.0%}-{row['wilson_high']:.0%}]"
+        value = row[f"pass^{k}"]
+        text += f" pass^{k} {value:.2f}" if not math.isnan(value) else f" pass^{k} n<{k}"
+        if row["unknown"]:
+            text += f" · {row['unknown']} unknown"
+        return text
+
+    r["cell"] = r.apply(cell, axis=1)
+    return _pivot(r, frame)
+
+
+def metric_table(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """A policy x scenario table of one metric over the seeds: its mean (min-max when they differ), and how
+    many cases left it unknown. A cell with no known value says ``unknown``, never 0."""
+    if metric not in METRIC_NAMES:
+        raise KeyError(f"unknown metric '{metric}'; use one of {', '.join(METRIC_NAMES)}")
+    records = []
+    for (policy, scenario), group in frame.groupby(["policy", "scenario"], sort=False):
+        values = group[metric]
+        known = values.dropna().astype(float)
+        unknown = int(values.isna().sum())
+        if known.empty:
+            text = f"unknown x{unknown}"
+        else:
+            text = f"{known.mean():.3g}"
+            if known.min() != known.max():
+                text += f" ({known.min():.3g}-{known.max():.3g})"
+            if unknown:
+                text += f" · {unknown} unknown"
+        records.append({"policy": policy, "scenario": scenario, "cell": text})
+    return _pivot(pd.DataFrame.from_records(records), frame)
+
+
+def outcome_counts(frame: pd.DataFrame) -> pd.DataFrame:
+    """A policy x scenario table of outcomes over the seeds: ``correct 3`` or ``correct 2, unresolved 1``."""
+    records = []
+    for (policy, scenario), group in frame.groupby(["policy", "scenario"], sort=False):
+        counts = group["outcome"].value_counts()
+        text = ", ".join(f"{o} {int(counts[o])}" for o in OUTCOMES if o in counts)
+        records.append({"policy": policy, "scenario": scenario, "cell": text})
+    return _pivot(pd.DataFrame.from_records(records), frame)
+
+
+def _pivot(records: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
+    if records.empty:
+        return pd.DataFrame()
+    policies = list(dict.fromkeys(frame["policy"]))
+    scenarios = list(dict.fromkeys(frame["scenario"]))
+    table = records.pivot(index="policy", columns="scenario", values="cell")
+    return table.reindex(index=policies, columns=scenarios).fillna("-")
+
+
+def compare_runs(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
+    """Case by case, what changed between two runs: outcome, verdict and revisions, before and after."""
+    keys = ["policy", "scenario", "seed"]
+    cols = [*keys, "policy_revision", "scenario_revision", "outcome", "verdict", *INVARIANTS]
+    merged = before[cols].merge(after[cols], on=keys, how="outer", suffixes=("_before", "_after"))
+    merged["changed"] = (merged["outcome_before"] != merged["outcome_after"]).fillna(True).astype(bool)
+    return merged.sort_values(keys).reset_index(drop=True)

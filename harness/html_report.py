@@ -1,0 +1,130 @@
+"""``report.html``: one self-contained page per run, for people who would rather look than read JSON.
+
+Tables (outcomes, correct rates with Wilson intervals and pass^k, the safety metrics), the heatmap, and the
+timeline of every incorrect or unresolved case with its anomalies, unknowns and reproduce command. Pictures
+are embedded as base64 PNG, so the file can be mailed or attached as it is.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.analysis import load, metric_table, outcome_counts, rate_table
+from harness.pictures import heatmap, png_bytes, save_png, timeline
+
+__all__ = ["TIMELINE_OUTCOMES", "render_timeline", "write_report"]
+
+#: The cases whose timeline the report shows.
+TIMELINE_OUTCOMES = ("incorrect", "unresolved")
+TABLE_METRICS = (
+    "unauthorized_dispatches",
+    "duplicate_effects",
+    "wrong_revision_completions",
+    "duplicate_records",
+    "effects_after_cancel",
+    "false_records",
+    "unresolved_actions",
+    "task_completed",
+    "time_to_account_s",
+    "dispatches",
+)
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 24px; color: #263238; }
+h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 32px; } h3 { font-size: 15px; margin-bottom: 4px; }
+table { border-collapse: collapse; font-size: 12px; margin: 8px 0 16px; }
+th, td { border: 1px solid #cfd8dc; padding: 4px 8px; text-align: left; }
+th { background: #eceff1; }
+pre { background: #f5f5f5; padding: 6px 8px; font-size: 12px; overflow-x: auto; }
+.case { border-top: 1px solid #cfd8dc; padding-top: 8px; margin-top: 16px; }
+.unknown { color: #8d6e00; } .anomaly { color: #b71c1c; }
+img { max-width: 100%; }
+"""
+
+
+def render_timeline(recovery_path: Path) -> Path | None:
+    """Write ``timeline.png`` beside a case's ``recovery.json``; None for a case without a history."""
+    report = json.loads(recovery_path.read_text(encoding="utf-8"))
+    if not report.get("timeline"):
+        return None
+    return save_png(timeline(report), recovery_path.with_name("timeline.png"))
+
+
+def _img(data: bytes, alt: str) -> str:
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(data).decode()}">'
+
+
+def _table(frame: pd.DataFrame, table_id: str) -> str:
+    return str(frame.to_html(table_id=table_id, escape=True, border=0))
+
+
+def _case(row: pd.Series) -> str:
+    path = Path(str(row["path"]))
+    report: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    title = f"{row['policy']} x {row['scenario']} seed {row['seed']}: {row['outcome']} (verdict {row['verdict']})"
+    parts = [
+        f'<div class="case"><h3>{html.escape(title)}</h3>',
+        f"<pre>{html.escape(str(report.get('reproduce', '')))}</pre>",
+    ]
+    for anomaly in report.get("anomalies", ()):
+        witnesses = ", ".join(str(w) for w in anomaly["witnesses"])
+        parts.append(
+            f'<div class="anomaly">{html.escape(anomaly["kind"])}: {html.escape(anomaly["detail"])} '
+            f"(entries {witnesses})</div>"
+        )
+    for metric, reason in report.get("unknown", {}).items():
+        parts.append(f'<div class="unknown">unknown {html.escape(metric)}: {html.escape(reason)}</div>')
+    if report.get("timeline"):
+        picture = path.with_name("timeline.png")
+        data = picture.read_bytes() if picture.exists() else png_bytes(timeline(report))
+        parts.append(_img(data, f"timeline of {title}"))
+    parts.append("</div>")
+    return "\n".join(parts)
+
+
+def write_report(run_dir: Path, out: Path | None = None) -> Path:
+    """Write ``report.html`` (and ``heatmap.png``) for every case under ``run_dir``; return the page's path."""
+    frame = load(run_dir)
+    if frame.empty:
+        raise ValueError(f"{run_dir}: no recovery.json found; fix: give a folder written by 'harness run'")
+    out = out or run_dir / "report.html"
+    heat = save_png(heatmap(frame), out.with_name("heatmap.png"))
+    skipped = frame.attrs.get("skipped", [])
+    body = [
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8"><title>Recovery harness report</title>',
+        f"<style>{_STYLE}</style></head><body>",
+        "<h1>Recovery harness report</h1>",
+        f"<p>{len(frame)} cases from <code>{html.escape(str(run_dir))}</code>: "
+        f"{frame['policy'].nunique()} policies x {frame['scenario'].nunique()} scenarios, "
+        f"seeds {', '.join(str(s) for s in sorted(frame['seed'].dropna().unique()))}.</p>",
+    ]
+    if skipped:
+        body.append("<p>Skipped files:</p><ul>")
+        body += [f"<li>{html.escape(s.path)}: {html.escape(s.reason)}</li>" for s in skipped]
+        body.append("</ul>")
+    body += [
+        "<h2>Outcomes</h2>",
+        _img(heat.read_bytes(), "heatmap of outcomes per policy and scenario"),
+        _table(outcome_counts(frame), "outcomes"),
+        "<h2>Correct rate over seeds</h2>",
+        "<p>Rate of correct cases, Wilson 95% interval, pass^3 (the chance that 3 runs all end correct), and how "
+        "many cases the evidence could not decide: no evidence is not the same as no problem.</p>",
+        _table(rate_table(frame), "rates"),
+        "<h2>Metrics</h2>",
+        "<p>Mean over seeds (range when they differ); <em>unknown</em> where the evidence could not establish it.</p>",
+    ]
+    for metric in TABLE_METRICS:
+        body += [f"<h3>{metric}</h3>", _table(metric_table(frame, metric), f"metric-{metric}")]
+    shown = frame[frame["outcome"].isin(TIMELINE_OUTCOMES)]
+    body.append(f"<h2>Timelines of the {len(shown)} incorrect or unresolved cases</h2>")
+    body += [_case(row) for _, row in shown.iterrows()]
+    body.append("</body></html>")
+    out.write_text("\n".join(body) + "\n", encoding="utf-8")
+    return out

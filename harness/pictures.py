@@ -1,0 +1,151 @@
+"""Pictures: a policy x scenario heatmap of outcomes, and a per-case timeline drawn as a sequence diagram.
+
+Both return matplotlib figures (the Agg backend: no screen needed); ``save_png`` writes one to a file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+__all__ = ["COLOURS", "LANES", "heatmap", "png_bytes", "save_png", "timeline"]
+
+COLOURS = {
+    "correct": "#4caf50",
+    "incorrect": "#e53935",
+    "unresolved": "#ffb300",
+    "harness_error": "#757575",
+    "mixed": "#8e7cc3",
+}
+#: One lane per actor, left to right in the order a request travels.
+LANES = ("operator", "controller", "worker", "transport", "destination")
+
+
+def heatmap(frame: pd.DataFrame, title: str = "Outcome per policy x scenario") -> Figure:
+    """Each cell: the outcome over its seeds (one colour when they agree, violet when mixed), the count per
+    outcome, and how many cases the evidence could not decide (verdict unknown)."""
+    policies = list(dict.fromkeys(frame["policy"]))
+    scenarios = list(dict.fromkeys(frame["scenario"]))
+    fig, ax = plt.subplots(figsize=(1.9 * len(scenarios) + 2.6, 0.9 * len(policies) + 1.6), dpi=100)
+    for i, policy in enumerate(policies):
+        for j, scenario in enumerate(scenarios):
+            cases = frame[(frame["policy"] == policy) & (frame["scenario"] == scenario)]
+            outcomes = list(cases["outcome"])
+            kinds = sorted(set(outcomes), key=outcomes.index)
+            colour = COLOURS["mixed"] if len(kinds) > 1 else COLOURS.get(kinds[0], "#ffffff") if kinds else "#ffffff"
+            ax.add_patch(Rectangle((j, i), 1, 1, facecolor=colour, edgecolor="white", linewidth=2))
+            lines = [f"{o} {outcomes.count(o)}" for o in kinds] or ["-"]
+            unknown = int((cases["verdict"] == "unknown").sum())
+            if unknown:
+                lines.append(f"unknown x{unknown}")
+            ax.text(j + 0.5, i + 0.5, "\n".join(lines), ha="center", va="center", fontsize=8)
+    ax.set_xlim(0, len(scenarios))
+    ax.set_ylim(len(policies), 0)
+    ax.set_xticks([j + 0.5 for j in range(len(scenarios))], scenarios, rotation=30, ha="right", fontsize=8)
+    ax.set_yticks([i + 0.5 for i in range(len(policies))], policies, fontsize=8)
+    ax.tick_params(length=0)
+    for side in ax.spines.values():
+        side.set_visible(False)
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _label(entry: dict[str, Any]) -> str:
+    data = entry["data"]
+    event = entry["event"]
+    if event == "fault":
+        return f"FAULT {data.get('boundary')} (#{data.get('occurrence')})"
+    if event == "command":
+        return f"policy: {data.get('kind')}"
+    if event == "send":
+        return f"{data.get('kind')} #{data.get('n')} {data.get('execution_id') or ''}".strip()
+    if event == "receive":
+        return f"reply {data.get('kind')} #{data.get('n')}: {data.get('status')}"
+    keys = ("revision", "model", "ok", "receipt_id", "effect", "reason", "claimed")
+    detail = " ".join(f"{k}={data[k]}" for k in keys if data.get(k) is not None)
+    return f"{event} {detail}"[:70]
+
+
+def _lane(entry: dict[str, Any]) -> str:
+    actor = str(entry["actor"])
+    if actor == "injector":
+        boundary = str(entry["data"].get("boundary", ""))
+        if boundary.startswith("crash"):
+            return "worker"
+        if boundary in ("accepted_not_applied", "lookup_unavailable"):
+            return "destination"
+        return "transport"
+    return actor if actor in LANES else "transport"
+
+
+def timeline(report: dict[str, Any]) -> Figure:
+    """The case's history as a sequence diagram: one lane per actor, time running down, requests and replies
+    as arrows between worker and destination, faults in red, anomaly witnesses highlighted in yellow."""
+    entries = report["timeline"]
+    witnesses = {i for a in report.get("anomalies", ()) for i in a["witnesses"]}
+    rows = max(len(entries), 1)
+    fig, ax = plt.subplots(figsize=(11, 0.26 * rows + 1.6), dpi=80)
+    x = {lane: i for i, lane in enumerate(LANES)}
+    for lane, i in x.items():
+        ax.plot([i, i], [-0.5, rows - 0.5], color="#cfd8dc", linewidth=1, zorder=0)
+        ax.text(i, -0.8, lane, ha="center", va="bottom", fontsize=9, fontweight="bold")
+    for row, entry in enumerate(entries):
+        lane = _lane(entry)
+        y = row
+        if entry["index"] in witnesses:
+            ax.add_patch(
+                Rectangle((-0.6, y - 0.45), len(LANES) + 0.2, 0.9, facecolor="#fff59d", edgecolor="none", zorder=0)
+            )
+        ax.text(-0.65, y, f"{entry['at_s']:.3f}s", ha="right", va="center", fontsize=7, color="#546e7a")
+        event = entry["event"]
+        if entry["actor"] == "transport" and event in ("send", "receive", "undeliverable"):
+            start, end = (x["worker"], x["destination"]) if event == "send" else (x["destination"], x["worker"])
+            colour = "#90a4ae" if event == "undeliverable" else "#1e88e5"
+            ax.annotate(
+                "", xy=(end, y), xytext=(start, y), arrowprops={"arrowstyle": "->", "color": colour, "linewidth": 1.2}
+            )
+            ax.text((start + end) / 2, y - 0.12, _label(entry), ha="center", va="bottom", fontsize=7, color=colour)
+            continue
+        if event == "fault":
+            ax.plot(x[lane], y, marker="X", markersize=10, color="#d50000", zorder=3)
+            ax.text(x[lane] + 0.08, y, _label(entry), va="center", fontsize=7, color="#d50000", fontweight="bold")
+            continue
+        ax.plot(x[lane], y, marker="o", markersize=4, color="#37474f", zorder=3)
+        ax.text(x[lane] + 0.08, y, _label(entry), va="center", fontsize=7)
+    ax.set_xlim(-1.3, len(LANES) - 0.2)
+    ax.set_ylim(rows - 0.3, -1.6)
+    ax.axis("off")
+    title = (
+        f"{report['policy']} x {report['scenario']} seed {report['seed']}: {report['outcome']} "
+        f"(verdict {report['verdict']})"
+    )
+    ax.set_title(title, fontsize=10, loc="left")
+    # Fixed margins: tight_layout would draw the whole figure twice.
+    top = 1 - 0.45 / fig.get_figheight()
+    fig.subplots_adjust(left=0.01, right=0.99, top=top, bottom=0.01)
+    return fig
+
+
+def png_bytes(fig: Figure) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def save_png(fig: Figure, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(png_bytes(fig))
+    return path
