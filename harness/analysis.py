@@ -265,7 +265,10 @@ def _pivot(records: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
     policies = list(dict.fromkeys(frame["policy"]))
     scenarios = list(dict.fromkeys(frame["scenario"]))
     table = records.pivot(index="policy", columns="scenario", values="cell")
-    return table.reindex(index=policies, columns=scenarios).fillna("-")
+    table = table.reindex(index=policies, columns=scenarios).fillna("-")
+    # Rows are policies and columns scenarios; axis names would only add an empty header row.
+    table.index.name = table.columns.name = None
+    return table
 
 
 def compare_runs(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:

@@ -5,12 +5,15 @@ Both return matplotlib figures (the Agg backend: no screen needed); ``save_png``
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import matplotlib
 
-matplotlib.use("Agg")
+# Headless by default; inside a Jupyter kernel keep its inline backend, so figures show in the notebook.
+if "ipykernel" not in sys.modules:
+    matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import pandas as pd

@@ -52,6 +52,10 @@ def recovery_json(report: CaseReport, secrets: Iterable[str] = ()) -> str:
     return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
 
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename, so no reader sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -59,6 +63,7 @@ def write_atomic(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes it private; outputs are ordinary files
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

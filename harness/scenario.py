@@ -102,11 +102,13 @@ class WorkerSpec(Strict):
 
     #: How long the caller waits for a dispatch's reply before it calls the attempt timed out.
     timeout_s: PositiveSeconds = 5.0
-    #: How long after a timeout or a crash the recovering worker starts asking its policy.
-    restart_delay_s: Seconds = 10.0
+    #: How long after a timeout or a crash the recovering worker starts asking its policy. Positive, so a
+    #: worker that crashes on every attempt still lets virtual time reach the deadline.
+    restart_delay_s: PositiveSeconds = 10.0
     #: How long the caller waits for a lookup's reply before it calls the lookup unknown.
     lookup_timeout_s: PositiveSeconds = 2.0
-    #: Upper bound on policy commands in one recovery, so a policy that never stops still ends.
+    #: Upper bound on policy commands over the whole case (every incarnation), so a policy that never stops
+    #: still ends.
     command_count_max: Annotated[int, Field(ge=1, le=10_000)] = 64
     #: Upper bound on one ``wait`` command.
     wait_max_s: PositiveSeconds = 60.0

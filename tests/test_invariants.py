@@ -203,3 +203,28 @@ def test_executor_finished_reads_only_the_report() -> None:
     assert run(inv.executor_finished, history(OPENING)).value is None
     ev = history(OPENING + "9 worker report finished=true claimed=completed")
     assert run(inv.executor_finished, ev).value is True
+
+
+def test_effect_landing_after_an_absent_record_is_a_false_record() -> None:
+    """A late request applied after the action was held as absent makes that record false, whatever the order."""
+    ev = history(OPENING + dispatch(0.0, 1) + "\n15 controller held action_id=a73 reason=x\n" + applied(30.5, 1, "r1"))
+    found = run(inv.false_records, ev)
+    assert found.value == 1 and found.anomalies[0].witnesses == (5, 6)
+
+
+def test_dispatch_after_the_action_was_recorded_is_unauthorized() -> None:
+    """Once the ledger accounts for the action, a further dispatch is unauthorized (the claim is spent)."""
+    ev = history(OPENING + dispatch(0.0, 1) + "\n15 controller held action_id=a73 reason=x\n" + dispatch(16.0, 2))
+    found = run(inv.unauthorized_dispatches, ev)
+    assert found.value == 1 and "recorded" in found.anomalies[0].detail
+
+
+def test_an_approval_granted_later_does_not_authorize_earlier() -> None:
+    """Approvals are judged as they stood when the dispatch was sent, not by a later grant of the same id."""
+    opening = OPENING.replace(
+        "0 controller approval_granted approval_id=apr-17 revision=17 operation=activate target=staging/fraud digest=d7 expires_at_s=none\n",
+        "",
+    )
+    late = "5 controller approval_granted approval_id=apr-17 revision=17 operation=activate target=staging/fraud digest=d7 expires_at_s=none"
+    ev = history(opening + dispatch(1.0, 1) + "\n" + late)
+    assert run(inv.unauthorized_dispatches, ev).value == 1

@@ -194,3 +194,76 @@ def test_guarded_repeat_is_recorded_once() -> None:
     result = simulate(shipped("lost_response"), RecordTwiceGuarded(), 1)
     assert check(result.evidence).metrics["duplicate_records"] == 0
     assert any(e.event == "record_repeated" for e in result.evidence.history)
+
+
+def test_restart_delay_must_be_positive() -> None:
+    """A zero restart delay could let a crashing worker loop without virtual time passing: refused on load."""
+    with pytest.raises(ValueError, match="restart_delay_s"):
+        with_changes(shipped("lost_response"), worker={"restart_delay_s": 0})
+
+
+class _AlwaysRetry:
+    name, revision = "always_retry", "test"
+
+    def decide(self, situation: Situation) -> Command:
+        from harness.policy import RetrySameAction
+
+        return RetrySameAction(claim=False)
+
+
+def test_command_budget_spans_every_incarnation() -> None:
+    """A policy that never stops, in a worker that crashes on every dispatch, ends within the command budget."""
+    scenario = with_changes(
+        shipped("lost_response"),
+        faults=[{"boundary": "crash_awaiting_reply", "nth": 1, "count": None}],
+        worker={"restart_delay_s": 0.001, "command_count_max": 20},
+    )
+    result = simulate(scenario, _AlwaysRetry(), 1)
+    commands = [e for e in result.evidence.history if e.event == "command"]
+    assert 0 < len(commands) <= 20
+    assert any(e.event == "command_budget_exhausted" for e in result.evidence.history)
+
+
+def test_a_crash_closes_every_connection_of_the_worker() -> None:
+    """After a crash, a late reply to an attempt of an earlier incarnation reaches no one."""
+    scenario = with_changes(
+        shipped("lost_response"),
+        faults=[
+            {"boundary": "response_delayed", "nth": 1, "delay_s": 30.0},
+            {"boundary": "crash_awaiting_reply", "nth": 2},
+        ],
+    )
+    result = simulate(scenario, load_policy("retry_same_key"), 1)
+    late = [
+        e
+        for e in result.evidence.history
+        if e.actor == "transport" and e.data.get("execution_id") == "a73-x1" and e.event in ("receive", "undeliverable")
+    ]
+    assert [e.event for e in late] == ["undeliverable"]
+
+
+def test_hidden_ledger_withholds_destination_side_faults() -> None:
+    """With the ledger withheld, no entry tells when the destination acted: neither its own nor its faults'."""
+    evidence = simulate(shipped("uncertain_lookup"), load_policy("retry_same_key"), 1).evidence
+    assert not any(e.actor == "destination" for e in evidence.history)
+    assert not any(e.actor == "injector" for e in evidence.history)
+    crash = with_changes(shipped("uncertain_lookup"), faults=[{"boundary": "crash_awaiting_reply", "nth": 1}])
+    kept = simulate(crash, load_policy("retry_same_key"), 1).evidence
+    assert [e.data["boundary"] for e in kept.history if e.actor == "injector"] == ["crash_awaiting_reply"]
+
+
+class _BadWait:
+    name, revision = "bad_wait", "test"
+
+    def decide(self, situation: Situation) -> Command:
+        from harness.policy import Wait
+
+        return Wait.model_construct(duration_s=-1.0)
+
+
+def test_an_invalid_command_is_a_policy_error_not_a_harness_error() -> None:
+    """A command built around validation is refused as the policy's error; the case is still judged."""
+    result = simulate(shipped("lost_response"), _BadWait(), 1)
+    errors = [e for e in result.evidence.history if e.event == "policy_error"]
+    assert errors and "duration_s" in str(errors[0].data["error"])
+    assert check(result.evidence).outcome == "unresolved"

@@ -34,7 +34,7 @@ class Facts:
     dispatches: list[Fact] = field(default_factory=list)
     lookups: list[Fact] = field(default_factory=list)
     revisions: list[Fact] = field(default_factory=list)
-    approvals: dict[str, Fact] = field(default_factory=dict)
+    approvals: list[Fact] = field(default_factory=list)
     approval_revocations: dict[str, Fact] = field(default_factory=dict)
     cancels: list[Fact] = field(default_factory=list)
     actions: dict[str, Fact] = field(default_factory=dict)
@@ -60,6 +60,14 @@ class Facts:
             if revision.index < index:
                 current = revision
         return current
+
+    def approval_before(self, approval_id: str, index: int) -> Fact | None:
+        """The latest grant of ``approval_id`` recorded before entry ``index``."""
+        found = None
+        for grant in self.approvals:
+            if grant.index < index and grant["approval_id"] == approval_id:
+                found = grant
+        return found
 
     def cancel_before(self, index: int) -> Fact | None:
         return next((c for c in self.cancels if c.index < index), None)
@@ -88,7 +96,7 @@ def facts(evidence: Evidence) -> Facts:
         if key == ("transport", "send"):
             (out.dispatches if entry.data.get("kind") == "dispatch" else out.lookups).append(fact)
         elif key == ("controller", "approval_granted"):
-            out.approvals[str(entry.data["approval_id"])] = fact
+            out.approvals.append(fact)
         elif key == ("controller", "approval_expired"):
             out.approval_revocations.setdefault(str(entry.data["approval_id"]), fact)
         elif key == ("controller", "action_recorded"):

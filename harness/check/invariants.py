@@ -58,7 +58,10 @@ def _why_unauthorized(f: Facts, d: Fact) -> tuple[str, list[int]] | None:
     cancel = f.cancel_before(d.index)
     if cancel is not None:
         return "sent after a cancellation was recorded", [d.index, cancel.index]
-    approval = f.approvals.get(action["approval_id"])
+    recorded = next((r for r in f.records if r["action_id"] == d["action_id"] and r.index < d.index), None)
+    if recorded is not None:
+        return f"sent after the action was recorded ({recorded.event})", [d.index, recorded.index]
+    approval = f.approval_before(action["approval_id"], d.index)
     if approval is None:
         return "no approval on record for the action", [d.index, action.index]
     bound = (approval["revision"], approval["operation"], approval["target"], approval["digest"])
@@ -204,7 +207,8 @@ def duplicate_records(f: Facts) -> Finding:
 
 def false_records(f: Facts) -> Finding:
     """Ledger writes the destination's ledger contradicts: an effect recorded with a receipt the destination
-    never applied for that action, or an action recorded rejected or absent after the destination applied it."""
+    never applied for that action, or an action recorded rejected or absent although the destination applied
+    it (before or after the write: a late request can land after an absent lookup)."""
     if not f.records:
         return Finding(0)
     if not f.destination_visible:
@@ -212,9 +216,9 @@ def false_records(f: Facts) -> Finding:
     by_action = _effects_by_action(f)
     anomalies = []
     for r in f.records:
-        applied = [e for e in by_action.get(r["action_id"], []) if e.index < r.index]
+        effects = by_action.get(r["action_id"], [])
         if r.event == "effect_recorded":
-            if r["receipt_id"] not in {e["receipt_id"] for e in applied}:
+            if r["receipt_id"] not in {e["receipt_id"] for e in effects if e.index < r.index}:
                 anomalies.append(
                     Anomaly(
                         kind="false_record",
@@ -223,13 +227,13 @@ def false_records(f: Facts) -> Finding:
                         "applied no such receipt for it",
                     )
                 )
-        elif applied:
+        elif effects:
             status = "rejected" if r.event == "rejection_recorded" else "absent"
             anomalies.append(
                 Anomaly(
                     kind="false_record",
-                    witnesses=(r.index, applied[0].index),
-                    detail=f"{r['action_id']} recorded {status} after the destination applied it",
+                    witnesses=(r.index, effects[0].index),
+                    detail=f"{r['action_id']} recorded {status}, but the destination applied it",
                 )
             )
     return _counted(anomalies)

@@ -39,7 +39,9 @@ class _Action:
     status: Literal["applied", "rejected", "absent"] | None = None
     receipt_id: str | None = None
     recorded_at_s: float | None = None
-    #: (task revision, task version) at the last successful claim.
+    #: When an applied effect was first recorded (ground truth of the time to account).
+    effect_recorded_at_s: float | None = None
+    #: (task revision, task version) at the last successful claim; cleared by any ledger write.
     claim: tuple[int, int] | None = None
     escalated: bool = False
     execution_ids: list[str] = field(default_factory=list)
@@ -59,9 +61,15 @@ class _Task:
     cancel_at_s: float | None = None
     completed_revision: int | None = None
     completed_receipt: ReceiptView | None = None
+    #: Whether the completion happened with no cancellation recorded (ground truth).
+    completed_before_cancel: bool = False
 
 
 class Controller:
+    def _now(self) -> float:
+        """Virtual time at the history's resolution, so live judgements and the history agree exactly."""
+        return round(self._env.now, 6)
+
     def __init__(self, env: simpy.Environment, history: History, scenario: Scenario) -> None:
         self._env = env
         self._history = history
@@ -73,6 +81,9 @@ class Controller:
         self.record_counts: dict[tuple[str, str], int] = {}
         self.wrong_revision_completions = 0
         self.escalation_count = 0
+        #: Ledger writes as (action, status, receipt) in order, for the ground truth of false records.
+        self.ledger_writes: list[tuple[str, str, str | None]] = []
+        self._first_approval_id = scenario.approval.approval_id
         self._record_revision()
         self._grant(scenario.approval.approval_id, scenario.approval.expires_at_s)
 
@@ -113,12 +124,13 @@ class Controller:
         t.version += 1
         self._record_revision()
         if approved:
-            self._grant(f"approval-r{t.revision}", None)
+            # '@' is not allowed in scenario names, so a generated id never collides with a given one.
+            self._grant(f"{self._first_approval_id}@r{t.revision}", None)
 
     def request_cancel(self, reason: str) -> None:
         t = self.task
         t.cancel_requested = True
-        t.cancel_at_s = self._env.now
+        t.cancel_at_s = self._now()
         t.version += 1
         self._history.record("controller", "cancel_requested", task_id=t.task_id, revision=t.revision, reason=reason)
 
@@ -135,7 +147,7 @@ class Controller:
             return False
         if (approval.operation, approval.target, approval.digest) != (action.operation, action.target, action.digest):
             return False
-        return approval.expires_at_s is None or self._env.now < approval.expires_at_s
+        return approval.expires_at_s is None or self._now() < approval.expires_at_s
 
     # -- actions ------------------------------------------------------------------------------------
 
@@ -204,7 +216,8 @@ class Controller:
         action = self.actions[action_id]
         t = self.task
         return (
-            action.claim == (t.revision, t.version)
+            action.status is None
+            and action.claim == (t.revision, t.version)
             and action.view.revision == t.revision
             and not t.cancel_requested
             and self._approval_valid(action.view)
@@ -226,8 +239,12 @@ class Controller:
             return
         action.version += 1
         action.status, action.receipt_id = receipt.status, receipt.receipt_id
+        action.claim = None  # an accounted action needs a fresh claim before any further dispatch
         if action.recorded_at_s is None:
-            action.recorded_at_s = self._env.now
+            action.recorded_at_s = self._now()
+        if receipt.status == "applied" and action.effect_recorded_at_s is None:
+            action.effect_recorded_at_s = self._now()
+        self.ledger_writes.append((action_id, receipt.status, receipt.receipt_id))
         key = (action_id, receipt.receipt_id)
         self.record_counts[key] = self.record_counts.get(key, 0) + 1
         self._history.record(
@@ -277,6 +294,7 @@ class Controller:
         if reason is not None and reason != "revision already completed":
             self.wrong_revision_completions += 1
         t.completed_revision, t.completed_receipt = t.revision, receipt
+        t.completed_before_cancel = not t.cancel_requested
         self._history.record(
             "controller",
             "task_completed",
@@ -290,12 +308,22 @@ class Controller:
         )
 
     def hold(self, action_id: str, reason: str) -> None:
-        """Record the action as not applied and hold further dispatch of it."""
+        """Record the action as not applied and hold further dispatch of it (only if nothing is recorded yet)."""
         action = self.actions[action_id]
+        if action.status is not None:
+            self._history.record(
+                "controller",
+                "record_conflict",
+                action_id=action_id,
+                receipt_id=None,
+                recorded_receipt_id=action.receipt_id,
+            )
+            return
         action.version += 1
         action.status = "absent"
-        if action.recorded_at_s is None:
-            action.recorded_at_s = self._env.now
+        action.claim = None
+        action.recorded_at_s = self._now()
+        self.ledger_writes.append((action_id, "absent", None))
         self._history.record("controller", "held", action_id=action_id, reason=reason, version=action.version)
 
     def escalate(self, action_id: str, owner: str, reason: str) -> None:

@@ -85,6 +85,10 @@ class Worker:
         self._action: ActionView | None = None
         self._incarnation = 0
         self._connection = _Connection()
+        #: Every connection this worker process opened: a crash or the final report closes them all.
+        self._connections: list[_Connection] = []
+        #: Commands carried out across all incarnations (bounded by ``command_count_max``).
+        self._commands = 0
         self._attempts: dict[str, AttemptView] = {}
         self._lookups: list[LookupView] = []
         self._dispatch_count = 0
@@ -126,10 +130,15 @@ class Worker:
     def _start(self, role: str) -> None:
         self._incarnation += 1
         self._connection = _Connection()
+        self._connections.append(self._connection)
         self._history.record("worker", "start", incarnation=self._incarnation, role=role)
 
+    def _close_all(self) -> None:
+        for connection in self._connections:
+            connection.open = False
+
     def _crash(self) -> None:
-        self._connection.open = False
+        self._close_all()
         # What the dead incarnation saw is gone; the attempts themselves are in the controller's ledger.
         self._attempts = {
             eid: AttemptView(
@@ -146,7 +155,7 @@ class Worker:
 
     def _report(self, finished: bool, claimed: str) -> None:
         """The worker's own account of how it ended: kept for comparison, never read by the checker's verdicts."""
-        self._connection.open = False
+        self._close_all()
         self._history.record("worker", "report", finished=finished, claimed=claimed, incarnation=self._incarnation)
 
     def _settle_ordinary(self, attempt: AttemptView) -> bool:
@@ -286,16 +295,19 @@ class Worker:
 
     def _recover(self) -> Generator[simpy.Event, Any, None]:
         bounds = self._scenario.worker
-        for _ in range(bounds.command_count_max):
+        while self._commands < bounds.command_count_max:
             if self._env.now >= self._scenario.recovery_deadline_s:
                 self._history.record("worker", "deadline_reached")
                 self._report(finished=False, claimed=self._claim())
                 return
             situation = self._situation()
+            self._commands += 1
             try:
                 command = self._policy.decide(situation)
                 if not isinstance(command, COMMAND_TYPES):
                     raise TypeError(f"decide() returned {type(command).__name__}, not a Command")
+                # Built with model_construct, a command can skip validation: check its values here.
+                command = type(command).model_validate(command.model_dump())
             except Exception as exc:  # a policy bug is a recovery failure, recorded, not a harness crash
                 self._history.record("worker", "policy_error", error=f"{type(exc).__name__}: {exc}"[:300])
                 self._report(finished=False, claimed="policy error")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import simpy
 
-from harness.model import Evidence
+from harness.model import Entry, Evidence
 from harness.policy import Policy
 from harness.scenario import Scenario
 from harness.seeds import rng
@@ -37,6 +37,7 @@ class GroundTruth:
     effects_after_cancel: int
     duplicate_records: int
     wrong_revision_completions: int
+    false_records: int
     unresolved_actions: int
     escalations: int
     task_completed: bool
@@ -64,7 +65,7 @@ def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
     env.run(until=scenario.horizon_s)
 
     visible = scenario.destination.ledger_visible
-    entries = tuple(e for e in history.entries if visible or e.actor != "destination")
+    entries = tuple(e for e in history.entries if visible or _caller_side(e))
     evidence = Evidence(
         task_id=scenario.task.task_id,
         action_ids=(scenario.action_id,),
@@ -80,26 +81,43 @@ def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
     )
 
 
+#: Faults the caller itself experiences; the others happen on the transport's or the destination's side.
+_CALLER_FAULTS = frozenset({"crash_before_send", "crash_awaiting_reply"})
+
+
+def _caller_side(entry: Entry) -> bool:
+    """What remains when the destination's ledger is withheld: its own entries go, and so do faults injected
+    on its side of the wire, whose timing alone would tell when it applied something."""
+    if entry.actor == "destination":
+        return False
+    return entry.actor != "injector" or entry.data.get("boundary") in _CALLER_FAULTS
+
+
 def _truth(scenario: Scenario, controller: Controller, destination: Destination, worker: Worker) -> GroundTruth:
     effects_per_action: dict[str, int] = {}
     for effect in destination.effects:
         effects_per_action[effect.action_id] = effects_per_action.get(effect.action_id, 0) + 1
     sent_after_cancel = {(d.action_id, d.n) for d in worker.dispatches if d.after_cancel}
     deadline = scenario.recovery_deadline_s
-    unresolved = sum(
-        1
-        for a in controller.actions.values()
-        if a.status is None or a.recorded_at_s is None or a.recorded_at_s > deadline
-    )
+    unresolved = sum(1 for a in controller.actions.values() if a.recorded_at_s is None or a.recorded_at_s > deadline)
     action = controller.actions.get(scenario.action_id)
     first_effect = next((e for e in destination.effects if e.action_id == scenario.action_id), None)
     time_to_account = None
-    if action and first_effect and action.recorded_at_s is not None and action.status == "applied":
-        time_to_account = round(action.recorded_at_s - first_effect.at_s, 6)
+    if action and first_effect and action.effect_recorded_at_s is not None:
+        time_to_account = round(action.effect_recorded_at_s - first_effect.at_s, 6)
+    applied = {(e.action_id, e.receipt_id) for e in destination.effects}
+    applied_actions = {e.action_id for e in destination.effects}
+    false_records = sum(
+        1
+        for action_id, status, receipt_id in controller.ledger_writes
+        if (status == "applied" and (action_id, receipt_id) not in applied)
+        or (status != "applied" and action_id in applied_actions)
+    )
     task = controller.task
     receipt = task.completed_receipt
     task_completed = (
         task.completed_revision == task.revision
+        and task.completed_before_cancel
         and receipt is not None
         and (receipt.model, receipt.digest, receipt.target) == (task.model, task.digest, task.target)
         and any(e.receipt_id == receipt.receipt_id for e in destination.effects)
@@ -113,6 +131,7 @@ def _truth(scenario: Scenario, controller: Controller, destination: Destination,
         effects_after_cancel=sum(1 for e in destination.effects if (e.action_id, e.dispatch_n) in sent_after_cancel),
         duplicate_records=sum(n - 1 for n in controller.record_counts.values()),
         wrong_revision_completions=controller.wrong_revision_completions,
+        false_records=false_records,
         unresolved_actions=unresolved,
         escalations=controller.escalation_count,
         task_completed=task_completed,

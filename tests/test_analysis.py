@@ -1,0 +1,167 @@
+"""recovery.json files into pandas, and the comparison tables: unknown stays unknown everywhere."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.analysis import (
+    compare_runs,
+    load,
+    metric_table,
+    outcome_counts,
+    pass_k,
+    rate_table,
+    rates,
+    wilson_interval,
+)
+from harness.cli import main
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small tracked run: two policies x two scenarios x three seeds, with Polyaxon copies of each case."""
+    out = tmp_path_factory.mktemp("analysis") / "run"
+    assert (
+        main(
+            [
+                "run",
+                "--out",
+                str(out),
+                "--quiet",
+                "--no-report",
+                "--policy",
+                "retry_same_key",
+                "--policy",
+                "reconcile_and_reauthorize",
+                "--scenario",
+                "lost_response",
+                "--scenario",
+                "uncertain_lookup",
+            ]
+        )
+        == 0
+    )
+    return out
+
+
+def test_one_row_per_case_with_every_input_metric_outcome_and_verdict(run_dir: Path) -> None:
+    """A run folder holds each case twice (case folder and Polyaxon outputs); the frame has it once."""
+    df = load(run_dir)
+    assert len(df) == 12 and len(list(run_dir.rglob("recovery.json"))) == 24
+    for column in (
+        "policy",
+        "policy_revision",
+        "scenario",
+        "scenario_revision",
+        "seed",
+        "task_id",
+        "action_id",
+        "outcome",
+        "verdict",
+        "duplicate_effects",
+        "time_to_account_s",
+        "unknown",
+        "reproduce",
+    ):
+        assert column in df.columns, column
+    assert not df.duplicated(["policy", "scenario", "seed"]).any()
+    assert df.attrs["skipped"] == []
+
+
+def test_unknown_metric_is_missing_with_its_reason_never_zero(run_dir: Path) -> None:
+    """retry_same_key in uncertain_lookup: duplicate_effects is <NA> with the reason beside it, not 0."""
+    df = load(run_dir)
+    blind = df[(df["policy"] == "retry_same_key") & (df["scenario"] == "uncertain_lookup")]
+    assert blind["duplicate_effects"].isna().all()
+    assert blind["unknown"].str.contains("duplicate_effects: the destination's ledger is unavailable").all()
+    assert blind["duplicate_effects"].fillna(-1).eq(-1).all()  # not a hidden zero
+    honest = df[(df["policy"] == "reconcile_and_reauthorize") & (df["scenario"] == "uncertain_lookup")]
+    assert honest["duplicate_effects"].eq(0).all()
+
+
+def test_mixed_sources_polyaxon_root_and_downloaded_folder(run_dir: Path, tmp_path: Path) -> None:
+    """A Polyaxon offline root and a folder of downloaded artifacts load beside a run folder, each as a source."""
+    downloaded = tmp_path / "downloaded"
+    for i, path in enumerate(sorted((run_dir / "cases").rglob("recovery.json"))[:3]):
+        target = downloaded / f"artifact-{i}" / "outputs" / "recovery.json"
+        target.parent.mkdir(parents=True)
+        shutil.copy(path, target)
+    df = load([run_dir / "polyaxon", downloaded])
+    assert len(df) == 15
+    from_root = df[df["source"] == str(run_dir / "polyaxon")]
+    assert from_root["polyaxon_run"].notna().all() and from_root["polyaxon_run"].nunique() == 4
+
+
+def test_bad_files_are_skipped_with_reasons(run_dir: Path, tmp_path: Path) -> None:
+    """Malformed JSON, another schema version and missing keys are skipped and listed, not fatal."""
+    folder = tmp_path / "mixed"
+    good = next((run_dir / "cases").rglob("recovery.json"))
+    for name, text in {
+        "good": good.read_text(),
+        "broken": "{not json",
+        "future": json.dumps({**json.loads(good.read_text()), "schema_version": 99}),
+        "partial": json.dumps({"schema_version": 1, "policy": "x"}),
+    }.items():
+        (folder / name).mkdir(parents=True)
+        (folder / name / "recovery.json").write_text(text)
+    df = load([folder, tmp_path / "nowhere"])
+    assert len(df) == 1
+    reasons = {Path(s.path).parent.name: s.reason for s in df.attrs["skipped"] if s.path.endswith(".json")}
+    assert reasons["broken"].startswith("malformed") and "schema_version 99" in reasons["future"]
+    assert "missing keys" in reasons["partial"]
+    assert any(s.path.endswith("nowhere") and "no such file" in s.reason for s in df.attrs["skipped"])
+
+
+def test_wilson_interval_matches_known_values() -> None:
+    """Wilson 95% bounds for 0/3, 3/3 and 8/10 (reference values to three decimals)."""
+    low, high = wilson_interval(0, 3)
+    assert (round(low, 3), round(high, 3)) == (0.0, 0.561)
+    low, high = wilson_interval(3, 3)
+    assert (round(low, 3), round(high, 3)) == (0.439, 1.0)
+    low, high = wilson_interval(8, 10)
+    assert (round(low, 3), round(high, 3)) == (0.490, 0.943)
+    assert all(math.isnan(v) for v in wilson_interval(0, 0))
+
+
+def test_pass_k_is_the_all_of_k_estimate() -> None:
+    """pass^k = C(c, k) / C(n, k): all of k runs correct; nan with fewer than k runs."""
+    assert pass_k(3, 3, 3) == 1.0 and pass_k(2, 3, 3) == 0.0
+    assert pass_k(8, 10, 2) == pytest.approx(28 / 45)
+    assert math.isnan(pass_k(1, 2, 3))
+
+
+def test_tables_show_unknown_cells(run_dir: Path) -> None:
+    """The metric table says 'unknown' where no seed established the value; rates count unknown verdicts."""
+    df = load(run_dir)
+    table = metric_table(df, "duplicate_effects")
+    assert table.loc["retry_same_key", "uncertain_lookup"] == "unknown x3"
+    assert table.loc["reconcile_and_reauthorize", "uncertain_lookup"] == "0"
+    r = rates(df).set_index(["policy", "scenario"])
+    assert r.loc[("retry_same_key", "uncertain_lookup"), "unknown"] == 3
+    assert r.loc[("reconcile_and_reauthorize", "lost_response"), "correct"] == 3
+    assert "3 unknown" in rate_table(df).loc["retry_same_key", "uncertain_lookup"]
+    assert outcome_counts(df).loc["reconcile_and_reauthorize", "lost_response"] == "correct 3"
+    with pytest.raises(KeyError, match="unknown metric"):
+        metric_table(df, "speed")
+
+
+def test_compare_runs_flags_changed_outcomes(run_dir: Path) -> None:
+    """Comparing a run with an edited copy shows exactly the case whose outcome changed."""
+    before = load(run_dir)
+    after = before.copy()
+    row = after.index[
+        (after["policy"] == "retry_same_key") & (after["scenario"] == "lost_response") & (after["seed"] == 2)
+    ][0]
+    after.loc[row, "outcome"] = "incorrect"
+    after.loc[row, "policy_revision"] = "2"
+    changes = compare_runs(before, after)
+    changed = changes[changes["changed"]]
+    assert len(changed) == 1 and changed.iloc[0]["outcome_before"] == "correct"
+    assert changed.iloc[0]["policy_revision_after"] == "2"
+    assert isinstance(changes, pd.DataFrame) and len(changes) == 12

@@ -1,0 +1,224 @@
+"""The heatmap, the timelines, report.html as a person sees it in Chromium, and the notebook run top to bottom."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from matplotlib.image import imread
+from matplotlib.patches import Rectangle
+
+from harness.analysis import load
+from harness.cli import main
+from harness.pictures import COLOURS, heatmap, timeline
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run with correct, incorrect and unresolved cases, an unknown duplicate count, and its report."""
+    out = tmp_path_factory.mktemp("presentation") / "run"
+    assert (
+        main(
+            [
+                "run",
+                "--out",
+                str(out),
+                "--quiet",
+                "--tracking",
+                "none",
+                "--seed-count",
+                "2",
+                "--policy",
+                "retry_same_key",
+                "--policy",
+                "reconcile_and_reauthorize",
+                "--scenario",
+                "changed_task",
+                "--scenario",
+                "uncertain_lookup",
+            ]
+        )
+        == 0
+    )
+    return out
+
+
+def texts(fig) -> list[str]:  # type: ignore[no-untyped-def]
+    return [t.get_text() for ax in fig.axes for t in ax.texts]
+
+
+def test_heatmap_colours_outcomes_and_shows_unknown(run_dir: Path) -> None:
+    """Each cell has its outcome's colour and count; a cell whose cases are undecided says unknown."""
+    fig = heatmap(load(run_dir))
+    labels = texts(fig)
+    assert "incorrect 2" in labels and "correct 2" in labels
+    assert "unresolved 2\nunknown x2" in labels
+    colours = {tuple(round(c, 3) for c in p.get_facecolor()[:3]) for p in fig.axes[0].patches}
+    from matplotlib.colors import to_rgb
+
+    assert {tuple(round(c, 3) for c in to_rgb(COLOURS[o])) for o in ("correct", "incorrect", "unresolved")} <= colours
+
+
+def test_timeline_has_lanes_faults_and_highlighted_witnesses(run_dir: Path) -> None:
+    """One lane per actor, the injected fault marked, and one highlight per witnessing entry."""
+    path = run_dir / "cases/retry_same_key/changed_task/seed-1/recovery.json"
+    report = json.loads(path.read_text())
+    fig = timeline(report)
+    labels = texts(fig)
+    for lane in ("operator", "controller", "worker", "transport", "destination"):
+        assert lane in labels
+    assert any(label.startswith("FAULT response_lost") for label in labels)
+    witnesses = {i for a in report["anomalies"] for i in a["witnesses"]}
+    highlights = [p for p in fig.axes[0].patches if isinstance(p, Rectangle)]
+    assert witnesses and len(highlights) == len(witnesses)
+
+
+def test_run_writes_report_heatmap_and_timelines(run_dir: Path) -> None:
+    """`harness run` ends with report.html, heatmap.png, and a timeline.png beside each failing case."""
+    assert (run_dir / "report.html").exists() and (run_dir / "heatmap.png").exists()
+    for path in (run_dir / "cases").rglob("recovery.json"):
+        failing = json.loads(path.read_text())["outcome"] in ("incorrect", "unresolved")
+        assert path.with_name("timeline.png").exists() == failing, path
+
+
+def test_report_command_rebuilds_from_downloaded_files(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`harness report` on bare recovery.json files draws the missing timelines and prints the page's path."""
+    copy = tmp_path / "downloaded"
+    for path in (run_dir / "cases").rglob("recovery.json"):
+        target = copy / path.relative_to(run_dir)
+        target.parent.mkdir(parents=True)
+        shutil.copy(path, target)
+    assert main(["report", str(copy)]) == 0
+    assert capsys.readouterr().out.strip() == str(copy / "report.html")
+    assert len(list(copy.rglob("timeline.png"))) == len(list(run_dir.rglob("timeline.png")))
+    assert main(["report", str(tmp_path / "empty-nothing")]) == 2
+
+
+def chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert found, "Chromium is not installed: tests/run.sh installs Debian's chromium package"
+    return found
+
+
+def test_report_renders_in_chromium(run_dir: Path, tmp_path: Path) -> None:
+    """Headless Chromium renders report.html: the screenshot is not blank and the tables are in the page."""
+    page = (run_dir / "report.html").resolve().as_uri()
+    profile = tmp_path / "profile"
+    shot = tmp_path / "shot.png"
+    subprocess.run(
+        [
+            chromium(),
+            *CHROMIUM_FLAGS,
+            f"--user-data-dir={profile}",
+            "--window-size=1280,1600",
+            f"--screenshot={shot}",
+            page,
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    pixels = imread(shot)[..., :3]
+    assert pixels.shape[:2] == (1600, 1280)
+    not_white = (pixels < 0.95).any(axis=2).mean()
+    assert 0.05 < not_white < 0.95, not_white  # something drawn, not a solid block
+    assert np.unique(pixels.reshape(-1, 3), axis=0).shape[0] > 50  # a picture, not a flat page
+    dom = subprocess.run(
+        [chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom", page],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    assert 'id="outcomes"' in dom and 'id="rates"' in dom and 'id="metric-duplicate_effects"' in dom
+    assert "unknown x2" in dom  # the unknown duplicate count, as a reader sees it
+    failing = load(run_dir)["outcome"].isin(["incorrect", "unresolved"]).sum()
+    assert failing and dom.count('<div class="case">') == failing  # each incorrect or unresolved case's timeline
+    assert "python -m harness run --policy retry_same_key --scenario changed_task --seed 1" in dom
+
+
+def test_notebook_runs_top_to_bottom_and_compares_two_runs(run_dir: Path, tmp_path: Path) -> None:
+    """The comparison notebook executes on fresh runs, shows unknown as unknown, and finds the changed cases."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    (tmp_path / "changedpolicy.py").write_text(
+        "from policies.retry_same_key import RetrySameKey\n"
+        "class BlindReconcile(RetrySameKey):\n"
+        "    name = 'reconcile_and_reauthorize'\n    revision = '2-blind-retry'\n"
+        "POLICY = BlindReconcile()\n"
+    )
+    after = tmp_path / "after"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "run",
+            "--out",
+            str(after),
+            "--quiet",
+            "--tracking",
+            "none",
+            "--no-report",
+            "--seed-count",
+            "2",
+            "--policy",
+            "retry_same_key",
+            "--policy",
+            "changedpolicy:POLICY",
+            "--scenario",
+            "changed_task",
+            "--scenario",
+            "uncertain_lookup",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    notebook = nbformat.read(ROOT / "reports" / "compare_policies.ipynb", as_version=4)
+    os.environ["HARNESS_RUN"], os.environ["HARNESS_BASELINE"] = str(after), str(run_dir)
+    try:
+        NotebookClient(
+            notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
+        ).execute()
+    finally:
+        del os.environ["HARNESS_RUN"], os.environ["HARNESS_BASELINE"]
+
+    def output(tag: str) -> str:
+        cell = next(c for c in notebook.cells if tag in c.get("metadata", {}).get("tags", []))
+        parts = []
+        for out in cell.outputs:
+            parts.append(out.get("text", ""))
+            parts += [str(v) for v in out.get("data", {}).values()]
+        return "\n".join(parts)
+
+    assert "8 cases from" in output("load")
+    assert "unknown x2" in output("duplicates")
+    assert "ledger is unavailable to the checker" in output("unknown")
+    heat = next(c for c in notebook.cells if "heatmap" in c.metadata.get("tags", []))
+    assert "image/png" in json.dumps(heat.outputs)  # the figure is shown, not only built
+    compared = output("compare")
+    assert "cases changed outcome" in compared and "2-blind-retry" in compared and "incorrect" in compared
