@@ -212,7 +212,7 @@ def rates(frame: pd.DataFrame, outcome: str = "correct", k: int = 3) -> pd.DataF
 
 
 def rate_table(frame: pd.DataFrame, outcome: str = "correct", k: int = 3) -> pd.DataFrame:
-    """A policy x scenario table of readable cells: ``67% [21-94] pass^3 0.00 · 1 unknown``."""
+    """A policy x scenario table of readable cells: ``67% [21%-94%] pass^3 0.00 · 1 unknown``."""
     r = rates(frame, outcome, k)
 
     def cell(row: pd.Series) -> str:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import re
+import shlex
 import sys
 import time
 from collections.abc import Sequence
@@ -127,19 +129,43 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Bounds on counts from the command line (seeds per cell, concurrency): far above use, far below harm.
+COUNT_MAX = 10_000
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not positive")
+    if not 1 <= value <= COUNT_MAX:
+        raise argparse.ArgumentTypeError(f"{value} is outside 1..{COUNT_MAX}")
     return value
 
 
-def _default_out() -> Path:
+def _new_out(out: Path | None) -> Path:
+    """Create the output folder: the given one (new or empty), or a new ``reports/runs/<UTC time>[-n]``."""
+    if out is not None:
+        if out.exists() and not out.is_dir():
+            raise UsageError(f"--out {out}: is a file; fix: give a folder")
+        if out.exists() and any(out.iterdir()):
+            raise UsageError(f"output folder {out} is not empty; fix: pass another --out")
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"--out {out}: cannot create it ({exc.strerror}); fix: give a writable folder") from exc
+        return out
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    return Path("reports") / "runs" / stamp
+    base = Path("reports") / "runs"
+    base.mkdir(parents=True, exist_ok=True)
+    for n in range(1000):
+        candidate = base / (stamp if n == 0 else f"{stamp}-{n}")
+        try:
+            candidate.mkdir()  # atomic: two runs started in the same second get different folders
+            return candidate
+        except FileExistsError:
+            continue
+    raise UsageError(f"too many runs named {stamp} in {base}; fix: pass --out")
 
 
 class UsageError(ValueError):
@@ -185,11 +211,11 @@ def _run(args: argparse.Namespace) -> int:
     grid = load_grid(
         [c[0] for c in plan.cells], [c[1] for c in plan.cells], sorted({s for c in plan.cells for s in c[2]})
     )
-    out: Path = args.out or _default_out()
-    if out.exists() and any(out.iterdir()):
-        print(f"harness: output folder {out} is not empty; fix: pass another --out", file=sys.stderr)
-        return EXIT_USAGE
-    out.mkdir(parents=True, exist_ok=True)
+    if not re.match(r"^([a-z0-9][a-z0-9_-]*/)?[a-z0-9][a-z0-9_-]*$", args.project):
+        raise UsageError(
+            f"--project '{args.project}': not a Polyaxon project name; fix: use [owner/]name in lower case"
+        )
+    out = _new_out(args.out)
     jobs = [
         CellJob(p, s, seeds, out, args.tracking, args.project, timelines=not args.no_report)
         for p, s, seeds in plan.cells
@@ -270,7 +296,7 @@ def _report_tracking(args: argparse.Namespace, out: Path, tracked: Sequence[Trac
     if args.tracking == "none":
         return EXIT_OK
     root = offline_root(out)
-    push_later = f"polyaxon ops push -p {split_project(args.project)[1]} --path {root} -a"
+    push_later = f"polyaxon ops push -p {split_project(args.project)[1]} --path {shlex.quote(str(root))} -a"
     broken = [t for t in tracked if t.status == "error"]
     if broken:
         print(
@@ -346,6 +372,8 @@ def _list() -> int:
 
 def _schema(args: argparse.Namespace) -> int:
     text = json.dumps(CaseReport.model_json_schema(), indent=2) + "\n"
+    if args.out and args.out.is_dir():
+        raise UsageError(f"--out {args.out}: is a folder; fix: give a file name")
     if args.out:
         write_atomic(args.out, text)
         print(args.out)

@@ -269,6 +269,8 @@ def load_policy(spec: str) -> Policy:
     if ":" in spec:
         module_name, _, attr = spec.partition(":")
         where = spec
+        if not module_name or not attr or module_name.startswith("."):
+            raise PolicyError(f"policy '{spec}': expected package.module:attr; fix: name an importable module")
     else:
         known = builtin_policy_names()
         if spec not in known:
@@ -276,8 +278,11 @@ def load_policy(spec: str) -> Policy:
         module_name, attr, where = f"policies.{spec}", "POLICY", spec
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise PolicyError(f"policy '{where}': cannot import '{module_name}' ({exc}); fix: check the path") from exc
+    except Exception as exc:  # a user's module can fail to import in any way; say so in one line
+        reason = " ".join(str(exc).split())[:200]
+        raise PolicyError(
+            f"policy '{where}': cannot import '{module_name}' ({type(exc).__name__}: {reason}); fix: check the module"
+        ) from exc
     policy = getattr(module, attr, None)
     if policy is None:
         raise PolicyError(f"policy '{where}': '{module_name}' has no attribute '{attr}'; fix: check the name")

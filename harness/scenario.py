@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, m
 
 __all__ = [
     "BOUNDARIES",
+    "EVENTS",
     "SAFE_NAME",
     "ApprovalSpec",
     "DestinationSpec",
@@ -114,12 +115,63 @@ class WorkerSpec(Strict):
     wait_max_s: PositiveSeconds = 60.0
 
 
+#: Every event each actor records in the history: the vocabulary operator triggers may refer to.
+EVENTS: dict[str, frozenset[str]] = {
+    "worker": frozenset(
+        {
+            "start",
+            "timeout",
+            "crashed",
+            "report",
+            "command",
+            "command_refused",
+            "policy_error",
+            "deadline_reached",
+            "command_budget_exhausted",
+            "lookup_timeout",
+        }
+    ),
+    "transport": frozenset({"send", "receive", "undeliverable"}),
+    "destination": frozenset(
+        {"received", "accepted", "applied", "rejected", "replayed", "conflict", "lookup_answered"}
+    ),
+    "controller": frozenset(
+        {
+            "task_revision",
+            "approval_granted",
+            "approval_expired",
+            "cancel_requested",
+            "action_recorded",
+            "claim",
+            "attempt_recorded",
+            "effect_recorded",
+            "rejection_recorded",
+            "record_repeated",
+            "record_conflict",
+            "task_completed",
+            "task_not_completed",
+            "held",
+            "escalated",
+        }
+    ),
+    "operator": frozenset({"change_task", "request_cancel", "expire_approval"}),
+    "injector": frozenset({"fault"}),
+}
+
+
 class EventRef(Strict):
     """The ``nth`` history entry recorded by ``actor`` with event name ``event``."""
 
     actor: Literal["worker", "transport", "destination", "controller", "operator", "injector"]
     event: str
     nth: Annotated[int, Field(ge=1)] = 1
+
+    @model_validator(mode="after")
+    def _known_event(self) -> EventRef:
+        if self.event not in EVENTS[self.actor]:
+            known = ", ".join(sorted(EVENTS[self.actor]))
+            raise ValueError(f"the {self.actor} records no event '{self.event}' (it records: {known})")
+        return self
 
 
 class Trigger(Strict):
@@ -281,6 +333,15 @@ class Scenario(Strict):
     operator: tuple[OperatorEvent, ...] = ()
     faults: tuple[Fault, ...] = ()
 
+    @model_validator(mode="after")
+    def _faults_name_the_action(self) -> Scenario:
+        for i, fault in enumerate(self.faults):
+            if fault.action_id is not None and fault.action_id != self.action_id:
+                raise ValueError(
+                    f"faults.{i}.action_id '{fault.action_id}' is not this scenario's action '{self.action_id}'"
+                )
+        return self
+
     @property
     def horizon_s(self) -> float:
         """When the simulation stops: after the deadline, leaving room for late requests and replies."""
@@ -301,7 +362,8 @@ def _one_line(path: Path, error: ValidationError) -> str:
     field = ".".join(str(part) for part in first["loc"]) or "(top level)"
     fix = _FIXES.get(first["type"], "correct the value")
     more = f" (+{error.error_count() - 1} more)" if error.error_count() > 1 else ""
-    return f"{path}: field '{field}': {first['msg']}; fix: {fix}{more}"
+    message = str(first["msg"]).removeprefix("Value error, ")
+    return f"{path}: field '{field}': {message}; fix: {fix}{more}"
 
 
 def load_scenario(path: Path | str) -> Scenario:
@@ -311,6 +373,8 @@ def load_scenario(path: Path | str) -> Scenario:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ScenarioError(f"{path}: cannot read the file ({exc.strerror}); fix: check the path") from exc
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"{path}: not UTF-8 text; fix: give a YAML scenario file") from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

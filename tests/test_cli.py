@@ -198,3 +198,48 @@ def test_committed_schema_is_current() -> None:
 
     committed = json.loads((ROOT / "reports" / "recovery.schema.json").read_text())
     assert committed == CaseReport.model_json_schema()
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["run", "--policy", ":"], "expected package.module:attr"),
+        (["run", "--policy", "..x:y"], "expected package.module:attr"),
+        (["run", "--seed-count", "100000000"], "outside 1..10000"),
+        (["run", "--project", "", "--policy", "stop_on_timeout"], "not a Polyaxon project name"),
+        (["run", "--policy", "stop_on_timeout", "--polyaxonfile", "polyaxonfiles/grid.yaml"], "not both"),
+    ],
+)
+def test_more_bad_input_is_one_line(args: list[str], needle: str, tmp_path: Path) -> None:
+    """Odd policy specs, huge counts, an empty project, conflicting options: one line, exit 2, nothing written."""
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", *args, "--out", str(out)], cwd=ROOT, capture_output=True, text=True
+    )
+    assert proc.returncode == 2 and needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_out_that_is_a_file_or_under_one(tmp_path: Path) -> None:
+    """--out naming a file, or a folder under a file, is refused in one line."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for out in (afile, afile / "sub"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "harness", "run", "--policy", "stop_on_timeout", "--out", str(out)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 2 and "--out" in proc.stderr and "Traceback" not in proc.stderr
+    assert main(["schema", "--out", str(tmp_path)]) == 2
+
+
+def test_runs_started_in_the_same_second_get_their_own_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two default output folders made in the same second are distinct, and both are created empty."""
+    from harness.cli import _new_out
+
+    monkeypatch.chdir(tmp_path)
+    first, second = _new_out(None), _new_out(None)
+    assert first != second and first.parent == second.parent == Path("reports/runs")
+    assert first.is_dir() and second.is_dir()

@@ -80,3 +80,45 @@ def test_unknown_scenario_name_lists_known_ones() -> None:
     """An unknown scenario name is refused with the shipped names."""
     with pytest.raises(ScenarioError, match="lost_response"):
         resolve_scenario("lost_respons", SCENARIO_DIR)
+
+
+def test_binary_file_is_refused(tmp_path: Path) -> None:
+    """A file that is not text gets a one-line error, not a decoding traceback."""
+    path = tmp_path / "lost_response.yaml"
+    path.write_bytes(b"\xff\xfe\x00binary")
+    assert "not UTF-8 text" in error_for(path)
+
+
+def test_trigger_on_an_event_nobody_records_is_refused(tmp_path: Path) -> None:
+    """A misspelt trigger event would silently never fire: refused, with the events that actor records."""
+    text = BASE + "operator:\n  - do: request_cancel\n    when: {after: {actor: worker, event: timout}}\n"
+    message = error_for(write(tmp_path, "lost_response", text))
+    assert "no event 'timout'" in message and "timeout" in message and "Value error" not in message
+
+
+def test_fault_for_another_action_is_refused(tmp_path: Path) -> None:
+    """A fault aimed at an action the scenario does not have would never be injected: refused."""
+    text = BASE.replace("{boundary: response_lost, nth: 1}", "{boundary: response_lost, nth: 1, action_id: a99}")
+    assert "'a99' is not this scenario's action" in error_for(write(tmp_path, "lost_response", text))
+
+
+def test_event_vocabulary_matches_what_the_simulator_records() -> None:
+    """Every event recorded anywhere in the shipped grid, and under random commands, is in EVENTS."""
+    from test_soundness import RandomPolicy
+
+    from harness.policy import builtin_policy_names, load_policy
+    from harness.scenario import EVENTS
+    from harness.sim import simulate
+
+    seen: set[tuple[str, str]] = set()
+    policies = [load_policy(p) for p in builtin_policy_names()] + [RandomPolicy(i) for i in range(30)]
+    for name in list_scenarios(SCENARIO_DIR):
+        scenario = load_scenario(SCENARIO_DIR / f"{name}.yaml")
+        visible = scenario.model_copy(
+            update={"destination": scenario.destination.model_copy(update={"ledger_visible": True})}
+        )
+        for policy in policies:
+            seen |= {(e.actor, e.event) for e in simulate(visible, policy, 1).evidence.history}
+    unknown = {pair for pair in seen if pair[1] not in EVENTS[pair[0]]}
+    assert not unknown
+    assert len(seen) >= 30  # most of the vocabulary is exercised, not just declared
