@@ -125,7 +125,7 @@ def _parser() -> argparse.ArgumentParser:
     schema.add_argument("--out", type=Path, metavar="FILE", help="write it to FILE instead")
     view = sub.add_parser("view", help="browse a run's Polyaxon runs in the Polyaxon UI (haupt viewer)")
     view.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a folder written by 'harness run'")
-    view.add_argument("--port", type=_positive, default=8000, help="port on 127.0.0.1 (default: 8000)")
+    view.add_argument("--port", type=_port, default=8000, help="port on 127.0.0.1 (default: 8000)")
     return parser
 
 
@@ -140,6 +140,16 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
     if not 1 <= value <= COUNT_MAX:
         raise argparse.ArgumentTypeError(f"{value} is outside 1..{COUNT_MAX}")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a port number") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is outside 1..65535")
     return value
 
 

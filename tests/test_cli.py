@@ -243,3 +243,21 @@ def test_runs_started_in_the_same_second_get_their_own_folders(tmp_path: Path, m
     first, second = _new_out(None), _new_out(None)
     assert first != second and first.parent == second.parent == Path("reports/runs")
     assert first.is_dir() and second.is_dir()
+
+
+def test_view_refuses_bad_port_and_folders_without_runs(tmp_path: Path) -> None:
+    """`harness view` takes any TCP port, refuses one out of range, and a folder with no Polyaxon runs."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "view", str(tmp_path), "--port", "70000"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2 and "outside 1..65535" in proc.stderr
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "view", str(tmp_path), "--port", "18555"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2 and "no Polyaxon runs" in proc.stderr and "Traceback" not in proc.stderr

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -141,7 +142,7 @@ def test_offline_runs_pushed_with_the_cli_arrive_whole(server: dict[str, str], t
     out = tmp_path / "run"
     proc = run([sys.executable, "-m", "harness", "run", "--out", str(out), "--quiet", *CELLS], server)
     assert proc.returncode == 0, proc.stderr
-    hint = proc.stdout.split("send to a server: ", 1)[1].split()
+    hint = shlex.split(proc.stdout.split("send to a server: ", 1)[1].splitlines()[0])
     assert hint[:3] == ["polyaxon", "ops", "push"]
     assert polyaxon("project", "create", "--name", "recovery-harness", env=server).returncode == 0
     push = polyaxon(*hint[1:], env=server)
