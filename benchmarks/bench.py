@@ -72,9 +72,10 @@ def bench_load(cells: list[tuple[Policy, Scenario, int]], count: int) -> None:
         out = Path(tmp)
         started = time.perf_counter()
         size = 0
+        pairs = list(dict.fromkeys((policy, scenario) for policy, scenario, _ in cells))
         for i in range(count):
-            policy, scenario, _ = cells[i % len(cells)]
-            seed = 1 + i // len(cells)
+            policy, scenario = pairs[i % len(pairs)]
+            seed = 1 + i // len(pairs)
             report, _ = run_case(Case(policy.name, scenario.name, seed, policy, scenario))
             text = recovery_json(report)
             size += len(text)

@@ -34,19 +34,10 @@ __all__ = [
 ]
 
 INPUT_COLUMNS = ("policy", "policy_revision", "scenario", "scenario_revision", "seed", "task_id", "action_id")
-_COUNTS = {
-    "unauthorized_dispatches",
-    "duplicate_effects",
-    "wrong_revision_completions",
-    "duplicate_records",
-    "effects_after_cancel",
-    "false_records",
-    "unresolved_actions",
-    "escalations",
-    "dispatches",
-    "lookups",
-}
 _FLAGS = {"task_completed", "executor_finished"}
+_DURATIONS = {"time_to_account_s"}
+#: Every other metric is a count.
+_COUNTS = set(METRIC_NAMES) - _FLAGS - _DURATIONS
 _REQUIRED = ("schema_version", *INPUT_COLUMNS, "outcome", "verdict", "metrics", "unknown")
 
 

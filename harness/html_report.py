@@ -16,24 +16,15 @@ from typing import Any
 import pandas as pd
 
 from harness.analysis import load, metric_table, outcome_counts, rate_table
+from harness.check import INVARIANTS
 from harness.pictures import heatmap, png_bytes, save_png, timeline
 
 __all__ = ["TIMELINE_OUTCOMES", "render_timeline", "write_report"]
 
 #: The cases whose timeline the report shows.
 TIMELINE_OUTCOMES = ("incorrect", "unresolved")
-TABLE_METRICS = (
-    "unauthorized_dispatches",
-    "duplicate_effects",
-    "wrong_revision_completions",
-    "duplicate_records",
-    "effects_after_cancel",
-    "false_records",
-    "unresolved_actions",
-    "task_completed",
-    "time_to_account_s",
-    "dispatches",
-)
+#: The safety properties, then the measures a reader compares most.
+TABLE_METRICS = (*INVARIANTS, "unresolved_actions", "task_completed", "time_to_account_s", "dispatches")
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 24px; color: #263238; }

@@ -11,6 +11,17 @@ from harness.model import Entry, Evidence, Scalar
 from harness.scenario import Scenario, load_scenario, resolve_scenario
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+#: A small grid with every kind of cell: correct, incorrect, unresolved, and an unknown duplicate count.
+SMALL_GRID = (
+    "--policy",
+    "retry_same_key",
+    "--policy",
+    "reconcile_and_reauthorize",
+    "--scenario",
+    "lost_response",
+    "--scenario",
+    "uncertain_lookup",
+)
 
 
 def _value(text: str) -> Scalar:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import SMALL_GRID
 
 from harness.analysis import (
     compare_runs,
@@ -35,14 +36,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 str(out),
                 "--quiet",
                 "--no-report",
-                "--policy",
-                "retry_same_key",
-                "--policy",
-                "reconcile_and_reauthorize",
-                "--scenario",
-                "lost_response",
-                "--scenario",
-                "uncertain_lookup",
+                *SMALL_GRID,
             ]
         )
         == 0

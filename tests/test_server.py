@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import SMALL_GRID
 
 from harness.model import CaseReport
 from harness.plxfile import default_grid_file, load_grid_file
@@ -28,16 +29,7 @@ from harness.report import case_path
 from harness.viewer import haupt_command
 
 ROOT = Path(__file__).resolve().parent.parent
-CELLS = [
-    "--policy",
-    "retry_same_key",
-    "--policy",
-    "reconcile_and_reauthorize",
-    "--scenario",
-    "lost_response",
-    "--scenario",
-    "uncertain_lookup",
-]
+CELLS = SMALL_GRID
 
 
 def free_port() -> int:

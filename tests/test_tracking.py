@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import SMALL_GRID
 
 from harness.model import CaseReport
 from harness.policy import load_policy
@@ -51,14 +52,7 @@ def offline_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[di
         "--out",
         str(out),
         "--quiet",
-        "--policy",
-        "retry_same_key",
-        "--policy",
-        "reconcile_and_reauthorize",
-        "--scenario",
-        "lost_response",
-        "--scenario",
-        "uncertain_lookup",
+        *SMALL_GRID,
     )
     assert proc.returncode == 0, proc.stderr
     return out, read_offline(out / "polyaxon")

@@ -167,18 +167,7 @@ class Controller:
             idempotency_key=action_id,
         )
         self.actions[action_id] = _Action(view)
-        self._history.record(
-            "controller",
-            "action_recorded",
-            action_id=action_id,
-            task_id=t.task_id,
-            revision=t.revision,
-            operation=t.operation,
-            target=t.target,
-            model=t.model,
-            digest=t.digest,
-            approval_id=approval.approval_id,
-        )
+        self._history.record("controller", "action_recorded", **view.model_dump(exclude={"idempotency_key"}))
         return view
 
     def claim_if_revision(self, action_id: str, revision: int) -> bool:
