@@ -59,7 +59,7 @@ def _matches(receipt: ReceiptView, situation: Situation) -> bool:
 
 class ReconcileAndReauthorize:
     name = "reconcile_and_reauthorize"
-    revision = "1"
+    revision = "2"
     #: Time between lookups while the result is pending or unknown.
     wait_s = 10.0
     #: Escalate while at least this much time is left before the deadline.
@@ -76,8 +76,9 @@ class ReconcileAndReauthorize:
             return Escalate(reason="a receipt does not match the action that was sent")
         latest_attempt = max((a.sent_at_s or 0.0 for a in situation.attempts), default=0.0)
         # A lookup answers for the moment it was made: one older than the last attempt or the last wait is stale.
+        # (Half a wait, not a whole one: after waiting exactly wait_s, float arithmetic can land just short.)
         fresh = [
-            lk for lk in situation.lookups if lk.at_s >= latest_attempt and situation.now_s - lk.at_s < self.wait_s
+            lk for lk in situation.lookups if lk.at_s >= latest_attempt and situation.now_s - lk.at_s < self.wait_s / 2
         ]
         settled = next((r for r in receipts if r.status == "applied"), None) or (receipts[0] if receipts else None)
         if settled is None and not fresh:

@@ -147,3 +147,10 @@ def test_loading_a_non_policy_is_refused() -> None:
     """An attribute without name, revision and decide() is refused with the fix."""
     with pytest.raises(PolicyError, match="needs str 'name'"):
         load_policy("harness.model:Frozen")
+
+
+def test_reconcile_looks_again_after_each_wait() -> None:
+    """After a full wait the last lookup is stale, even when float arithmetic leaves it a hair under wait_s."""
+    stale = situation(lookups=(LookupView(at_s=15.328452, effect="unknown"),), now=25.328452)
+    assert 25.328452 - 15.328452 < 10.0  # the float trap this guards against
+    assert isinstance(RECONCILE.decide(stale), LookUp)
