@@ -18,7 +18,7 @@ import re
 import shlex
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -53,14 +53,26 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"harness: {message}; fix: see 'python -m harness {self.prog.split()[-1]} --help'\n")
 
 
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"seed '{text}' is not a whole number") from None
-    if not 0 <= value <= SEED_MAX:
-        raise argparse.ArgumentTypeError(f"seed {value} is outside 0..{SEED_MAX}")
-    return value
+def _whole(low: int, high: int, what: str) -> Callable[[str], int]:
+    """An argparse type: a whole number in ``low..high``, refused in one line otherwise."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} '{text}' is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{what} {value} is outside {low}..{high}")
+        return value
+
+    return parse
+
+
+#: Bounds on counts from the command line (seeds per cell, concurrency): far above use, far below harm.
+COUNT_MAX = 10_000
+_seed = _whole(0, SEED_MAX, "seed")
+_positive = _whole(1, COUNT_MAX, "count")
+_port = _whole(1, 65535, "port")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -127,30 +139,6 @@ def _parser() -> argparse.ArgumentParser:
     view.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a folder written by 'harness run'")
     view.add_argument("--port", type=_port, default=8000, help="port on 127.0.0.1 (default: 8000)")
     return parser
-
-
-#: Bounds on counts from the command line (seeds per cell, concurrency): far above use, far below harm.
-COUNT_MAX = 10_000
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if not 1 <= value <= COUNT_MAX:
-        raise argparse.ArgumentTypeError(f"{value} is outside 1..{COUNT_MAX}")
-    return value
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a port number") from None
-    if not 1 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"{value} is outside 1..65535")
-    return value
 
 
 def _new_out(out: Path | None) -> Path:

@@ -22,7 +22,6 @@ __all__ = [
     "recovery_json",
     "sanitize",
     "write_atomic",
-    "write_case",
     "write_summary",
 ]
 
@@ -73,12 +72,6 @@ def write_atomic(path: Path, text: str) -> None:
 def case_path(out: Path, report: CaseReport) -> Path:
     """Where a case's ``recovery.json`` lives: ``<out>/cases/<policy>/<scenario>/seed-<n>/recovery.json``."""
     return out / "cases" / report.policy / report.scenario / f"seed-{report.seed}" / "recovery.json"
-
-
-def write_case(out: Path, report: CaseReport, secrets: Iterable[str] = ()) -> Path:
-    path = case_path(out, report)
-    write_atomic(path, recovery_json(report, secrets))
-    return path
 
 
 SUMMARY_COLUMNS = (

@@ -34,10 +34,6 @@ class Case:
     policy: Policy
     scenario: Scenario
 
-    @property
-    def key(self) -> tuple[str, str, int]:
-        return (self.policy.name, self.scenario.name, self.seed)
-
 
 @dataclass(frozen=True, slots=True)
 class Grid:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -50,6 +51,8 @@ def view(run_dir: Path, port: int) -> int:
     process = subprocess.Popen(command, env={**os.environ, "HOME": home}, stdout=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/"
     print(f"starting the Polyaxon viewer for {root} at {url} (Ctrl-C to stop)", flush=True)
+    # Ctrl-C or a plain kill both stop the viewer too, so no haupt process is left behind.
+    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         for _ in range(120):
             if process.poll() is not None:
@@ -64,8 +67,14 @@ def view(run_dir: Path, port: int) -> int:
     except KeyboardInterrupt:
         pass
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         if process.poll() is None:
             process.terminate()
             process.wait(timeout=10)
         shutil.rmtree(home, ignore_errors=True)
     return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt

@@ -24,6 +24,13 @@ SMALL_GRID = (
 )
 
 
+def run_into(out: Path, *args: str) -> int:
+    """``python -m harness run --out OUT --quiet ARGS...`` in this process; returns the exit status."""
+    from harness.cli import main
+
+    return main(["run", "--out", str(out), "--quiet", *args])
+
+
 def _value(text: str) -> Scalar:
     if text == "none":
         return None

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import SMALL_GRID
+from conftest import SMALL_GRID, run_into
 
 from harness.analysis import (
     compare_runs,
@@ -21,26 +21,13 @@ from harness.analysis import (
     rates,
     wilson_interval,
 )
-from harness.cli import main
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small tracked run: two policies x two scenarios x three seeds, with Polyaxon copies of each case."""
     out = tmp_path_factory.mktemp("analysis") / "run"
-    assert (
-        main(
-            [
-                "run",
-                "--out",
-                str(out),
-                "--quiet",
-                "--no-report",
-                *SMALL_GRID,
-            ]
-        )
-        == 0
-    )
+    assert run_into(out, "--no-report", *SMALL_GRID) == 0
     return out
 
 

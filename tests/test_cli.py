@@ -10,6 +10,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from conftest import run_into
 
 from harness.cli import main
 from harness.policy import builtin_policy_names
@@ -43,23 +44,7 @@ def test_default_grid_writes_every_case_and_a_summary(tmp_path: Path, capsys: py
 def test_recovery_json_has_the_documented_keys_and_no_secret(tmp_path: Path) -> None:
     """recovery.json carries every documented key, and the approval token appears nowhere."""
     out = tmp_path / "run"
-    assert (
-        main(
-            [
-                "run",
-                "--out",
-                str(out),
-                "--quiet",
-                "--policy",
-                "retry_same_key",
-                "--scenario",
-                "lost_response",
-                "--seed",
-                "1",
-            ]
-        )
-        == 0
-    )
+    assert run_into(out, "--policy", "retry_same_key", "--scenario", "lost_response", "--seed", "1") == 0
     text = (out / "cases/retry_same_key/lost_response/seed-1/recovery.json").read_text()
     report = json.loads(text)
     for key in (
@@ -149,23 +134,7 @@ def test_user_policy_by_module_attr(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     out = tmp_path / "run"
-    assert (
-        main(
-            [
-                "run",
-                "--out",
-                str(out),
-                "--quiet",
-                "--policy",
-                "mypolicies:POLICY",
-                "--scenario",
-                "lost_response",
-                "--seed",
-                "1",
-            ]
-        )
-        == 0
-    )
+    assert run_into(out, "--policy", "mypolicies:POLICY", "--scenario", "lost_response", "--seed", "1") == 0
     report = json.loads((out / "cases/crashy/lost_response/seed-1/recovery.json").read_text())
     assert report["policy_revision"] == "0.1" and report["outcome"] == "unresolved"
     assert any(e["event"] == "policy_error" and "bug in my policy" in e["data"]["error"] for e in report["timeline"])

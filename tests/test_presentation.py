@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_into
 from matplotlib.image import imread
 from matplotlib.patches import Rectangle
 
@@ -35,25 +36,20 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A run with correct, incorrect and unresolved cases, an unknown duplicate count, and its report."""
     out = tmp_path_factory.mktemp("presentation") / "run"
     assert (
-        main(
-            [
-                "run",
-                "--out",
-                str(out),
-                "--quiet",
-                "--tracking",
-                "none",
-                "--seed-count",
-                "2",
-                "--policy",
-                "retry_same_key",
-                "--policy",
-                "reconcile_and_reauthorize",
-                "--scenario",
-                "changed_task",
-                "--scenario",
-                "uncertain_lookup",
-            ]
+        run_into(
+            out,
+            "--tracking",
+            "none",
+            "--seed-count",
+            "2",
+            "--policy",
+            "retry_same_key",
+            "--policy",
+            "reconcile_and_reauthorize",
+            "--scenario",
+            "changed_task",
+            "--scenario",
+            "uncertain_lookup",
         )
         == 0
     )

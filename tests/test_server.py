@@ -177,6 +177,47 @@ def test_grid_operation_compiles_one_child_per_cell(server: dict[str, str]) -> N
     assert got == sorted((c["policy"], c["scenario"], c["seed_count"]) for c in cells)
 
 
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
+def test_view_stops_with_its_viewer(tmp_path: Path, stop_signal: int) -> None:
+    """Ctrl-C (SIGINT) or a kill (SIGTERM) of `harness view` stops the haupt viewer it started, too."""
+    out = tmp_path / "run"
+    proc = run(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "run",
+            "--out",
+            str(out),
+            "--quiet",
+            "--no-report",
+            "--policy",
+            "stop_on_timeout",
+            "--scenario",
+            "lost_response",
+        ],
+        dict(os.environ),
+    )
+    assert proc.returncode == 0, proc.stderr
+    port = free_port()
+    viewer = subprocess.Popen(
+        [sys.executable, "-m", "harness", "view", str(out), "--port", str(port)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as in a terminal, not ignored
+    )
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}/healthz", viewer)
+        viewer.send_signal(stop_signal)
+        assert viewer.wait(timeout=30) == 0
+        time.sleep(1)
+        with pytest.raises(OSError):
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2)
+    finally:
+        stop(viewer)
+
+
 def test_view_serves_the_runs(tmp_path: Path) -> None:
     """`harness view RUN_DIR` starts the Polyaxon viewer on 127.0.0.1 and its API lists the run's cells."""
     out = tmp_path / "run"

@@ -53,24 +53,31 @@ class Facts:
         """Execution ID -> logical action ID, from the dispatches the caller sent."""
         return {d["execution_id"]: d["action_id"] for d in self.dispatches}
 
-    def revision_at(self, at_s: float, index: int) -> Fact | None:
-        """The task revision in force just before entry ``index`` (recorded at ``at_s``)."""
-        current = None
-        for revision in self.revisions:
-            if revision.index < index:
-                current = revision
-        return current
+    def revision_at(self, index: int) -> Fact | None:
+        """The task revision in force just before entry ``index``."""
+        return _latest_before(self.revisions, index)
 
     def approval_before(self, approval_id: str, index: int) -> Fact | None:
         """The latest grant of ``approval_id`` recorded before entry ``index``."""
-        found = None
-        for grant in self.approvals:
-            if grant.index < index and grant["approval_id"] == approval_id:
-                found = grant
-        return found
+        return _latest_before(self.approvals, index, approval_id=approval_id)
+
+    def claim_before(self, action_id: str, index: int) -> Fact | None:
+        """The latest successful claim of ``action_id`` recorded before entry ``index``."""
+        return _latest_before(self.claims, index, action_id=action_id, ok=True)
 
     def cancel_before(self, index: int) -> Fact | None:
         return next((c for c in self.cancels if c.index < index), None)
+
+
+def _latest_before(facts: list[Fact], index: int, **match: Any) -> Fact | None:
+    """The last of ``facts`` (in history order) recorded before entry ``index`` whose data match ``match``."""
+    found = None
+    for fact in facts:
+        if fact.index >= index:
+            break
+        if all(fact[key] == value for key, value in match.items()):
+            found = fact
+    return found
 
 
 _ROUTES: dict[tuple[str, str], str] = {

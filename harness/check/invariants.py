@@ -50,7 +50,7 @@ def _why_unauthorized(f: Facts, d: Fact) -> tuple[str, list[int]] | None:
     action = f.actions.get(d["action_id"])
     if action is None:
         return "sent for an action the controller never recorded", [d.index]
-    revision = f.revision_at(d.at_s, d.index)
+    revision = f.revision_at(d.index)
     if revision is None or revision["revision"] != action["revision"]:
         current = revision["revision"] if revision else None
         witnesses = [d.index, action.index] + ([revision.index] if revision else [])
@@ -73,10 +73,7 @@ def _why_unauthorized(f: Facts, d: Fact) -> tuple[str, list[int]] | None:
     revoked = f.approval_revocations.get(action["approval_id"])
     if revoked is not None and revoked.index < d.index:
         return "sent after the approval was revoked", [d.index, revoked.index]
-    claim = None
-    for c in f.claims:
-        if c.index < d.index and c["action_id"] == d["action_id"] and c["ok"]:
-            claim = c
+    claim = f.claim_before(d["action_id"], d.index)
     if claim is None:
         return "sent without a successful claim", [d.index]
     if claim["revision"] != revision["revision"]:
@@ -169,7 +166,7 @@ def wrong_revision_completions(f: Facts) -> Finding:
     anomalies = []
     for c in f.completions:
         action = f.actions.get(c["action_id"])
-        revision = f.revision_at(c.at_s, c.index)
+        revision = f.revision_at(c.index)
         problem = None
         if action is None or revision is None:
             problem = "completed without a recorded action or revision"
