@@ -13,9 +13,10 @@ import time
 import tracemalloc
 from pathlib import Path
 
+from harness.run.files import case_path, recovery_json, write_atomic
+
 from harness.check import check
 from harness.policy import Policy, builtin_policy_names, load_policy
-from harness.report import case_path, recovery_json, write_atomic
 from harness.scenario import Scenario, list_scenarios, load_scenario, resolve_scenario
 from harness.seeds import DEFAULT_SEEDS
 from harness.sim import simulate
@@ -65,8 +66,8 @@ def main() -> None:
 
 def bench_load(cells: list[tuple[Policy, Scenario, int]], count: int) -> None:
     """Write ``count`` real recovery.json files (distinct seeds) and time loading them into one DataFrame."""
-    from harness.analysis import load
-    from harness.runner import Case, run_case
+    from harness.present.analysis import load
+    from harness.run import Case, run_case
 
     with tempfile.TemporaryDirectory(prefix="bench-load-") as tmp:
         out = Path(tmp)

@@ -9,15 +9,32 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import Annotated, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
-from pydantic import Field
-
-from harness.model import Frozen
+from harness.errors import InputError, one_line
+from harness.model import (
+    COMMAND_TYPES,
+    Action,
+    Artifact,
+    Command,
+    Escalate,
+    Frozen,
+    Hold,
+    LookUp,
+    Receipt,
+    RecordEffect,
+    RecordRejection,
+    RetryNewKey,
+    RetrySameAction,
+    Stop,
+    Wait,
+)
 
 __all__ = [
-    "ActionView",
+    "COMMAND_TYPES",
+    "Action",
     "ApprovalView",
+    "Artifact",
     "AttemptView",
     "Command",
     "ContractView",
@@ -27,7 +44,7 @@ __all__ = [
     "LookupView",
     "Policy",
     "PolicyError",
-    "ReceiptView",
+    "Receipt",
     "RecordEffect",
     "RecordRejection",
     "RetryNewKey",
@@ -41,32 +58,6 @@ __all__ = [
 ]
 
 Effect = Literal["applied", "rejected", "pending", "absent", "unknown"]
-
-
-class ReceiptView(Frozen):
-    """A receipt as the destination reported it: what was done, to what, under which key."""
-
-    receipt_id: str
-    status: Literal["applied", "rejected"]
-    idempotency_key: str
-    operation: str
-    target: str
-    model: str
-    digest: str
-
-
-class ActionView(Frozen):
-    """The logical action as the controller recorded it before the first dispatch."""
-
-    action_id: str
-    task_id: str
-    revision: int
-    operation: str
-    target: str
-    model: str
-    digest: str
-    approval_id: str
-    idempotency_key: str
 
 
 class AttemptView(Frozen):
@@ -84,7 +75,7 @@ class AttemptView(Frozen):
     observation: Literal["response", "timeout", "claim_refused", "unknown", "in_flight"]
     late: bool = False
     response_status: Literal["applied", "rejected", "conflict", "pending"] | None = None
-    receipt: ReceiptView | None = None
+    receipt: Receipt | None = None
 
 
 class LookupView(Frozen):
@@ -95,7 +86,7 @@ class LookupView(Frozen):
 
     at_s: float
     effect: Effect
-    receipt: ReceiptView | None = None
+    receipt: Receipt | None = None
 
 
 class TaskView(Frozen):
@@ -103,8 +94,7 @@ class TaskView(Frozen):
 
     task_id: str
     revision: int
-    model: str
-    digest: str
+    artifact: Artifact
     cancel_requested: bool
     completed_revision: int | None
 
@@ -129,7 +119,7 @@ class Situation(Frozen):
 
     now_s: float
     deadline_s: float
-    action: ActionView
+    action: Action
     attempts: tuple[AttemptView, ...]
     lookups: tuple[LookupView, ...]
     task: TaskView
@@ -150,9 +140,9 @@ class Situation(Frozen):
         times = [a.sent_at_s for a in self.attempts if a.sent_at_s is not None]
         return min(times) if times else None
 
-    def observed_receipts(self) -> list[ReceiptView]:
+    def observed_receipts(self) -> list[Receipt]:
         """Every receipt seen so far, from replies and lookups, oldest first, without repeats."""
-        seen: dict[str, ReceiptView] = {}
+        seen: dict[str, Receipt] = {}
         for attempt in self.attempts:
             if attempt.receipt is not None:
                 seen.setdefault(attempt.receipt.receipt_id, attempt.receipt)
@@ -160,85 +150,6 @@ class Situation(Frozen):
             if lookup.receipt is not None:
                 seen.setdefault(lookup.receipt.receipt_id, lookup.receipt)
         return list(seen.values())
-
-
-class LookUp(Frozen):
-    """Ask the destination for the action's durable result by its action ID."""
-
-    kind: Literal["look_up"] = "look_up"
-
-
-class RetrySameAction(Frozen):
-    """Send the action again with its original idempotency key and arguments.
-
-    With ``claim``, the controller first atomically rechecks the task revision, approval and cancellation and
-    claims the attempt; a refused claim means nothing is sent.
-    """
-
-    kind: Literal["retry_same_action"] = "retry_same_action"
-    claim: bool = True
-
-
-class RetryNewKey(Frozen):
-    """Send the action again under a fresh idempotency key: a new operation to the destination."""
-
-    kind: Literal["retry_new_key"] = "retry_new_key"
-    claim: bool = False
-
-
-class RecordEffect(Frozen):
-    """Record an observed ``applied`` receipt in the action ledger, then let the controller update the task.
-
-    ``guarded`` uses the controller's conditional updates (the action's revision, the task's revision);
-    unguarded writes append unconditionally, which a correct policy never asks for.
-    """
-
-    kind: Literal["record_effect"] = "record_effect"
-    receipt_id: str
-    guarded: bool = True
-
-
-class RecordRejection(Frozen):
-    """Record an observed ``rejected`` receipt in the action ledger."""
-
-    kind: Literal["record_rejection"] = "record_rejection"
-    receipt_id: str
-    guarded: bool = True
-
-
-class Hold(Frozen):
-    """Record the action as not applied (a successful lookup found it absent) and hold further dispatch."""
-
-    kind: Literal["hold"] = "hold"
-    reason: str = "absent at the destination; dispatch no longer authorized"
-
-
-class Wait(Frozen):
-    """Do nothing for ``duration_s`` of virtual time (bounded by the scenario's ``wait_max_s``)."""
-
-    kind: Literal["wait"] = "wait"
-    duration_s: Annotated[float, Field(gt=0)]
-
-
-class Escalate(Frozen):
-    """Hand the unresolved action to its owner, with the reason."""
-
-    kind: Literal["escalate"] = "escalate"
-    reason: str
-
-
-class Stop(Frozen):
-    """End this worker's recovery."""
-
-    kind: Literal["stop"] = "stop"
-    reason: str = "policy stopped"
-
-
-Command = Annotated[
-    LookUp | RetrySameAction | RetryNewKey | RecordEffect | RecordRejection | Hold | Wait | Escalate | Stop,
-    Field(discriminator="kind"),
-]
-COMMAND_TYPES = (LookUp, RetrySameAction, RetryNewKey, RecordEffect, RecordRejection, Hold, Wait, Escalate, Stop)
 
 
 @runtime_checkable
@@ -253,7 +164,7 @@ class Policy(Protocol):
         ...
 
 
-class PolicyError(ValueError):
+class PolicyError(InputError):
     """A policy that cannot be loaded; the message is one line naming what and how to fix it."""
 
 
@@ -279,7 +190,7 @@ def load_policy(spec: str) -> Policy:
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # a user's module can fail to import in any way; say so in one line
-        reason = " ".join(str(exc).split())[:200]
+        reason = one_line(exc)
         raise PolicyError(
             f"policy '{where}': cannot import '{module_name}' ({type(exc).__name__}: {reason}); fix: check the module"
         ) from exc

@@ -16,7 +16,7 @@ from harness.policy import (
     Escalate,
     Hold,
     LookUp,
-    ReceiptView,
+    Receipt,
     RecordEffect,
     RecordRejection,
     RetrySameAction,
@@ -46,15 +46,10 @@ def recovery_decision(
     return "hold_dispatch"
 
 
-def _matches(receipt: ReceiptView, situation: Situation) -> bool:
-    a = situation.action
-    return (receipt.idempotency_key, receipt.operation, receipt.target, receipt.model, receipt.digest) == (
-        a.idempotency_key,
-        a.operation,
-        a.target,
-        a.model,
-        a.digest,
-    )
+def _matches(receipt: Receipt, situation: Situation) -> bool:
+    """Whether the receipt is for the action that was sent: its key and its exact arguments."""
+    action = situation.action
+    return receipt.idempotency_key == action.idempotency_key and receipt.artifact == action.artifact
 
 
 class ReconcileAndReauthorize:

@@ -6,22 +6,7 @@ baseline, to show what the checker catches.
 
 from __future__ import annotations
 
-from harness.policy import Command, RetryNewKey, Situation, Stop
-from policies._retrying import settle_from_replies
+from harness.policy import RetryNewKey
+from policies._retrying import BlindRetry
 
-
-class RetryNewKeyPolicy:
-    name = "retry_new_key"
-    revision = "1"
-    retry_count_max = 3
-
-    def decide(self, situation: Situation) -> Command:
-        settled = settle_from_replies(situation)
-        if settled is not None:
-            return settled
-        if len(situation.attempts) > self.retry_count_max:
-            return Stop(reason=f"no reply after {self.retry_count_max} retries")
-        return RetryNewKey()
-
-
-POLICY = RetryNewKeyPolicy()
+POLICY = BlindRetry("retry_new_key", "1", RetryNewKey())

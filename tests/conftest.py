@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.model import Entry, Evidence, Scalar
+from harness.model import Evidence, Scalar
+from harness.model.events import parse_event
 from harness.scenario import Scenario, load_scenario, resolve_scenario
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
@@ -44,12 +45,11 @@ def _value(text: str) -> Scalar:
     return text
 
 
-def history(
-    text: str, *, visible: bool = True, deadline_s: float = 120.0, actions: tuple[str, ...] = ("a73",)
-) -> Evidence:
+def history(text: str, *, visible: bool = True, deadline_s: float = 120.0) -> Evidence:
     """Build evidence from lines of ``<at_s> <actor> <event> key=value ...``; ``#`` starts a comment.
 
-    Values ``none``, ``true``, ``false`` and numbers are converted; everything else stays a string.
+    Values ``none``, ``true``, ``false`` and numbers are converted; everything else stays a string. Each line
+    becomes the typed record of its event, so a misspelt key fails here, not silently in a checker.
     """
     entries = []
     for line in text.strip().splitlines():
@@ -58,10 +58,9 @@ def history(
             continue
         at, actor, event, *pairs = shlex.split(line)
         data = {k: _value(v) for k, v in (p.split("=", 1) for p in pairs)}
-        entries.append(Entry(index=len(entries), at_s=float(at), actor=actor, event=event, data=data))  # type: ignore[arg-type]
+        entries.append(parse_event(actor, event, data, index=len(entries), at_s=float(at)))
     return Evidence(
         task_id="release-42",
-        action_ids=actions,
         recovery_deadline_s=deadline_s,
         destination_visible=visible,
         history=tuple(entries),
@@ -91,10 +90,10 @@ def applied(at: float, n: int, receipt: str, key: str = "a73") -> str:
     )
 
 
-def recorded(at: float, receipt: str, event: str = "effect_recorded") -> str:
+def recorded(at: float, receipt: str, event: str = "effect_recorded", version: int = 1) -> str:
     return (
-        f"{at} controller {event} action_id=a73 receipt_id={receipt} idempotency_key=a73 model=m7 digest=d7 "
-        "target=staging/fraud action_revision=17"
+        f"{at} controller {event} action_id=a73 receipt_id={receipt} idempotency_key=a73 operation=activate "
+        f"target=staging/fraud model=m7 digest=d7 action_revision=17 version={version} guarded=true"
     )
 
 

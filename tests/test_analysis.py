@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from conftest import SMALL_GRID, run_into
 
-from harness.analysis import (
+from harness.present.analysis import (
     compare_runs,
     load,
     metric_table,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from conftest import OPENING, history
 
 from harness.check import check, compose
-from harness.check.invariants import Finding
+from harness.check.finding import Finding
 
 
 def test_compose_orders_false_unknown_true() -> None:
@@ -22,7 +22,7 @@ def test_crashing_checker_yields_unknown_not_true() -> None:
     def broken(_facts: object) -> Finding:
         raise RuntimeError("boom")
 
-    judgement = check(history(OPENING), checkers={"broken": broken})
+    judgement = check(history(OPENING), properties={"broken": broken})
     assert judgement.verdict == "unknown"
     assert judgement.outcome == "unresolved"
     assert "boom" in judgement.unknown["broken"]
@@ -37,5 +37,5 @@ def test_violation_beats_crash() -> None:
     def violated(_facts: object) -> Finding:
         return Finding(1)
 
-    judgement = check(history(OPENING), checkers={"broken": broken, "violated": violated})
+    judgement = check(history(OPENING), properties={"broken": broken, "violated": violated})
     assert (judgement.verdict, judgement.outcome) == ("false", "incorrect")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from conftest import shipped
 
 from harness.check import check
-from harness.model import Entry
+from harness.model.events import WorkerReported
 from harness.policy import load_policy
 from harness.sim import simulate
 
@@ -14,21 +16,14 @@ def test_claimed_success_without_effect_changes_nothing() -> None:
     """A worker reporting success it did not achieve leaves every other metric, the verdict and the outcome alone."""
     evidence = simulate(shipped("lost_response"), load_policy("stop_on_timeout"), 1).evidence
     honest = check(evidence)
-    lying = evidence.model_copy(
-        update={
-            "history": tuple(
-                Entry(
-                    index=e.index,
-                    at_s=e.at_s,
-                    actor=e.actor,
-                    event=e.event,
-                    data={"finished": True, "claimed": "completed", "task_completed": True, "duplicate_effects": 0},
-                )
-                if e.event == "report"
-                else e
-                for e in evidence.history
-            )
-        }
+    lying = dataclasses.replace(
+        evidence,
+        history=tuple(
+            dataclasses.replace(e, finished=True, claimed="completed, no duplicates, task done")
+            if isinstance(e, WorkerReported)
+            else e
+            for e in evidence.history
+        ),
     )
     lied = check(lying)
     assert honest.outcome == lied.outcome == "unresolved"

@@ -206,10 +206,10 @@ def test_out_that_is_a_file_or_under_one(tmp_path: Path) -> None:
 
 def test_runs_started_in_the_same_second_get_their_own_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two default output folders made in the same second are distinct, and both are created empty."""
-    from harness.cli import _new_out
+    from harness.run.grid import new_out
 
     monkeypatch.chdir(tmp_path)
-    first, second = _new_out(None), _new_out(None)
+    first, second = new_out(None), new_out(None)
     assert first != second and first.parent == second.parent == Path("reports/runs")
     assert first.is_dir() and second.is_dir()
 

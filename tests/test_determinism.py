@@ -20,8 +20,8 @@ def test_same_seed_same_evidence_in_process() -> None:
     a = simulate(shipped("duplicate_receipt"), policy, 7).evidence
     b = simulate(shipped("duplicate_receipt"), policy, 7).evidence
     c = simulate(shipped("duplicate_receipt"), policy, 8).evidence
-    assert a.model_dump_json() == b.model_dump_json()
-    assert a.model_dump_json() != c.model_dump_json()
+    assert a == b
+    assert a != c
 
 
 def test_recovery_json_is_byte_identical_across_processes(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import pytest
 from conftest import shipped
 
 from harness.check import Judgement, check
+from harness.model.events import ReplyReceived
 from harness.policy import load_policy
 from harness.sim import simulate
 
@@ -113,7 +114,7 @@ class TestDuplicateReceipt:
     def test_reconcile_saw_the_receipt_twice(self, seed: int) -> None:
         """The late reply did reach the recovering worker before it recorded: the duplicate observation is real."""
         ev = simulate(shipped("duplicate_receipt"), load_policy("reconcile_and_reauthorize"), seed).evidence
-        receives = [e for e in ev.history if e.event == "receive" and e.data.get("receipt_id") == "r1"]
+        receives = [e for e in ev.history if isinstance(e, ReplyReceived) and e.receipt_id == "r1"]
         record = next(e for e in ev.history if e.event == "effect_recorded")
         assert len([e for e in receives if e.index < record.index]) == 2
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import __version__
-from harness.plxfile import GridFileError, load_grid_file
+from harness.plx.plxfile import GridFileError, load_grid_file
 from harness.policy import builtin_policy_names
 from harness.scenario import list_scenarios
+from harness.version import __version__
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = ROOT / "polyaxonfiles"

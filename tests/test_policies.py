@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from harness.policy import (
-    ActionView,
+    Action,
     ApprovalView,
+    Artifact,
     AttemptView,
     ContractView,
     Escalate,
@@ -14,7 +15,7 @@ from harness.policy import (
     LookUp,
     LookupView,
     PolicyError,
-    ReceiptView,
+    Receipt,
     RecordEffect,
     RetrySameAction,
     Situation,
@@ -25,26 +26,11 @@ from harness.policy import (
 )
 from policies.reconcile_and_reauthorize import recovery_decision
 
-ACTION = ActionView(
-    action_id="a73",
-    task_id="release-42",
-    revision=17,
-    operation="activate",
-    target="staging/fraud",
-    model="m7",
-    digest="d7",
-    approval_id="apr-17",
-    idempotency_key="a73",
+M7 = Artifact(operation="activate", target="staging/fraud", model="m7", digest="d7")
+ACTION = Action(
+    action_id="a73", task_id="release-42", revision=17, artifact=M7, approval_id="apr-17", idempotency_key="a73"
 )
-RECEIPT = ReceiptView(
-    receipt_id="r1",
-    status="applied",
-    idempotency_key="a73",
-    operation="activate",
-    target="staging/fraud",
-    model="m7",
-    digest="d7",
-)
+RECEIPT = Receipt(receipt_id="r1", status="applied", idempotency_key="a73", artifact=M7)
 
 
 def situation(
@@ -66,8 +52,7 @@ def situation(
         task=TaskView(
             task_id="release-42",
             revision=revision,
-            model="m7",
-            digest="d7",
+            artifact=M7,
             cancel_requested=cancel,
             completed_revision=None,
         ),
@@ -112,7 +97,7 @@ def test_reconcile_records_a_matching_receipt_even_for_an_old_revision() -> None
 
 def test_reconcile_escalates_a_mismatched_receipt() -> None:
     """A receipt for other arguments than the action sent is not recorded: it is escalated."""
-    other = RECEIPT.model_copy(update={"model": "m8"})
+    other = RECEIPT.model_copy(update={"artifact": M7.model_copy(update={"model": "m8"})})
     s = situation(lookups=(LookupView(at_s=15.2, effect="applied", receipt=other),), now=15.3)
     assert isinstance(RECONCILE.decide(s), Escalate)
 

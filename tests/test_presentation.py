@@ -15,9 +15,9 @@ from conftest import run_into
 from matplotlib.image import imread
 from matplotlib.patches import Rectangle
 
-from harness.analysis import load
 from harness.cli import main
-from harness.pictures import COLOURS, heatmap, timeline
+from harness.present.analysis import load
+from harness.present.pictures import COLOURS, heatmap, timeline
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM_FLAGS = [
@@ -158,10 +158,9 @@ def test_notebook_runs_top_to_bottom_and_compares_two_runs(run_dir: Path, tmp_pa
     from nbclient import NotebookClient
 
     (tmp_path / "changedpolicy.py").write_text(
-        "from policies.retry_same_key import RetrySameKey\n"
-        "class BlindReconcile(RetrySameKey):\n"
-        "    name = 'reconcile_and_reauthorize'\n    revision = '2-blind-retry'\n"
-        "POLICY = BlindReconcile()\n"
+        "from harness.policy import RetrySameAction\n"
+        "from policies._retrying import BlindRetry\n"
+        "POLICY = BlindRetry('reconcile_and_reauthorize', '2-blind-retry', RetrySameAction(claim=False))\n"
     )
     after = tmp_path / "after"
     proc = subprocess.run(

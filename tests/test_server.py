@@ -24,9 +24,9 @@ import pytest
 from conftest import SMALL_GRID
 
 from harness.model import CaseReport
-from harness.plxfile import default_grid_file, load_grid_file
-from harness.report import case_path
-from harness.viewer import haupt_command
+from harness.plx.plxfile import default_grid_file, load_grid_file
+from harness.plx.viewer import haupt_command
+from harness.run.files import case_path
 
 ROOT = Path(__file__).resolve().parent.parent
 CELLS = SMALL_GRID

@@ -10,9 +10,12 @@ from conftest import shipped
 from test_soundness import COMPARED
 
 from harness.check import check
+from harness.model import Artifact
+from harness.model.events import Applied, ClaimDecided, FaultInjected, PolicyFailed, ReplyReceived, ReplyUndeliverable
 from harness.policy import Command, LookUp, RecordEffect, Situation, Stop, load_policy
 from harness.scenario import BOUNDARIES, DestinationSpec, Scenario
 from harness.sim import simulate
+from harness.sim.auditor import Auditor
 from harness.sim.destination import Destination
 from harness.sim.faults import Injector
 from harness.sim.history import History
@@ -50,7 +53,7 @@ def test_each_boundary_is_injected_recorded_and_judged_soundly(boundary: str) ->
     """A fault at each boundary is injected, recorded in the history, and every known metric is true."""
     scenario = with_changes(shipped("lost_response"), faults=FAULTS[boundary])
     result = simulate(scenario, load_policy("reconcile_and_reauthorize"), 4)
-    injected = {e.data["boundary"] for e in result.evidence.history if e.actor == "injector"}
+    injected = {e.boundary for e in result.evidence.history if isinstance(e, FaultInjected)}
     assert boundary in injected
     judgement = check(result.evidence)
     for name in COMPARED:
@@ -67,8 +70,8 @@ def test_crash_before_send_sends_nothing_and_replacement_recovers() -> None:
     assert ("worker", "crashed") in events
     judgement = check(result.evidence)
     assert judgement.metrics["dispatches"] == 1 and judgement.outcome == "correct"
-    claims = [e for e in result.evidence.history if e.event == "claim"]
-    assert len(claims) == 2 and all(c.data["ok"] for c in claims)
+    claims = [e for e in result.evidence.history if isinstance(e, ClaimDecided)]
+    assert len(claims) == 2 and all(c.ok for c in claims)
 
 
 def test_pending_operation_is_waited_on_then_escalated() -> None:
@@ -112,7 +115,7 @@ def run_destination(on_conflict: str, requests: list[tuple[float, Request]]) -> 
     env = simpy.Environment()
     history = History(env)
     spec = DestinationSpec(on_conflict=on_conflict)  # type: ignore[arg-type]
-    destination = Destination(env, spec, history, Injector((), "a73", history))
+    destination = Destination(env, spec, history, Injector((), "a73", history), Auditor(120.0))
     replies: list[Reply] = []
 
     def send(at: float, request: Request):  # type: ignore[no-untyped-def]
@@ -133,10 +136,7 @@ def request(n: int, model: str = "m7", key: str = "a73") -> Request:
         n=n,
         idempotency_key=key,
         execution_id=f"a73-x{n}",
-        operation="activate",
-        target="staging/fraud",
-        model=model,
-        digest=f"d-{model}",
+        artifact=Artifact(operation="activate", target="staging/fraud", model=model, digest=f"d-{model}"),
     )
 
 
@@ -145,7 +145,7 @@ def test_same_key_with_other_arguments(on_conflict: str, status: str) -> None:
     """Same key, changed arguments: a conflict under 'reject', the cached result under 'replay'; never a new effect."""
     replies, history = run_destination(on_conflict, [(0.0, request(1)), (5.0, request(2, model="m8"))])
     assert [r.status for r in replies] == ["applied", status]
-    assert sum(1 for e in history.entries if e.event == "applied") == 1
+    assert sum(1 for e in history.entries if isinstance(e, Applied)) == 1
 
 
 def test_same_key_same_arguments_replays_the_receipt() -> None:
@@ -153,7 +153,7 @@ def test_same_key_same_arguments_replays_the_receipt() -> None:
     replies, history = run_destination("reject", [(0.0, request(1)), (5.0, request(2)), (6.0, request(3, key="k2"))])
     assert replies[1].receipt == replies[0].receipt
     assert replies[2].receipt is not None and replies[2].receipt.receipt_id != replies[0].receipt.receipt_id  # type: ignore[union-attr]
-    assert sum(1 for e in history.entries if e.event == "applied") == 2
+    assert sum(1 for e in history.entries if isinstance(e, Applied)) == 2
 
 
 class RecordTwiceUnguarded:
@@ -237,7 +237,7 @@ def test_a_crash_closes_every_connection_of_the_worker() -> None:
     late = [
         e
         for e in result.evidence.history
-        if e.actor == "transport" and e.data.get("execution_id") == "a73-x1" and e.event in ("receive", "undeliverable")
+        if isinstance(e, ReplyReceived | ReplyUndeliverable) and e.execution_id == "a73-x1"
     ]
     assert [e.event for e in late] == ["undeliverable"]
 
@@ -249,7 +249,7 @@ def test_hidden_ledger_withholds_destination_side_faults() -> None:
     assert not any(e.actor == "injector" for e in evidence.history)
     crash = with_changes(shipped("uncertain_lookup"), faults=[{"boundary": "crash_awaiting_reply", "nth": 1}])
     kept = simulate(crash, load_policy("retry_same_key"), 1).evidence
-    assert [e.data["boundary"] for e in kept.history if e.actor == "injector"] == ["crash_awaiting_reply"]
+    assert [e.boundary for e in kept.history if isinstance(e, FaultInjected)] == ["crash_awaiting_reply"]
 
 
 class _BadWait:
@@ -264,6 +264,6 @@ class _BadWait:
 def test_an_invalid_command_is_a_policy_error_not_a_harness_error() -> None:
     """A command built around validation is refused as the policy's error; the case is still judged."""
     result = simulate(shipped("lost_response"), _BadWait(), 1)
-    errors = [e for e in result.evidence.history if e.event == "policy_error"]
-    assert errors and "duration_s" in str(errors[0].data["error"])
+    errors = [e for e in result.evidence.history if isinstance(e, PolicyFailed)]
+    assert errors and "duration_s" in errors[0].error
     assert check(result.evidence).outcome == "unresolved"

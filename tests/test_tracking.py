@@ -14,10 +14,10 @@ import pytest
 from conftest import SMALL_GRID
 
 from harness.model import CaseReport
+from harness.plx.tracking import CellRecord, track_cell, tracked_metrics
 from harness.policy import load_policy
-from harness.report import case_path, recovery_json, write_atomic
-from harness.runner import CellJob, execute_cell
-from harness.tracking import CellRecord, track_cell, tracked_metrics
+from harness.run import CellJob, execute_cell
+from harness.run.files import case_path, recovery_json, write_atomic
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -126,7 +126,7 @@ def test_executor_claim_is_not_logged_as_a_measurement(offline_run: tuple[Path, 
 
 def test_tracking_gives_back_hooks_and_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Tracking in-process leaves sys.excepthook, stdout, stderr and POLYAXON_* variables as they were."""
-    from harness.runner import load_grid, run_case
+    from harness.run import load_grid, run_case
 
     monkeypatch.delenv("POLYAXON_IS_OFFLINE", raising=False)
     stdout, stderr, hook = io.StringIO(), io.StringIO(), lambda *a: None
@@ -150,12 +150,12 @@ def test_harness_error_ends_the_run_failed_and_the_grid_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A cell whose simulation raises is reported as harness_error and its Polyaxon run ends failed with the reason."""
-    import harness.runner
+    import harness.run.case
 
     def broken(*_args: object) -> None:
         raise RuntimeError("simulated harness bug")
 
-    monkeypatch.setattr(harness.runner, "simulate", broken)
+    monkeypatch.setattr(harness.run.case, "simulate", broken)
     result = execute_cell(CellJob("stop_on_timeout", "lost_response", (1,), tmp_path, "offline", "default/p"))
     assert result.reports[0].outcome == "harness_error" and result.tracked is not None
     assert result.tracked.status == "failed" and "simulated harness bug" in (result.tracked.error or "")
@@ -167,7 +167,7 @@ def test_harness_error_ends_the_run_failed_and_the_grid_goes_on(
 
 def test_local_grid_is_the_matrix(tmp_path: Path) -> None:
     """The default run expands polyaxonfiles/grid.yaml: the cells it runs are the matrix's cells."""
-    from harness.plxfile import default_grid_file, load_grid_file
+    from harness.plx.plxfile import default_grid_file, load_grid_file
 
     out = tmp_path / "run"
     proc = harness("run", "--out", str(out), "--quiet", "--tracking", "none", "--seed", "1")

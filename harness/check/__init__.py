@@ -1,9 +1,10 @@
-"""The checker: derives every verdict from evidence alone, with pure functions, one per property.
+"""The checker: derives every verdict from evidence alone, with pure functions, one per metric.
 
-Safety properties (``INVARIANTS``) each yield a verdict: ``false`` when a violation is witnessed,
-``unknown`` when the evidence cannot decide, ``true`` otherwise. They compose as false > unknown > true,
-and a checker function that raises yields ``unknown``, never ``true``. Measures (``MEASURES``) are figures
-reported beside them. The outcome adds liveness: every action must be accounted for by the deadline.
+Safety properties each yield a verdict: ``false`` when a violation is witnessed, ``unknown`` when the
+evidence cannot decide, ``true`` otherwise. They compose as false > unknown > true, and a checker function
+that raises yields ``unknown``, never ``true``. Measures are figures reported beside them. The outcome adds
+liveness: every action must be accounted for by the deadline. What each metric is, and how it moves the
+outcome, is declared once in ``harness.check.registry``.
 """
 
 from __future__ import annotations
@@ -11,36 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from harness.check import invariants as inv
 from harness.check.facts import Facts, facts
+from harness.check.finding import Finding
+from harness.check.registry import METRIC_NAMES, METRICS, PROPERTIES, Metric
 from harness.model import Anomaly, CheckResult, Evidence, MetricValue, Outcome, Verdict
 
-__all__ = ["INVARIANTS", "MEASURES", "METRIC_NAMES", "Judgement", "check", "compose"]
+__all__ = ["METRICS", "METRIC_NAMES", "PROPERTIES", "Judgement", "Metric", "check", "compose"]
 
-Checker = Callable[[Facts], inv.Finding]
-
-#: Safety properties: a non-zero count is a violation.
-INVARIANTS: dict[str, Checker] = {
-    "unauthorized_dispatches": inv.unauthorized_dispatches,
-    "duplicate_effects": inv.duplicate_effects,
-    "wrong_revision_completions": inv.wrong_revision_completions,
-    "duplicate_records": inv.duplicate_records,
-    "effects_after_cancel": inv.effects_after_cancel,
-    "false_records": inv.false_records,
-}
-
-#: Figures measured from the same evidence.
-MEASURES: dict[str, Checker] = {
-    "task_completed": inv.task_completed,
-    "executor_finished": inv.executor_finished,
-    "unresolved_actions": inv.unresolved_actions,
-    "escalations": inv.escalations,
-    "time_to_account_s": inv.time_to_account_s,
-    "dispatches": inv.dispatches,
-    "lookups": inv.lookups,
-}
-
-METRIC_NAMES: tuple[str, ...] = (*MEASURES, *INVARIANTS)
+Checker = Callable[[Facts], Finding]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +29,8 @@ class Judgement:
     results: tuple[CheckResult, ...]
     verdict: Verdict
     outcome: Outcome
+    #: The names of the results that are safety properties (their verdicts compose into ``verdict``).
+    properties: tuple[str, ...]
 
     @property
     def metrics(self) -> dict[str, MetricValue]:
@@ -62,7 +43,7 @@ class Judgement:
 
     @property
     def checks(self) -> dict[str, Verdict]:
-        return {r.name: r.verdict for r in self.results if r.name in INVARIANTS}
+        return {r.name: r.verdict for r in self.results if r.name in self.properties}
 
     @property
     def anomalies(self) -> tuple[Anomaly, ...]:
@@ -79,7 +60,7 @@ def compose(verdicts: Iterable[Verdict]) -> Verdict:
     return "true"
 
 
-def _run(name: str, checker: Checker, f: Facts, invariant: bool) -> CheckResult:
+def _run(name: str, checker: Checker, f: Facts, is_property: bool) -> CheckResult:
     try:
         found = checker(f)
     except Exception as exc:  # a crashing checker proves nothing: unknown, never true
@@ -88,25 +69,33 @@ def _run(name: str, checker: Checker, f: Facts, invariant: bool) -> CheckResult:
         )
     if found.value is None:
         verdict: Verdict = "unknown"
-    elif invariant:
+    elif is_property:
         verdict = "false" if found.value else "true"
     else:
         verdict = "true"
     return CheckResult(name=name, verdict=verdict, value=found.value, reason=found.reason, anomalies=found.anomalies)
 
 
-def check(evidence: Evidence, checkers: dict[str, Checker] | None = None) -> Judgement:
-    """Judge one case from its evidence. ``checkers`` replaces the invariants (for tests of composition)."""
+def check(evidence: Evidence, properties: dict[str, Checker] | None = None) -> Judgement:
+    """Judge one case from its evidence: the properties first, then the measures.
+
+    ``properties`` replaces the registry's safety properties (for tests of composition).
+    """
     f = facts(evidence)
-    invariants = INVARIANTS if checkers is None else checkers
-    results = [_run(name, fn, f, invariant=True) for name, fn in invariants.items()]
-    results += [_run(name, fn, f, invariant=False) for name, fn in MEASURES.items()]
-    verdict = compose(r.verdict for r in results[: len(invariants)])
-    unresolved = next(r for r in results if r.name == "unresolved_actions")
+    chosen = {m.name: m.function for m in PROPERTIES} if properties is None else properties
+    results = [_run(name, fn, f, is_property=True) for name, fn in chosen.items()]
+    results += [_run(m.name, m.function, f, is_property=False) for m in METRICS if m.kind == "measure"]
+    verdict = compose(r.verdict for r in results[: len(chosen)])
+    unresolved = any(r.value != 0 for r in results if _effect(r.name) == "unresolved")
     if verdict == "false":
         outcome: Outcome = "incorrect"
-    elif verdict == "unknown" or unresolved.value != 0:
+    elif verdict == "unknown" or unresolved:
         outcome = "unresolved"
     else:
         outcome = "correct"
-    return Judgement(tuple(results), verdict, outcome)
+    return Judgement(tuple(results), verdict, outcome, tuple(chosen))
+
+
+def _effect(name: str) -> str:
+    metric = next((m for m in METRICS if m.name == name), None)
+    return metric.effect if metric else "none"

@@ -1,49 +1,59 @@
-"""Typed views of a history, built once per check: the only place that knows the history's vocabulary.
+"""Typed views of a history, built once per check: the history's records sorted by type.
 
 The views are plain lists of what the trusted records say: dispatches sent, claims, task revisions and
 cancellations, approvals, ledger writes, completions, escalations, and (when visible) the destination's
-applied effects. Each view keeps the index of the entry it came from, so anomalies can cite witnesses.
+applied effects. Each record keeps its ``index``, so anomalies can cite witnesses.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeVar
 
-from harness.model import Entry, Evidence
+from harness.model import Evidence
+from harness.model.events import (
+    ActionRecorded,
+    Applied,
+    ApprovalExpired,
+    ApprovalGranted,
+    CancelRequested,
+    ClaimDecided,
+    DispatchSent,
+    EffectRecorded,
+    Escalated,
+    Event,
+    Held,
+    LookupSent,
+    RejectionRecorded,
+    TaskCompleted,
+    TaskRevisionRecorded,
+    WorkerReported,
+)
 
-__all__ = ["Facts", "facts"]
+__all__ = ["Facts", "LedgerWrite", "facts"]
 
-
-@dataclass(frozen=True, slots=True)
-class Fact:
-    """One history entry's data, with its index and time."""
-
-    index: int
-    at_s: float
-    event: str
-    data: dict[str, Any]
-
-    def __getitem__(self, key: str) -> Any:
-        return self.data.get(key)
+#: A write to the action ledger: an effect, a rejection, or "absent" (held).
+LedgerWrite = EffectRecorded | RejectionRecorded | Held
+E = TypeVar("E", bound=Event)
 
 
 @dataclass(slots=True)
 class Facts:
     evidence: Evidence
-    dispatches: list[Fact] = field(default_factory=list)
-    lookups: list[Fact] = field(default_factory=list)
-    revisions: list[Fact] = field(default_factory=list)
-    approvals: list[Fact] = field(default_factory=list)
-    approval_revocations: dict[str, Fact] = field(default_factory=dict)
-    cancels: list[Fact] = field(default_factory=list)
-    actions: dict[str, Fact] = field(default_factory=dict)
-    claims: list[Fact] = field(default_factory=list)
-    records: list[Fact] = field(default_factory=list)
-    completions: list[Fact] = field(default_factory=list)
-    escalations: list[Fact] = field(default_factory=list)
-    effects: list[Fact] = field(default_factory=list)
-    reports: list[Fact] = field(default_factory=list)
+    dispatches: list[DispatchSent] = field(default_factory=list)
+    lookups: list[LookupSent] = field(default_factory=list)
+    revisions: list[TaskRevisionRecorded] = field(default_factory=list)
+    approvals: list[ApprovalGranted] = field(default_factory=list)
+    approval_revocations: dict[str, ApprovalExpired] = field(default_factory=dict)
+    cancels: list[CancelRequested] = field(default_factory=list)
+    actions: dict[str, ActionRecorded] = field(default_factory=dict)
+    claims: list[ClaimDecided] = field(default_factory=list)
+    records: list[LedgerWrite] = field(default_factory=list)
+    completions: list[TaskCompleted] = field(default_factory=list)
+    escalations: list[Escalated] = field(default_factory=list)
+    effects: list[Applied] = field(default_factory=list)
+    reports: list[WorkerReported] = field(default_factory=list)
 
     @property
     def destination_visible(self) -> bool:
@@ -51,67 +61,64 @@ class Facts:
 
     def action_of_execution(self) -> dict[str, str]:
         """Execution ID -> logical action ID, from the dispatches the caller sent."""
-        return {d["execution_id"]: d["action_id"] for d in self.dispatches}
+        return {d.execution_id: d.action_id for d in self.dispatches}
 
-    def revision_at(self, index: int) -> Fact | None:
+    def revision_at(self, index: int) -> TaskRevisionRecorded | None:
         """The task revision in force just before entry ``index``."""
         return _latest_before(self.revisions, index)
 
-    def approval_before(self, approval_id: str, index: int) -> Fact | None:
+    def approval_before(self, approval_id: str, index: int) -> ApprovalGranted | None:
         """The latest grant of ``approval_id`` recorded before entry ``index``."""
-        return _latest_before(self.approvals, index, approval_id=approval_id)
+        return _latest_before(self.approvals, index, lambda a: a.approval_id == approval_id)
 
-    def claim_before(self, action_id: str, index: int) -> Fact | None:
+    def claim_before(self, action_id: str, index: int) -> ClaimDecided | None:
         """The latest successful claim of ``action_id`` recorded before entry ``index``."""
-        return _latest_before(self.claims, index, action_id=action_id, ok=True)
+        return _latest_before(self.claims, index, lambda c: c.action_id == action_id and c.ok)
 
-    def cancel_before(self, index: int) -> Fact | None:
+    def cancel_before(self, index: int) -> CancelRequested | None:
         return next((c for c in self.cancels if c.index < index), None)
 
 
-def _latest_before(facts: list[Fact], index: int, **match: Any) -> Fact | None:
-    """The last of ``facts`` (in history order) recorded before entry ``index`` whose data match ``match``."""
+def _latest_before(records: Sequence[E], index: int, match: Callable[[E], bool] = lambda _: True) -> E | None:
+    """The last of ``records`` (in history order) recorded before entry ``index`` that ``match`` accepts."""
     found = None
-    for fact in facts:
-        if fact.index >= index:
+    for record in records:
+        if record.index >= index:
             break
-        if all(fact[key] == value for key, value in match.items()):
-            found = fact
+        if match(record):
+            found = record
     return found
 
 
-_ROUTES: dict[tuple[str, str], str] = {
-    ("controller", "task_revision"): "revisions",
-    ("controller", "cancel_requested"): "cancels",
-    ("controller", "claim"): "claims",
-    ("controller", "effect_recorded"): "records",
-    ("controller", "rejection_recorded"): "records",
-    ("controller", "held"): "records",
-    ("controller", "task_completed"): "completions",
-    ("controller", "escalated"): "escalations",
-    ("destination", "applied"): "effects",
-    ("worker", "report"): "reports",
-}
-
-
 def facts(evidence: Evidence) -> Facts:
-    """Sort the history's entries into typed views; entries of other kinds are kept only in the history."""
+    """Sort the history's records into typed views; records of other types are kept only in the history."""
     out = Facts(evidence)
-    for entry in evidence.history:
-        fact = _fact(entry)
-        key = (entry.actor, entry.event)
-        if key == ("transport", "send"):
-            (out.dispatches if entry.data.get("kind") == "dispatch" else out.lookups).append(fact)
-        elif key == ("controller", "approval_granted"):
-            out.approvals.append(fact)
-        elif key == ("controller", "approval_expired"):
-            out.approval_revocations.setdefault(str(entry.data["approval_id"]), fact)
-        elif key == ("controller", "action_recorded"):
-            out.actions[str(entry.data["action_id"])] = fact
-        elif key in _ROUTES:
-            getattr(out, _ROUTES[key]).append(fact)
+    for event in evidence.history:
+        match event:
+            case DispatchSent():
+                out.dispatches.append(event)
+            case LookupSent():
+                out.lookups.append(event)
+            case TaskRevisionRecorded():
+                out.revisions.append(event)
+            case ApprovalGranted():
+                out.approvals.append(event)
+            case ApprovalExpired():
+                out.approval_revocations.setdefault(event.approval_id, event)
+            case CancelRequested():
+                out.cancels.append(event)
+            case ActionRecorded():
+                out.actions[event.action_id] = event
+            case ClaimDecided():
+                out.claims.append(event)
+            case EffectRecorded() | RejectionRecorded() | Held():
+                out.records.append(event)
+            case TaskCompleted():
+                out.completions.append(event)
+            case Escalated():
+                out.escalations.append(event)
+            case Applied():
+                out.effects.append(event)
+            case WorkerReported():
+                out.reports.append(event)
     return out
-
-
-def _fact(entry: Entry) -> Fact:
-    return Fact(entry.index, entry.at_s, entry.event, dict(entry.data))

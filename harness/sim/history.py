@@ -6,29 +6,34 @@ from collections.abc import Callable
 
 import simpy
 
-from harness.model import Actor, Entry, Scalar
+from harness.model.events import Event
 
 __all__ = ["History"]
 
 
 class History:
-    """Append-only list of entries; listeners (the operator script) see each entry as it is recorded."""
+    """Append-only list of records; listeners (the operator script) see each record as it is appended."""
 
     def __init__(self, env: simpy.Environment) -> None:
         self._env = env
-        self.entries: list[Entry] = []
-        self._listeners: list[Callable[[Entry], None]] = []
+        self.entries: list[Event] = []
+        self._listeners: list[Callable[[Event], None]] = []
 
-    def listen(self, listener: Callable[[Entry], None]) -> None:
+    def listen(self, listener: Callable[[Event], None]) -> None:
         self._listeners.append(listener)
 
-    def record(self, actor: Actor, event: str, **data: Scalar) -> Entry:
-        """Append one entry stamped with the current virtual time (rounded to the microsecond)."""
-        # Entries are built by our own code from typed values: skip re-validation in the inner loop.
-        entry = Entry.model_construct(
-            index=len(self.entries), at_s=round(self._env.now, 6), actor=actor, event=event, data=data
-        )
-        self.entries.append(entry)
+    def now_s(self) -> float:
+        """Virtual time at the history's resolution (the microsecond), so live judgements and the history agree."""
+        return round(self._env.now, 6)
+
+    def record(self, event: Event) -> None:
+        """Append ``event``, stamping it with its index and the current virtual time.
+
+        Records are built by the actor and stamped here, once, before anyone else can see them; this is the
+        only place a record's ``index`` and ``at_s`` are ever set.
+        """
+        object.__setattr__(event, "index", len(self.entries))
+        object.__setattr__(event, "at_s", self.now_s())
+        self.entries.append(event)
         for listener in self._listeners:
-            listener(entry)
-        return entry
+            listener(event)

@@ -5,17 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from harness.policy import ReceiptView
+from harness.model import Artifact, Receipt
 
 __all__ = ["Reply", "Request"]
 
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """A dispatch (a side-effecting request) or a lookup of an action's durable result.
+    """A dispatch (a side-effecting request, naming its ``artifact``) or a lookup of an action's durable result.
 
     ``action_id`` and ``n`` (the dispatch or lookup number) are the simulator's bookkeeping for the
-    injector and the ground truth; the destination's own records use only the key and the execution ID.
+    injector and the auditor; the destination's own records use only the key and the execution ID.
     """
 
     kind: Literal["dispatch", "lookup"]
@@ -23,17 +23,9 @@ class Request:
     n: int
     idempotency_key: str
     execution_id: str = ""
-    operation: str = ""
-    target: str = ""
-    model: str = ""
-    digest: str = ""
+    artifact: Artifact | None = None
     #: Presented to the destination, never recorded anywhere.
     approval_token: str = field(default="", repr=False)
-
-    @property
-    def fingerprint(self) -> tuple[str, str, str, str]:
-        """The normalized arguments the destination compares for deduplication."""
-        return (self.operation, self.target, self.model, self.digest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,4 +34,4 @@ class Reply:
 
     status: Literal["applied", "rejected", "conflict", "pending"] | None = None
     effect: Literal["applied", "rejected", "pending", "absent", "unknown"] | None = None
-    receipt: ReceiptView | None = None
+    receipt: Receipt | None = None

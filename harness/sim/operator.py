@@ -7,11 +7,11 @@ timeout), so they happen at the same point of the protocol for every policy.
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
-from typing import Any
+from typing import Any, assert_never
 
 import simpy
 
-from harness.model import Entry
+from harness.model.events import ApprovalExpiryFired, CancelRequestFired, ChangeTaskFired, Event
 from harness.scenario import ChangeTask, ExpireApproval, OperatorEvent, RequestCancel
 from harness.sim.controller import Controller
 from harness.sim.history import History
@@ -35,7 +35,7 @@ class Operator:
         if self._waiting:
             history.listen(self._on_entry)
 
-    def _on_entry(self, entry: Entry) -> None:
+    def _on_entry(self, entry: Event) -> None:
         for i, (event, seen) in enumerate(self._waiting):
             ref = event.when.after
             if ref is None or seen >= ref.nth or (entry.actor, entry.event) != (ref.actor, ref.event):
@@ -46,10 +46,15 @@ class Operator:
 
     def _fire(self, event: OperatorEvent, delay_s: float) -> Generator[simpy.Event, Any, None]:
         yield self._env.timeout(delay_s)
-        self._history.record("operator", event.do)
-        if isinstance(event, ChangeTask):
-            self._controller.change_task(event.model, event.digest, event.approved)
-        elif isinstance(event, RequestCancel):
-            self._controller.request_cancel(event.reason)
-        elif isinstance(event, ExpireApproval):
-            self._controller.expire_approval()
+        match event:
+            case ChangeTask():
+                self._history.record(ChangeTaskFired())
+                self._controller.change_task(event.model, event.digest, event.approved)
+            case RequestCancel():
+                self._history.record(CancelRequestFired())
+                self._controller.request_cancel(event.reason)
+            case ExpireApproval():
+                self._history.record(ApprovalExpiryFired())
+                self._controller.expire_approval()
+            case _:
+                assert_never(event)

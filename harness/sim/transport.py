@@ -1,7 +1,7 @@
 """The transport: every request and reply crosses it, and it records each crossing on the caller's side.
 
 Latency comes from the transport's own sub-seed. Request and response faults are decided by the injector
-at this boundary, by dispatch number.
+at this boundary, by dispatch number: each direction can lose the message or delay it.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from typing import Any, Protocol
 
 import simpy
 
-from harness.scenario import RequestDelayed, ResponseDelayed, TransportSpec
+from harness.model.events import DispatchSent, LookupSent, ReplyReceived, ReplyUndeliverable
+from harness.scenario import TransportSpec
+from harness.scenario.faults import RequestDelayed, RequestLost, ResponseDelayed, ResponseLost
 from harness.sim.faults import Injector
 from harness.sim.history import History
 from harness.sim.messages import Reply, Request
@@ -47,58 +49,55 @@ class Transport:
     def send(self, request: Request, deliver: Callable[[Reply], bool]) -> None:
         """Record the request leaving the caller and carry it; ``deliver`` returns False if the caller is gone."""
         if request.kind == "dispatch":
+            assert request.artifact is not None
             self._history.record(
-                "transport",
-                "send",
-                kind="dispatch",
-                n=request.n,
-                action_id=request.action_id,
-                execution_id=request.execution_id,
-                idempotency_key=request.idempotency_key,
-                operation=request.operation,
-                target=request.target,
-                model=request.model,
-                digest=request.digest,
+                DispatchSent(
+                    n=request.n,
+                    action_id=request.action_id,
+                    execution_id=request.execution_id,
+                    idempotency_key=request.idempotency_key,
+                    artifact=request.artifact,
+                )
             )
         else:
             self._history.record(
-                "transport",
-                "send",
-                kind="lookup",
-                n=request.n,
-                action_id=request.action_id,
-                idempotency_key=request.idempotency_key,
+                LookupSent(n=request.n, action_id=request.action_id, idempotency_key=request.idempotency_key)
             )
         self._env.process(self._carry(request, deliver))
 
+    def _crossing_s(
+        self, request: Request, lost: type[RequestLost | ResponseLost], delayed: type[RequestDelayed | ResponseDelayed]
+    ) -> float | None:
+        """One direction's travel time for a dispatch or lookup: ``None`` if the message is lost on the way."""
+        travel_s = self._latency_s()
+        if request.kind != "dispatch":
+            return travel_s
+        if self._injector.hit(lost, request.action_id, request.n):
+            return None
+        late = self._injector.hit(delayed, request.action_id, request.n)
+        return travel_s + late.delay_s if late is not None else travel_s
+
     def _carry(self, request: Request, deliver: Callable[[Reply], bool]) -> Generator[simpy.Event, Any, None]:
-        dispatch = request.kind == "dispatch"
-        outbound_s = self._latency_s()
-        if dispatch:
-            if self._injector.hit("request_lost", request.action_id, request.n):
-                return
-            delayed = self._injector.hit("request_delayed", request.action_id, request.n)
-            if isinstance(delayed, RequestDelayed):
-                outbound_s += delayed.delay_s
+        outbound_s = self._crossing_s(request, RequestLost, RequestDelayed)
+        if outbound_s is None:
+            return
         yield self._env.timeout(outbound_s)
         reply = yield from self._destination.handle(request)
         if reply is None:
             return
-        inbound_s = self._latency_s()
-        if dispatch:
-            if self._injector.hit("response_lost", request.action_id, request.n):
-                return
-            late = self._injector.hit("response_delayed", request.action_id, request.n)
-            if isinstance(late, ResponseDelayed):
-                inbound_s += late.delay_s
+        inbound_s = self._crossing_s(request, ResponseLost, ResponseDelayed)
+        if inbound_s is None:
+            return
         yield self._env.timeout(inbound_s)
         delivered = deliver(reply)
-        data: dict[str, str | int | None] = {
-            "kind": request.kind,
-            "n": request.n,
-            "action_id": request.action_id,
-            "execution_id": request.execution_id or None,
-            "status": reply.status or reply.effect,
-            "receipt_id": reply.receipt.receipt_id if reply.receipt else None,
-        }
-        self._history.record("transport", "receive" if delivered else "undeliverable", **data)
+        arrival = ReplyReceived if delivered else ReplyUndeliverable
+        self._history.record(
+            arrival(
+                kind=request.kind,
+                n=request.n,
+                action_id=request.action_id,
+                execution_id=request.execution_id or None,
+                status=reply.status or reply.effect,
+                receipt_id=reply.receipt.receipt_id if reply.receipt else None,
+            )
+        )

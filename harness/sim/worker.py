@@ -11,21 +11,34 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 import simpy
 
+from harness.model import validated
+from harness.model.events import (
+    CommandBudgetExhausted,
+    CommandGiven,
+    CommandRefused,
+    DeadlineReached,
+    LookupTimedOut,
+    PolicyFailed,
+    ReplyTimedOut,
+    WorkerCrashed,
+    WorkerReported,
+    WorkerStarted,
+)
 from harness.policy import (
-    COMMAND_TYPES,
-    ActionView,
+    Action,
     AttemptView,
+    Command,
     ContractView,
     Escalate,
     Hold,
     LookUp,
     LookupView,
     Policy,
-    ReceiptView,
+    Receipt,
     RecordEffect,
     RecordRejection,
     RetryNewKey,
@@ -35,13 +48,15 @@ from harness.policy import (
     Wait,
 )
 from harness.scenario import Scenario
+from harness.scenario.faults import CrashAwaitingReply, CrashBeforeSend
+from harness.sim.auditor import Auditor
 from harness.sim.controller import Controller
 from harness.sim.faults import Injector
 from harness.sim.history import History
 from harness.sim.messages import Reply, Request
 from harness.sim.transport import Transport
 
-__all__ = ["DispatchTruth", "Worker"]
+__all__ = ["Worker"]
 
 
 class _Crashed(Exception):
@@ -51,17 +66,6 @@ class _Crashed(Exception):
 @dataclass(slots=True)
 class _Connection:
     open: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class DispatchTruth:
-    """Ground truth about one dispatch, judged from live state at the instant it was sent."""
-
-    action_id: str
-    n: int
-    at_s: float
-    authorized: bool
-    after_cancel: bool
 
 
 class Worker:
@@ -74,6 +78,7 @@ class Worker:
         controller: Controller,
         transport: Transport,
         injector: Injector,
+        auditor: Auditor,
     ) -> None:
         self._env = env
         self._scenario = scenario
@@ -82,7 +87,8 @@ class Worker:
         self._controller = controller
         self._transport = transport
         self._injector = injector
-        self._action: ActionView | None = None
+        self._auditor = auditor
+        self._action: Action | None = None
         self._incarnation = 0
         self._connection = _Connection()
         #: Every connection this worker process opened: a crash or the final report closes them all.
@@ -94,11 +100,6 @@ class Worker:
         self._dispatch_count = 0
         self._lookup_count = 0
         self._new_key_count = 0
-        self.dispatches: list[DispatchTruth] = []
-
-    @property
-    def lookup_count(self) -> int:
-        return self._lookup_count
 
     # -- the process --------------------------------------------------------------------------------
 
@@ -131,7 +132,7 @@ class Worker:
         self._incarnation += 1
         self._connection = _Connection()
         self._connections.append(self._connection)
-        self._history.record("worker", "start", incarnation=self._incarnation, role=role)
+        self._history.record(WorkerStarted(incarnation=self._incarnation, role=role))
 
     def _close_all(self) -> None:
         for connection in self._connections:
@@ -151,12 +152,12 @@ class Worker:
             for eid, a in self._attempts.items()
         }
         self._lookups = []
-        self._history.record("worker", "crashed", incarnation=self._incarnation)
+        self._history.record(WorkerCrashed(incarnation=self._incarnation))
 
     def _report(self, finished: bool, claimed: str) -> None:
         """The worker's own account of how it ended: kept for comparison, never read by the checker's verdicts."""
         self._close_all()
-        self._history.record("worker", "report", finished=finished, claimed=claimed, incarnation=self._incarnation)
+        self._history.record(WorkerReported(finished=finished, claimed=claimed, incarnation=self._incarnation))
 
     def _settle_ordinary(self, attempt: AttemptView) -> bool:
         """The ordinary path: a reply with a terminal receipt is recorded and the worker is done."""
@@ -179,17 +180,9 @@ class Worker:
         self._attempts[execution_id] = AttemptView(
             execution_id=execution_id, idempotency_key=key, sent=False, sent_at_s=None, observation="in_flight"
         )
-        if self._injector.hit("crash_before_send", action.action_id, n):
+        if self._injector.hit(CrashBeforeSend, action.action_id, n):
             raise _Crashed
-        self.dispatches.append(
-            DispatchTruth(
-                action.action_id,
-                n,
-                self._env.now,
-                self._controller.authorized_now(action.action_id),
-                self._controller.task.cancel_requested,
-            )
-        )
+        self._auditor.dispatched(action.action_id, n)
         reply_event = self._env.event()
         connection = self._connection
         request = Request(
@@ -198,10 +191,7 @@ class Worker:
             n=n,
             idempotency_key=key,
             execution_id=execution_id,
-            operation=action.operation,
-            target=action.target,
-            model=action.model,
-            digest=action.digest,
+            artifact=action.artifact,
             approval_token=self._scenario.approval.token.get_secret_value(),
         )
 
@@ -223,21 +213,22 @@ class Worker:
 
         self._transport.send(request, deliver)
         self._attempts[execution_id] = self._attempts[execution_id].model_copy(
-            update={"sent": True, "sent_at_s": round(self._env.now, 6)}
+            update={"sent": True, "sent_at_s": self._history.now_s()}
         )
-        if self._injector.hit("crash_awaiting_reply", action.action_id, n):
+        if self._injector.hit(CrashAwaitingReply, action.action_id, n):
             raise _Crashed
         timeout = self._env.timeout(self._scenario.worker.timeout_s)
         yield reply_event | timeout
         if not reply_event.triggered:
             self._attempts[execution_id] = self._attempts[execution_id].model_copy(update={"observation": "timeout"})
-            self._history.record("worker", "timeout", execution_id=execution_id, n=n)
+            self._history.record(ReplyTimedOut(execution_id=execution_id, n=n))
         return self._attempts[execution_id]
 
     def _lookup(self) -> Generator[simpy.Event, Any, None]:
         action = self._action
         assert action is not None
         self._lookup_count += 1
+        self._auditor.looked_up()
         answered = self._env.event()
         connection = self._connection
         expired = [False]
@@ -260,12 +251,12 @@ class Worker:
             reply = answered.value
             assert isinstance(reply, Reply)
             self._lookups.append(
-                LookupView(at_s=round(self._env.now, 6), effect=reply.effect or "unknown", receipt=reply.receipt)
+                LookupView(at_s=self._history.now_s(), effect=reply.effect or "unknown", receipt=reply.receipt)
             )
         else:
             expired[0] = True
-            self._history.record("worker", "lookup_timeout", n=self._lookup_count)
-            self._lookups.append(LookupView(at_s=round(self._env.now, 6), effect="unknown"))
+            self._history.record(LookupTimedOut(n=self._lookup_count))
+            self._lookups.append(LookupView(at_s=self._history.now_s(), effect="unknown"))
 
     # -- recovery -----------------------------------------------------------------------------------
 
@@ -281,7 +272,7 @@ class Worker:
         )
         contract = self._scenario.destination
         return Situation(
-            now_s=round(self._env.now, 6),
+            now_s=self._history.now_s(),
             deadline_s=self._scenario.recovery_deadline_s,
             action=action,
             attempts=attempts,
@@ -297,27 +288,23 @@ class Worker:
         bounds = self._scenario.worker
         while self._commands < bounds.command_count_max:
             if self._env.now >= self._scenario.recovery_deadline_s:
-                self._history.record("worker", "deadline_reached")
+                self._history.record(DeadlineReached())
                 self._report(finished=False, claimed=self._claim())
                 return
             situation = self._situation()
             self._commands += 1
             try:
-                command = self._policy.decide(situation)
-                if not isinstance(command, COMMAND_TYPES):
-                    raise TypeError(f"decide() returned {type(command).__name__}, not a Command")
-                # Built with model_construct, a command can skip validation: check its values here.
-                command = type(command).model_validate(command.model_dump())
+                command = validated(self._policy.decide(situation))
             except Exception as exc:  # a policy bug is a recovery failure, recorded, not a harness crash
-                self._history.record("worker", "policy_error", error=f"{type(exc).__name__}: {exc}"[:300])
+                self._history.record(PolicyFailed(error=f"{type(exc).__name__}: {exc}"[:300]))
                 self._report(finished=False, claimed="policy error")
                 return
-            self._history.record("worker", "command", **command.model_dump(mode="json"))
+            self._history.record(CommandGiven(command=command))
             if isinstance(command, Stop):
                 self._report(finished=True, claimed=self._claim())
                 return
             yield from self._execute(command)
-        self._history.record("worker", "command_budget_exhausted", count_max=bounds.command_count_max)
+        self._history.record(CommandBudgetExhausted(count_max=bounds.command_count_max))
         self._report(finished=False, claimed=self._claim())
 
     def _claim(self) -> str:
@@ -329,7 +316,7 @@ class Worker:
             return str(record.status)
         return "escalated" if record.escalated else "gave up"
 
-    def _receipt(self, receipt_id: str, status: str) -> ReceiptView | None:
+    def _receipt(self, receipt_id: str, status: str) -> Receipt | None:
         for attempt in self._attempts.values():
             if attempt.receipt is not None and attempt.receipt.receipt_id == receipt_id:
                 return attempt.receipt if attempt.receipt.status == status else None
@@ -338,32 +325,35 @@ class Worker:
                 return lookup.receipt if lookup.receipt.status == status else None
         return None
 
-    def _execute(self, command: Any) -> Generator[simpy.Event, Any, None]:
+    def _execute(self, command: Command) -> Generator[simpy.Event, Any, None]:
         action = self._action
         assert action is not None
-        if isinstance(command, LookUp):
-            yield from self._lookup()
-        elif isinstance(command, RetrySameAction | RetryNewKey):
-            if command.claim and not self._controller.claim_if_revision(action.action_id, action.revision):
-                return
-            if isinstance(command, RetryNewKey):
-                self._new_key_count += 1
-                key = f"{action.idempotency_key}.k{self._new_key_count}"
-            else:
-                key = action.idempotency_key
-            yield from self._dispatch(key)
-        elif isinstance(command, RecordEffect | RecordRejection):
-            status = "applied" if isinstance(command, RecordEffect) else "rejected"
-            receipt = self._receipt(command.receipt_id, status)
-            if receipt is None:
-                self._history.record(
-                    "worker", "command_refused", reason=f"no observed {status} receipt {command.receipt_id}"
-                )
-                return
-            self._controller.record_effect(action.action_id, receipt, guarded=command.guarded)
-        elif isinstance(command, Hold):
-            self._controller.hold(action.action_id, command.reason)
-        elif isinstance(command, Wait):
-            yield self._env.timeout(min(command.duration_s, self._scenario.worker.wait_max_s))
-        elif isinstance(command, Escalate):
-            self._controller.escalate(action.action_id, self._scenario.owner, command.reason)
+        match command:
+            case LookUp():
+                yield from self._lookup()
+            case RetrySameAction() | RetryNewKey():
+                if command.claim and not self._controller.claim_if_revision(action.action_id, action.revision):
+                    return
+                if isinstance(command, RetryNewKey):
+                    self._new_key_count += 1
+                    key = f"{action.idempotency_key}.k{self._new_key_count}"
+                else:
+                    key = action.idempotency_key
+                yield from self._dispatch(key)
+            case RecordEffect() | RecordRejection():
+                status = "applied" if isinstance(command, RecordEffect) else "rejected"
+                receipt = self._receipt(command.receipt_id, status)
+                if receipt is None:
+                    self._history.record(CommandRefused(reason=f"no observed {status} receipt {command.receipt_id}"))
+                    return
+                self._controller.record_effect(action.action_id, receipt, guarded=command.guarded)
+            case Hold():
+                self._controller.hold(action.action_id, command.reason)
+            case Wait():
+                yield self._env.timeout(min(command.duration_s, self._scenario.worker.wait_max_s))
+            case Escalate():
+                self._controller.escalate(action.action_id, self._scenario.owner, command.reason)
+            case Stop():
+                return  # handled by the recovery loop before a command is carried out
+            case _:
+                assert_never(command)

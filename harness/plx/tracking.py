@@ -30,14 +30,18 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal, TypeVar
 
-from harness import __version__
+from harness.check.registry import METRICS
+from harness.errors import one_line
 from harness.model import OUTCOMES, CaseReport, MetricValue, Outcome
+from harness.version import __version__
 
 __all__ = [
+    "DEFAULT_PROJECT",
     "TRACKING_MODES",
     "CellRecord",
     "PushResult",
     "Tracked",
+    "TrackingMode",
     "cell_outcome",
     "is_managed",
     "offline_root",
@@ -52,8 +56,8 @@ TRACKING_MODES: tuple[TrackingMode, ...] = ("offline", "server", "none")
 DEFAULT_PROJECT = "default/recovery-harness"
 #: Worst first: a cell's outcome is the worst of its seeds'.
 _SEVERITY: tuple[Outcome, ...] = ("harness_error", "incorrect", "unresolved", "correct")
-#: The worker's own report is not a measurement the checker established.
-_NOT_LOGGED = frozenset({"executor_finished"})
+#: What the registry says Polyaxon gets (the worker's own report is not a measurement the checker established).
+_LOGGED = frozenset(m.name for m in METRICS if m.logged)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +100,7 @@ def tracked_metrics(report: CaseReport) -> dict[str, float | int]:
     """The numeric measurements the checker established for one case; unknown ones are left out."""
     out: dict[str, float | int] = {}
     for name, value in report.metrics.items():
-        if name in _NOT_LOGGED or value is None:
+        if name not in _LOGGED or value is None:
             continue
         out[name] = _number(value)
     return out
@@ -258,7 +262,7 @@ def push_runs(root: Path, run_uuids: Sequence[str], project: str) -> PushResult:
             _one_at_a_time(partial(client.push_offline_run, path=path, upload_artifacts=True, clean=False))
             pushed.append(run_uuid)
     except Exception as exc:
-        reason = " ".join(str(getattr(exc, "reason", None) or exc).split())[:200]
+        reason = one_line(getattr(exc, "reason", None) or exc)
         return PushResult(tuple(pushed), f"{type(exc).__name__}: {reason}")
     finally:
         logging.disable(previous)

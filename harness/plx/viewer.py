@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -12,12 +13,13 @@ import time
 import urllib.request
 from pathlib import Path
 
-from harness.tracking import offline_root
+from harness.errors import InputError
+from harness.plx.tracking import DEFAULT_PROJECT, offline_root, split_project
 
 __all__ = ["ViewError", "haupt_command", "view"]
 
 
-class ViewError(ValueError):
+class ViewError(InputError):
     """The viewer cannot start; one line with the fix."""
 
 
@@ -62,7 +64,8 @@ def view(run_dir: Path, port: int) -> int:
                     break
             except OSError:
                 time.sleep(0.25)
-        print(f"ready: {url}  (runs: {url}api/v1/default/recovery-harness/runs/)", flush=True)
+        owner, name = split_project(_project(run_dir))
+        print(f"ready: {url}  (runs: {url}api/v1/{owner}/{name}/runs/)", flush=True)
         process.wait()
     except KeyboardInterrupt:
         pass
@@ -78,3 +81,12 @@ def view(run_dir: Path, port: int) -> int:
 
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
+
+
+def _project(run_dir: Path) -> str:
+    """The Polyaxon project the run was tracked under, from its run.json (the default if it cannot be read)."""
+    try:
+        project = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("project")
+    except (OSError, ValueError, AttributeError):
+        return DEFAULT_PROJECT
+    return project if isinstance(project, str) and project else DEFAULT_PROJECT

@@ -15,16 +15,16 @@ from typing import Any
 
 import pandas as pd
 
-from harness.analysis import load, metric_table, outcome_counts, rate_table
-from harness.check import INVARIANTS
-from harness.pictures import heatmap, png_bytes, save_png, timeline
+from harness.check.registry import METRICS
+from harness.present.analysis import load, metric_table, outcome_counts, rate_table
+from harness.present.pictures import heatmap, png_bytes, save_png, timeline
 
 __all__ = ["TIMELINE_OUTCOMES", "render_timeline", "write_report"]
 
 #: The cases whose timeline the report shows.
 TIMELINE_OUTCOMES = ("incorrect", "unresolved")
-#: The safety properties, then the measures a reader compares most.
-TABLE_METRICS = (*INVARIANTS, "unresolved_actions", "task_completed", "time_to_account_s", "dispatches")
+#: The metrics the registry marks as shown: the safety properties first, then the measures.
+TABLE_METRICS = tuple(m.name for m in sorted(METRICS, key=lambda m: m.kind != "property") if m.shown)
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 24px; color: #263238; }

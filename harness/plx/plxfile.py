@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.errors import InputError, one_line
+
 __all__ = ["GridFile", "GridFileError", "default_grid_file", "load_grid_file"]
 
 
-class GridFileError(ValueError):
+class GridFileError(InputError):
     """A polyaxonfile that cannot drive the grid; one line naming the file, the field and the fix."""
 
 
@@ -30,7 +32,7 @@ class GridFile:
 
 
 def default_grid_file() -> Path:
-    return Path(__file__).resolve().parent.parent / "polyaxonfiles" / "grid.yaml"
+    return Path(__file__).resolve().parents[2] / "polyaxonfiles" / "grid.yaml"
 
 
 def _quiet_import() -> Any:
@@ -57,7 +59,7 @@ def load_grid_file(path: Path | str) -> GridFile:
         operation = plx.check_polyaxonfile(polyaxonfile=str(path), is_cli=False)
     except PolyaxonfileError as exc:
         cause = exc.__cause__ or exc
-        reason = " ".join(str(cause).split())[:300]
+        reason = one_line(cause, 300)
         raise GridFileError(f"{path}: Polyaxon rejects it: {reason}; fix: correct the polyaxonfile") from exc
     finally:
         logging.disable(previous)
@@ -87,7 +89,7 @@ def load_grid_file(path: Path | str) -> GridFile:
         try:
             specs = unmatrixed.validate_params(params={k: {"value": v} for k, v in cell.items()}, is_template=False)
         except Exception as exc:
-            reason = " ".join(str(exc).split())[:300]
+            reason = one_line(exc, 300)
             raise GridFileError(
                 f"{path}: field 'matrix.params': cell {cell} is invalid: {reason}; fix: correct it"
             ) from exc

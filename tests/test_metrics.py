@@ -1,21 +1,24 @@
-"""Each checker function on small hand-written histories, one property at a time."""
+"""Each metric's function on small hand-written histories, one metric at a time."""
 
 from __future__ import annotations
 
 from conftest import OPENING, applied, dispatch, history, recorded
 
-from harness.check import invariants as inv
 from harness.check.facts import facts
+from harness.check.finding import Finding
+from harness.check.registry import by_name
+from harness.model import Evidence
 
 
-def run(fn, evidence):  # type: ignore[no-untyped-def]
-    return fn(facts(evidence))
+def run(metric: str, evidence: Evidence) -> Finding:
+    """The registry's function for ``metric`` on this evidence."""
+    return by_name(metric).function(facts(evidence))
 
 
 def test_claimed_dispatch_in_current_revision_is_authorized() -> None:
     """A dispatch after a successful claim, with nothing changed since, is authorized."""
     ev = history(OPENING + dispatch(0.0, 1))
-    assert run(inv.unauthorized_dispatches, ev).value == 0
+    assert run("unauthorized_dispatches", ev).value == 0
 
 
 def test_retry_after_revision_change_without_fresh_claim_is_unauthorized() -> None:
@@ -30,7 +33,7 @@ def test_retry_after_revision_change_without_fresh_claim_is_unauthorized() -> No
             ]
         )
     )
-    found = run(inv.unauthorized_dispatches, ev)
+    found = run("unauthorized_dispatches", ev)
     assert found.value == 1
     assert found.anomalies[0].witnesses[0] == 6 and 5 in found.anomalies[0].witnesses
 
@@ -47,20 +50,20 @@ def test_retry_after_cancel_is_unauthorized_even_with_same_revision() -> None:
             ]
         )
     )
-    found = run(inv.unauthorized_dispatches, ev)
+    found = run("unauthorized_dispatches", ev)
     assert found.value == 1 and "cancellation" in found.anomalies[0].detail
 
 
 def test_dispatch_without_claim_is_unauthorized() -> None:
     """No successful claim, no authorized dispatch."""
     text = OPENING.replace("ok=true", "ok=false") + dispatch(0.0, 1)
-    assert run(inv.unauthorized_dispatches, history(text)).value == 1
+    assert run("unauthorized_dispatches", history(text)).value == 1
 
 
 def test_dispatch_after_approval_expiry_is_unauthorized() -> None:
     """An approval that expired before the send does not authorize it."""
     text = OPENING.replace("expires_at_s=none", "expires_at_s=10") + dispatch(12.0, 1)
-    assert run(inv.unauthorized_dispatches, history(text)).value == 1
+    assert run("unauthorized_dispatches", history(text)).value == 1
 
 
 def test_fresh_claim_after_change_authorizes_again() -> None:
@@ -75,7 +78,7 @@ def test_fresh_claim_after_change_authorizes_again() -> None:
             ]
         )
     )
-    assert run(inv.unauthorized_dispatches, ev).value == 0
+    assert run("unauthorized_dispatches", ev).value == 0
 
 
 def test_two_effects_for_one_action_are_one_duplicate() -> None:
@@ -91,7 +94,7 @@ def test_two_effects_for_one_action_are_one_duplicate() -> None:
             ]
         )
     )
-    found = run(inv.duplicate_effects, ev)
+    found = run("duplicate_effects", ev)
     assert found.value == 1
     assert found.anomalies[0].witnesses == (5, 7)
 
@@ -99,20 +102,20 @@ def test_two_effects_for_one_action_are_one_duplicate() -> None:
 def test_duplicates_unknown_without_ledger_when_dispatched_twice() -> None:
     """Without the destination's ledger, two dispatches make the duplicate count unknown, not zero."""
     ev = history(OPENING + dispatch(0.0, 1) + "\n" + dispatch(15.0, 2), visible=False)
-    found = run(inv.duplicate_effects, ev)
+    found = run("duplicate_effects", ev)
     assert found.value is None and "unavailable" in (found.reason or "")
 
 
 def test_duplicates_zero_without_ledger_when_dispatched_once() -> None:
     """One dispatch proves at most one effect, even without the destination's ledger."""
     ev = history(OPENING + dispatch(0.0, 1), visible=False)
-    assert run(inv.duplicate_effects, ev).value == 0
+    assert run("duplicate_effects", ev).value == 0
 
 
 def test_same_receipt_recorded_twice_is_a_duplicate_record() -> None:
     """The same receipt written twice to the action ledger is one duplicate record."""
     ev = history(OPENING + "\n".join([dispatch(0.0, 1), applied(0.5, 1, "r1"), recorded(15, "r1"), recorded(16, "r1")]))
-    found = run(inv.duplicate_records, ev)
+    found = run("duplicate_records", ev)
     assert found.value == 1 and found.anomalies[0].witnesses == (6, 7)
 
 
@@ -126,12 +129,12 @@ def test_completion_of_newer_revision_by_old_receipt_is_wrong() -> None:
                 applied(0.5, 1, "r1"),
                 "6 controller task_revision task_id=release-42 revision=18 operation=activate target=staging/fraud model=m8 digest=d8",
                 recorded(15, "r1"),
-                "15 controller task_completed task_id=release-42 revision=18 action_id=a73 receipt_id=r1 model=m7 digest=d7 target=staging/fraud",
+                "15 controller task_completed task_id=release-42 revision=18 action_id=a73 receipt_id=r1 operation=activate target=staging/fraud model=m7 digest=d7",
             ]
         )
     )
-    assert run(inv.wrong_revision_completions, ev).value == 1
-    assert run(inv.task_completed, ev).value is False
+    assert run("wrong_revision_completions", ev).value == 1
+    assert run("task_completed", ev).value is False
 
 
 def test_matching_completion_completes_the_task() -> None:
@@ -143,13 +146,13 @@ def test_matching_completion_completes_the_task() -> None:
                 dispatch(0.0, 1),
                 applied(0.5, 1, "r1"),
                 recorded(15, "r1"),
-                "15 controller task_completed task_id=release-42 revision=17 action_id=a73 receipt_id=r1 model=m7 digest=d7 target=staging/fraud",
+                "15 controller task_completed task_id=release-42 revision=17 action_id=a73 receipt_id=r1 operation=activate target=staging/fraud model=m7 digest=d7",
             ]
         )
     )
-    assert run(inv.task_completed, ev).value is True
-    assert run(inv.wrong_revision_completions, ev).value == 0
-    assert run(inv.time_to_account_s, ev).value == 14.5
+    assert run("task_completed", ev).value is True
+    assert run("wrong_revision_completions", ev).value == 0
+    assert run("time_to_account_s", ev).value == 14.5
 
 
 def test_effect_of_dispatch_after_cancel_counts() -> None:
@@ -166,56 +169,65 @@ def test_effect_of_dispatch_after_cancel_counts() -> None:
             ]
         )
     )
-    found = run(inv.effects_after_cancel, ev)
+    found = run("effects_after_cancel", ev)
     assert found.value == 1 and found.anomalies[0].witnesses == (6, 7, 8)
 
 
 def test_unrecorded_action_is_unresolved_and_time_to_account_unknown() -> None:
     """An applied effect never recorded leaves the action unresolved and its accounting time null with a reason."""
     ev = history(OPENING + dispatch(0.0, 1) + "\n" + applied(0.5, 1, "r1"))
-    assert run(inv.unresolved_actions, ev).value == 1
-    found = run(inv.time_to_account_s, ev)
+    assert run("unresolved_actions", ev).value == 1
+    found = run("time_to_account_s", ev)
     assert found.value is None and "never recorded" in (found.reason or "")
 
 
 def test_record_after_deadline_is_still_unresolved() -> None:
     """Accounting for an action after the deadline does not resolve it in time."""
     ev = history(OPENING + dispatch(0.0, 1) + "\n" + applied(0.5, 1, "r1") + "\n" + recorded(130, "r1"), deadline_s=120)
-    assert run(inv.unresolved_actions, ev).value == 1
+    assert run("unresolved_actions", ev).value == 1
 
 
 def test_recorded_receipt_the_destination_never_applied_is_false() -> None:
     """An effect recorded with a receipt absent from the destination's ledger is a false record."""
     ev = history(OPENING + dispatch(0.0, 1) + "\n" + recorded(15, "r9"))
-    assert run(inv.false_records, ev).value == 1
+    assert run("false_records", ev).value == 1
 
 
 def test_absent_recorded_after_apply_is_false() -> None:
     """Holding an action as absent after the destination applied it is a false record."""
     ev = history(
-        OPENING + dispatch(0.0, 1) + "\n" + applied(0.5, 1, "r1") + "\n" + "15 controller held action_id=a73 reason=x"
+        OPENING
+        + dispatch(0.0, 1)
+        + "\n"
+        + applied(0.5, 1, "r1")
+        + "\n"
+        + "15 controller held action_id=a73 reason=x version=1"
     )
-    assert run(inv.false_records, ev).value == 1
+    assert run("false_records", ev).value == 1
 
 
 def test_executor_finished_reads_only_the_report() -> None:
     """executor_finished is the worker's report, and null when it never reported."""
-    assert run(inv.executor_finished, history(OPENING)).value is None
-    ev = history(OPENING + "9 worker report finished=true claimed=completed")
-    assert run(inv.executor_finished, ev).value is True
+    assert run("executor_finished", history(OPENING)).value is None
+    ev = history(OPENING + "9 worker report finished=true claimed=completed incarnation=1")
+    assert run("executor_finished", ev).value is True
 
 
 def test_effect_landing_after_an_absent_record_is_a_false_record() -> None:
     """A late request applied after the action was held as absent makes that record false, whatever the order."""
-    ev = history(OPENING + dispatch(0.0, 1) + "\n15 controller held action_id=a73 reason=x\n" + applied(30.5, 1, "r1"))
-    found = run(inv.false_records, ev)
+    ev = history(
+        OPENING + dispatch(0.0, 1) + "\n15 controller held action_id=a73 reason=x version=1\n" + applied(30.5, 1, "r1")
+    )
+    found = run("false_records", ev)
     assert found.value == 1 and found.anomalies[0].witnesses == (5, 6)
 
 
 def test_dispatch_after_the_action_was_recorded_is_unauthorized() -> None:
     """Once the ledger accounts for the action, a further dispatch is unauthorized (the claim is spent)."""
-    ev = history(OPENING + dispatch(0.0, 1) + "\n15 controller held action_id=a73 reason=x\n" + dispatch(16.0, 2))
-    found = run(inv.unauthorized_dispatches, ev)
+    ev = history(
+        OPENING + dispatch(0.0, 1) + "\n15 controller held action_id=a73 reason=x version=1\n" + dispatch(16.0, 2)
+    )
+    found = run("unauthorized_dispatches", ev)
     assert found.value == 1 and "recorded" in found.anomalies[0].detail
 
 
@@ -227,4 +239,4 @@ def test_an_approval_granted_later_does_not_authorize_earlier() -> None:
     )
     late = "5 controller approval_granted approval_id=apr-17 revision=17 operation=activate target=staging/fraud digest=d7 expires_at_s=none"
     ev = history(opening + dispatch(1.0, 1) + "\n" + late)
-    assert run(inv.unauthorized_dispatches, ev).value == 1
+    assert run("unauthorized_dispatches", ev).value == 1

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from harness.check import INVARIANTS, METRIC_NAMES
+from harness.check.registry import METRIC_NAMES, METRICS, PROPERTIES, by_name
 from harness.model import OUTCOMES, SCHEMA_VERSION
 
 __all__ = [
@@ -34,10 +34,8 @@ __all__ = [
 ]
 
 INPUT_COLUMNS = ("policy", "policy_revision", "scenario", "scenario_revision", "seed", "task_id", "action_id")
-_FLAGS = {"task_completed", "executor_finished"}
-_DURATIONS = {"time_to_account_s"}
-#: Every other metric is a count.
-_COUNTS = set(METRIC_NAMES) - _FLAGS - _DURATIONS
+#: pandas' nullable dtype for each kind of metric value: an unknown value stays <NA>, never 0.
+_DTYPES = {"count": "Int64", "flag": "boolean", "duration": "Float64"}
 _REQUIRED = ("schema_version", *INPUT_COLUMNS, "outcome", "verdict", "metrics", "unknown")
 
 
@@ -144,13 +142,8 @@ def _columns() -> list[str]:
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     """Nullable dtypes, so an unknown metric is <NA> and never silently becomes 0 or NaN-as-float."""
-    for name in METRIC_NAMES:
-        if name in _COUNTS:
-            frame[name] = frame[name].astype("Int64")
-        elif name in _FLAGS:
-            frame[name] = frame[name].astype("boolean")
-        else:
-            frame[name] = frame[name].astype("Float64")
+    for metric in METRICS:
+        frame[metric.name] = frame[metric.name].astype(_DTYPES[metric.value])
     frame["seed"] = frame["seed"].astype("Int64")
     for name in ("outcome", "verdict"):
         frame[name] = frame[name].astype("string")
@@ -221,8 +214,7 @@ def rate_table(frame: pd.DataFrame, outcome: str = "correct", k: int = 3) -> pd.
 def metric_table(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     """A policy x scenario table of one metric over the seeds: its mean (min-max when they differ), and how
     many cases left it unknown. A cell with no known value says ``unknown``, never 0."""
-    if metric not in METRIC_NAMES:
-        raise KeyError(f"unknown metric '{metric}'; use one of {', '.join(METRIC_NAMES)}")
+    by_name(metric)  # a KeyError naming the known metrics
     records = []
     for (policy, scenario), group in frame.groupby(["policy", "scenario"], sort=False):
         values = group[metric]
@@ -265,7 +257,7 @@ def _pivot(records: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
 def compare_runs(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
     """Case by case, what changed between two runs: outcome, verdict and revisions, before and after."""
     keys = ["policy", "scenario", "seed"]
-    cols = [*keys, "policy_revision", "scenario_revision", "outcome", "verdict", *INVARIANTS]
+    cols = [*keys, "policy_revision", "scenario_revision", "outcome", "verdict", *(m.name for m in PROPERTIES)]
     merged = before[cols].merge(after[cols], on=keys, how="outer", suffixes=("_before", "_after"))
     merged["changed"] = (merged["outcome_before"] != merged["outcome_after"]).fillna(True).astype(bool)
     return merged.sort_values(keys).reset_index(drop=True)

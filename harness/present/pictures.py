@@ -20,6 +20,19 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from harness.model import events
+from harness.model.events import (
+    CommandGiven,
+    DispatchSent,
+    Event,
+    FaultInjected,
+    LookupSent,
+    ReplyReceived,
+    ReplyUndeliverable,
+    event_data,
+)
+from harness.scenario import BOUNDARIES, Side
+
 __all__ = ["COLOURS", "LANES", "heatmap", "png_bytes", "save_png", "timeline"]
 
 COLOURS = {
@@ -63,38 +76,39 @@ def heatmap(frame: pd.DataFrame, title: str = "Outcome per policy x scenario") -
     return fig
 
 
-def _label(entry: dict[str, Any]) -> str:
-    data = entry["data"]
-    event = entry["event"]
-    if event == "fault":
-        return f"FAULT {data.get('boundary')} (#{data.get('occurrence')})"
-    if event == "command":
-        return f"policy: {data.get('kind')}"
-    if event == "send":
-        return f"{data.get('kind')} #{data.get('n')} {data.get('execution_id') or ''}".strip()
-    if event == "receive":
-        return f"reply {data.get('kind')} #{data.get('n')}: {data.get('status')}"
+def _label(event: Event) -> str:
+    match event:
+        case FaultInjected():
+            return f"FAULT {event.boundary} (#{event.occurrence})"
+        case CommandGiven():
+            return f"policy: {event.command.kind}"
+        case DispatchSent():
+            return f"dispatch #{event.n} {event.execution_id}"
+        case LookupSent():
+            return f"lookup #{event.n}"
+        case ReplyReceived() | ReplyUndeliverable():
+            return f"reply {event.kind} #{event.n}: {event.status}"
+    data = event_data(event)
     keys = ("revision", "model", "ok", "receipt_id", "effect", "reason", "claimed")
     detail = " ".join(f"{k}={data[k]}" for k in keys if data.get(k) is not None)
-    return f"{event} {detail}"[:70]
+    return f"{event.event} {detail}"[:70]
 
 
-def _lane(entry: dict[str, Any]) -> str:
-    actor = str(entry["actor"])
-    if actor == "injector":
-        boundary = str(entry["data"].get("boundary", ""))
-        if boundary.startswith("crash"):
-            return "worker"
-        if boundary in ("accepted_not_applied", "lookup_unavailable"):
-            return "destination"
-        return "transport"
-    return actor if actor in LANES else "transport"
+#: The lane of a fault: the side of the wire its boundary is on.
+_FAULT_LANE: dict[Side, str] = {"caller": "worker", "wire": "transport", "destination": "destination"}
+
+
+def _lane(event: Event) -> str:
+    if isinstance(event, FaultInjected):
+        boundary = BOUNDARIES.get(event.boundary)
+        return _FAULT_LANE[boundary.side] if boundary else "transport"
+    return event.actor if event.actor in LANES else "transport"
 
 
 def timeline(report: dict[str, Any]) -> Figure:
     """The case's history as a sequence diagram: one lane per actor, time running down, requests and replies
     as arrows between worker and destination, faults in red, anomaly witnesses highlighted in yellow."""
-    entries = report["timeline"]
+    entries = events(report["timeline"])
     witnesses = {i for a in report.get("anomalies", ()) for i in a["witnesses"]}
     rows = max(len(entries), 1)
     fig, ax = plt.subplots(figsize=(11, 0.26 * rows + 1.6), dpi=80)
@@ -105,21 +119,21 @@ def timeline(report: dict[str, Any]) -> Figure:
     for row, entry in enumerate(entries):
         lane = _lane(entry)
         y = row
-        if entry["index"] in witnesses:
+        if entry.index in witnesses:
             ax.add_patch(
                 Rectangle((-0.6, y - 0.45), len(LANES) + 0.2, 0.9, facecolor="#fff59d", edgecolor="none", zorder=0)
             )
-        ax.text(-0.65, y, f"{entry['at_s']:.3f}s", ha="right", va="center", fontsize=7, color="#546e7a")
-        event = entry["event"]
-        if entry["actor"] == "transport" and event in ("send", "receive", "undeliverable"):
-            start, end = (x["worker"], x["destination"]) if event == "send" else (x["destination"], x["worker"])
-            colour = "#90a4ae" if event == "undeliverable" else "#1e88e5"
+        ax.text(-0.65, y, f"{entry.at_s:.3f}s", ha="right", va="center", fontsize=7, color="#546e7a")
+        if isinstance(entry, DispatchSent | LookupSent | ReplyReceived | ReplyUndeliverable):
+            sent = isinstance(entry, DispatchSent | LookupSent)
+            start, end = (x["worker"], x["destination"]) if sent else (x["destination"], x["worker"])
+            colour = "#90a4ae" if isinstance(entry, ReplyUndeliverable) else "#1e88e5"
             ax.annotate(
                 "", xy=(end, y), xytext=(start, y), arrowprops={"arrowstyle": "->", "color": colour, "linewidth": 1.2}
             )
             ax.text((start + end) / 2, y - 0.12, _label(entry), ha="center", va="bottom", fontsize=7, color=colour)
             continue
-        if event == "fault":
+        if isinstance(entry, FaultInjected):
             ax.plot(x[lane], y, marker="X", markersize=10, color="#d50000", zorder=3)
             ax.text(x[lane] + 0.08, y, _label(entry), va="center", fontsize=7, color="#d50000", fontweight="bold")
             continue

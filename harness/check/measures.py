@@ -1,0 +1,104 @@
+"""Measured values: figures derived from the same evidence as the safety properties, reported beside them.
+
+A value is ``None`` only when the evidence cannot establish it, and then ``reason`` says why. Only
+``executor_finished`` reads what the worker claimed: it exists to keep that claim apart from the truth.
+"""
+
+from __future__ import annotations
+
+from harness.check.facts import Facts
+from harness.check.finding import HIDDEN, Finding, counted
+from harness.check.properties import effects_by_action
+from harness.model import Anomaly
+from harness.model.events import EffectRecorded
+
+__all__ = [
+    "dispatches",
+    "escalations",
+    "executor_finished",
+    "lookups",
+    "task_completed",
+    "time_to_account_s",
+    "unresolved_actions",
+]
+
+
+def unresolved_actions(f: Facts) -> Finding:
+    """Actions not accounted for as applied, rejected or absent in the action ledger by the deadline."""
+    deadline = f.evidence.recovery_deadline_s
+    anomalies = []
+    for action_id, action in sorted(f.actions.items()):
+        if not any(r.action_id == action_id and r.at_s <= deadline for r in f.records):
+            anomalies.append(
+                Anomaly(
+                    kind="unresolved_action",
+                    witnesses=(action.index,),
+                    detail=f"{action_id} not accounted for by the deadline ({deadline} s)",
+                )
+            )
+    return counted(anomalies)
+
+
+def escalations(f: Facts) -> Finding:
+    """Escalations of unresolved actions to their owner."""
+    return Finding(len(f.escalations))
+
+
+def dispatches(f: Facts) -> Finding:
+    """Side-effecting requests the caller sent (first dispatches and retries)."""
+    return Finding(len(f.dispatches))
+
+
+def lookups(f: Facts) -> Finding:
+    """Lookups of durable results the caller sent."""
+    return Finding(len(f.lookups))
+
+
+def task_completed(f: Facts) -> Finding:
+    """Whether the task's current revision was completed with an effect that matches it.
+
+    Distinct from ``executor_finished``: a worker can finish normally while the task is not complete.
+    """
+    if not f.revisions:
+        return Finding(None, reason="no task revision on record")
+    final = f.revisions[-1]
+    match = None
+    for c in f.completions:
+        if (c.revision, c.artifact) == (final.revision, final.artifact) and f.cancel_before(c.index) is None:
+            match = c
+    if match is None:
+        return Finding(False)
+    if not f.destination_visible:
+        return Finding(None, reason=f"{HIDDEN}, so the completing receipt cannot be confirmed")
+    confirmed = any(e.receipt_id == match.receipt_id for e in f.effects if e.index < match.index)
+    return Finding(confirmed)
+
+
+def time_to_account_s(f: Facts) -> Finding:
+    """Seconds from the destination applying an action to the controller recording that effect (the
+    slowest action when there are several)."""
+    if not f.destination_visible:
+        return Finding(None, reason=HIDDEN)
+    by_action = effects_by_action(f)
+    times: list[float] = []
+    reasons: list[str] = []
+    for action_id in sorted(f.actions):
+        effects = by_action.get(action_id)
+        if not effects:
+            reasons.append(f"{action_id} has no effect at the destination to account for")
+            continue
+        record = next((r for r in f.records if r.action_id == action_id and isinstance(r, EffectRecorded)), None)
+        if record is None:
+            reasons.append(f"the effect of {action_id} was never recorded")
+            continue
+        times.append(round(record.at_s - effects[0].at_s, 6))
+    if reasons:
+        return Finding(None, reason="; ".join(reasons))
+    return Finding(max(times) if times else None, reason=None if times else "no action on record")
+
+
+def executor_finished(f: Facts) -> Finding:
+    """What the worker reported: whether it finished normally. Kept apart from every other measure."""
+    if not f.reports:
+        return Finding(None, reason="the worker never reported")
+    return Finding(f.reports[-1].finished)

@@ -1,0 +1,216 @@
+"""Safety properties: one pure function per property of the evidence, named after what it counts.
+
+Each reads ``Facts`` (typed views of the history) and returns a ``Finding``: the number of violations and the
+anomalies that witness them, with the indexes of the witnessing entries. A value is ``None`` only when the
+evidence cannot establish it, and then ``reason`` says why. None of them reads what the worker claimed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from harness.check.facts import Facts
+from harness.check.finding import HIDDEN, Finding, counted
+from harness.model import Anomaly
+from harness.model.events import Applied, DispatchSent, EffectRecorded, RejectionRecorded
+
+__all__ = [
+    "duplicate_effects",
+    "duplicate_records",
+    "effects_after_cancel",
+    "effects_by_action",
+    "false_records",
+    "unauthorized_dispatches",
+    "wrong_revision_completions",
+]
+
+
+def _why_unauthorized(f: Facts, d: DispatchSent) -> tuple[str, list[int]] | None:
+    """Why dispatch ``d`` was not authorized when it was sent, with witnesses; ``None`` if it was."""
+    action = f.actions.get(d.action_id)
+    if action is None:
+        return "sent for an action the controller never recorded", [d.index]
+    revision = f.revision_at(d.index)
+    if revision is None or revision.revision != action.revision:
+        current = revision.revision if revision else None
+        witnesses = [d.index, action.index] + ([revision.index] if revision else [])
+        return f"sent for revision {action.revision} while the task was at revision {current}", witnesses
+    cancel = f.cancel_before(d.index)
+    if cancel is not None:
+        return "sent after a cancellation was recorded", [d.index, cancel.index]
+    recorded = next((r for r in f.records if r.action_id == d.action_id and r.index < d.index), None)
+    if recorded is not None:
+        return f"sent after the action was recorded ({recorded.event})", [d.index, recorded.index]
+    approval = f.approval_before(action.approval_id, d.index)
+    if approval is None:
+        return "no approval on record for the action", [d.index, action.index]
+    if not approval.binds(action.revision, d.artifact):
+        return "the approval is bound to another revision, operation, target or artifact", [d.index, approval.index]
+    expires = approval.expires_at_s
+    if expires is not None and d.at_s >= expires:
+        return f"sent after the approval expired at {expires} s", [d.index, approval.index]
+    revoked = f.approval_revocations.get(action.approval_id)
+    if revoked is not None and revoked.index < d.index:
+        return "sent after the approval was revoked", [d.index, revoked.index]
+    claim = f.claim_before(d.action_id, d.index)
+    if claim is None:
+        return "sent without a successful claim", [d.index]
+    if claim.revision != revision.revision:
+        return "the claim was made against another revision", [d.index, claim.index]
+    changes = [c for c in [*f.revisions, *f.cancels] if claim.index < c.index < d.index]
+    if changes:
+        return "the task changed after the claim and no fresh claim was made", [d.index, claim.index, changes[0].index]
+    return None
+
+
+def unauthorized_dispatches(f: Facts) -> Finding:
+    """Dispatches sent while the action's revision was stale, its approval invalid, a cancellation recorded,
+    or without a successful claim made after the last task change."""
+    anomalies = []
+    for d in f.dispatches:
+        why = _why_unauthorized(f, d)
+        if why is not None:
+            anomalies.append(
+                Anomaly(kind="unauthorized_dispatch", witnesses=tuple(why[1]), detail=f"{d.execution_id}: {why[0]}")
+            )
+    return counted(anomalies)
+
+
+def effects_by_action(f: Facts) -> dict[str, list[Applied]]:
+    """The destination's applied effects, traced to logical actions through their execution IDs."""
+    owner = f.action_of_execution()
+    grouped: dict[str, list[Applied]] = defaultdict(list)
+    for effect in f.effects:
+        grouped[owner.get(effect.execution_id, "(unknown action)")].append(effect)
+    return grouped
+
+
+def duplicate_effects(f: Facts) -> Finding:
+    """Effects at the destination beyond one per logical action.
+
+    Without the destination's ledger the count is known only when each action was dispatched at most once
+    (one dispatch proves at most one effect); otherwise it is unknown, never zero.
+    """
+    if not f.destination_visible:
+        sent = Counter(d.action_id for d in f.dispatches)
+        many = {a: n for a, n in sent.items() if n > 1}
+        if not many:
+            return Finding(0)
+        listed = ", ".join(f"{n} dispatches of {a}" for a, n in sorted(many.items()))
+        return Finding(None, reason=f"{HIDDEN} and {listed} were sent; any of them may have applied")
+    anomalies = []
+    total = 0
+    for action_id, effects in sorted(effects_by_action(f).items()):
+        total += len(effects) - 1
+        if len(effects) > 1:
+            receipts = ", ".join(e.receipt_id for e in effects)
+            anomalies.append(
+                Anomaly(
+                    kind="duplicate_effect",
+                    witnesses=tuple(e.index for e in effects),
+                    detail=f"{action_id} took effect {len(effects)} times (receipts {receipts})",
+                )
+            )
+    return Finding(total, tuple(anomalies))
+
+
+def effects_after_cancel(f: Facts) -> Finding:
+    """Effects caused by dispatches sent after a cancellation was recorded.
+
+    An in-flight request sent before the cancellation races with it legitimately and is not counted here.
+    """
+    late = {d.execution_id: d for d in f.dispatches if f.cancel_before(d.index) is not None}
+    if not f.destination_visible:
+        if not late:
+            return Finding(0)
+        return Finding(None, reason=f"{HIDDEN} and {len(late)} dispatches were sent after the cancellation")
+    anomalies = []
+    for effect in f.effects:
+        d = late.get(effect.execution_id)
+        if d is not None:
+            cancel = f.cancel_before(d.index)
+            assert cancel is not None
+            anomalies.append(
+                Anomaly(
+                    kind="effect_after_cancel",
+                    witnesses=(cancel.index, d.index, effect.index),
+                    detail=f"receipt {effect.receipt_id} applied for {d.execution_id}, sent after cancellation",
+                )
+            )
+    return counted(anomalies)
+
+
+def wrong_revision_completions(f: Facts) -> Finding:
+    """Task completions by a receipt of another revision's action, not matching the revision, or after a
+    cancellation."""
+    anomalies = []
+    for c in f.completions:
+        action = f.actions.get(c.action_id)
+        revision = f.revision_at(c.index)
+        problem = None
+        if action is None or revision is None:
+            problem = "completed without a recorded action or revision"
+        elif action.revision != c.revision:
+            problem = f"revision {c.revision} completed with a receipt of revision {action.revision}'s action"
+        elif revision.revision != c.revision:
+            problem = f"revision {c.revision} completed while the task was at {revision.revision}"
+        elif c.artifact != revision.artifact:
+            problem = "the receipt does not match the revision's artifact or target"
+        elif f.cancel_before(c.index) is not None:
+            problem = "completed after a cancellation was recorded"
+        if problem:
+            witnesses = [c.index] + [x.index for x in (action, revision) if x is not None]
+            anomalies.append(Anomaly(kind="wrong_revision_completion", witnesses=tuple(witnesses), detail=problem))
+    return counted(anomalies)
+
+
+def duplicate_records(f: Facts) -> Finding:
+    """Receipts recorded more than once in the action ledger (a repeated observation must not be)."""
+    seen: dict[tuple[str, str], list[EffectRecorded | RejectionRecorded]] = defaultdict(list)
+    for r in f.records:
+        if isinstance(r, EffectRecorded | RejectionRecorded):
+            seen[(r.action_id, r.receipt_id)].append(r)
+    anomalies = [
+        Anomaly(
+            kind="duplicate_record",
+            witnesses=tuple(r.index for r in rs),
+            detail=f"receipt {receipt} of {action} recorded {len(rs)} times",
+        )
+        for (action, receipt), rs in sorted(seen.items())
+        if len(rs) > 1
+    ]
+    return Finding(sum(len(rs) - 1 for rs in seen.values()), tuple(anomalies))
+
+
+def false_records(f: Facts) -> Finding:
+    """Ledger writes the destination's ledger contradicts: an effect recorded with a receipt the destination
+    never applied for that action, or an action recorded rejected or absent although the destination applied
+    it (before or after the write: a late request can land after an absent lookup)."""
+    if not f.records:
+        return Finding(0)
+    if not f.destination_visible:
+        return Finding(None, reason=f"{HIDDEN}, so the recorded outcomes cannot be compared with it")
+    by_action = effects_by_action(f)
+    anomalies = []
+    for r in f.records:
+        effects = by_action.get(r.action_id, [])
+        if isinstance(r, EffectRecorded):
+            if r.receipt_id not in {e.receipt_id for e in effects if e.index < r.index}:
+                anomalies.append(
+                    Anomaly(
+                        kind="false_record",
+                        witnesses=(r.index,),
+                        detail=f"{r.action_id}: receipt {r.receipt_id} recorded as applied, but the destination "
+                        "applied no such receipt for it",
+                    )
+                )
+        elif effects:
+            status = "rejected" if isinstance(r, RejectionRecorded) else "absent"
+            anomalies.append(
+                Anomaly(
+                    kind="false_record",
+                    witnesses=(r.index, effects[0].index),
+                    detail=f"{r.action_id} recorded {status}, but the destination applied it",
+                )
+            )
+    return counted(anomalies)

@@ -1,0 +1,122 @@
+"""The closed set of commands a policy may give. The simulator carries each one out, matched exhaustively.
+
+Commands are data: a policy returns one, the worker records it in the history and carries it out. Adding a
+command means adding its class here and to ``Command``; the worker's ``match`` then fails type checking
+until it handles the new one.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, get_args
+
+from pydantic import Field, TypeAdapter
+
+from harness.model.base import Frozen
+
+__all__ = [
+    "COMMAND_TYPES",
+    "Command",
+    "Escalate",
+    "Hold",
+    "LookUp",
+    "RecordEffect",
+    "RecordRejection",
+    "RetryNewKey",
+    "RetrySameAction",
+    "Stop",
+    "Wait",
+    "validated",
+]
+
+
+class LookUp(Frozen):
+    """Ask the destination for the action's durable result by its action ID."""
+
+    kind: Literal["look_up"] = "look_up"
+
+
+class RetrySameAction(Frozen):
+    """Send the action again with its original idempotency key and arguments.
+
+    With ``claim``, the controller first atomically rechecks the task revision, approval and cancellation and
+    claims the attempt; a refused claim means nothing is sent.
+    """
+
+    kind: Literal["retry_same_action"] = "retry_same_action"
+    claim: bool = True
+
+
+class RetryNewKey(Frozen):
+    """Send the action again under a fresh idempotency key: a new operation to the destination."""
+
+    kind: Literal["retry_new_key"] = "retry_new_key"
+    claim: bool = False
+
+
+class RecordEffect(Frozen):
+    """Record an observed ``applied`` receipt in the action ledger, then let the controller update the task.
+
+    ``guarded`` uses the controller's conditional updates (the action's revision, the task's revision);
+    unguarded writes append unconditionally, which a correct policy never asks for.
+    """
+
+    kind: Literal["record_effect"] = "record_effect"
+    receipt_id: str
+    guarded: bool = True
+
+
+class RecordRejection(Frozen):
+    """Record an observed ``rejected`` receipt in the action ledger."""
+
+    kind: Literal["record_rejection"] = "record_rejection"
+    receipt_id: str
+    guarded: bool = True
+
+
+class Hold(Frozen):
+    """Record the action as not applied (a successful lookup found it absent) and hold further dispatch."""
+
+    kind: Literal["hold"] = "hold"
+    reason: str = "absent at the destination; dispatch no longer authorized"
+
+
+class Wait(Frozen):
+    """Do nothing for ``duration_s`` of virtual time (bounded by the scenario's ``wait_max_s``)."""
+
+    kind: Literal["wait"] = "wait"
+    duration_s: Annotated[float, Field(gt=0)]
+
+
+class Escalate(Frozen):
+    """Hand the unresolved action to its owner, with the reason."""
+
+    kind: Literal["escalate"] = "escalate"
+    reason: str
+
+
+class Stop(Frozen):
+    """End this worker's recovery."""
+
+    kind: Literal["stop"] = "stop"
+    reason: str = "policy stopped"
+
+
+Command = Annotated[
+    LookUp | RetrySameAction | RetryNewKey | RecordEffect | RecordRejection | Hold | Wait | Escalate | Stop,
+    Field(discriminator="kind"),
+]
+#: Every command class, derived from ``Command``.
+COMMAND_TYPES: tuple[type[Frozen], ...] = get_args(get_args(Command)[0])
+
+_COMMAND: TypeAdapter[Command] = TypeAdapter(Command)
+
+
+def validated(command: object) -> Command:
+    """``command`` checked again as a member of the closed set, with its values revalidated.
+
+    A policy may return anything, or a command built with ``model_construct`` that skipped validation; this
+    raises ``TypeError`` or ``ValueError`` for both, so the worker can record it as the policy's error.
+    """
+    if not isinstance(command, COMMAND_TYPES):
+        raise TypeError(f"decide() returned {type(command).__name__}, not a Command")
+    return _COMMAND.validate_python(command.model_dump())

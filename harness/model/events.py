@@ -1,0 +1,693 @@
+"""The history's vocabulary: one frozen record type per event, the tagged union of them all, and their JSON form.
+
+Every actor records what happened as one of these records; the history is the ordered sequence of them,
+faults included (Jepsen's history, typed). Each type names the ``actor`` that records it and its ``event``
+name; everything that needs the vocabulary (operator triggers, the checker's facts, the timeline pictures,
+``recovery.json``) derives it from ``AnyEvent``, never from a hand-written list.
+
+A record is created by its actor and stamped once by the history with its ``index`` (its position, which
+anomalies cite as a witness) and ``at_s`` (virtual time, never wall-clock time). In ``recovery.json`` an entry
+is ``{"index", "at_s", "actor", "event", "data"}``: the record's own fields, with an ``Artifact`` spread into
+its four keys and a command into its own fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel
+
+from harness.model.base import Actor, Scalar
+from harness.model.commands import _COMMAND, Command
+from harness.model.records import Artifact
+
+__all__ = [
+    "EVENT_TYPES",
+    "VOCABULARY",
+    "Accepted",
+    "ActionRecorded",
+    "AnyEvent",
+    "Applied",
+    "ApprovalExpired",
+    "ApprovalExpiryFired",
+    "ApprovalGranted",
+    "AttemptRecorded",
+    "CancelRequestFired",
+    "CancelRequested",
+    "ChangeTaskFired",
+    "ClaimDecided",
+    "CommandBudgetExhausted",
+    "CommandGiven",
+    "CommandRefused",
+    "Conflicted",
+    "DeadlineReached",
+    "DispatchSent",
+    "EffectRecorded",
+    "Escalated",
+    "Event",
+    "EventError",
+    "FaultInjected",
+    "Held",
+    "LookupAnswered",
+    "LookupSent",
+    "LookupTimedOut",
+    "PolicyFailed",
+    "Received",
+    "RecordConflict",
+    "RecordRepeated",
+    "Rejected",
+    "RejectionRecorded",
+    "ReplayedByDestination",
+    "ReplyReceived",
+    "ReplyTimedOut",
+    "ReplyUndeliverable",
+    "TaskCompleted",
+    "TaskNotCompleted",
+    "TaskRevisionRecorded",
+    "WorkerCrashed",
+    "WorkerReported",
+    "WorkerStarted",
+    "event_data",
+    "parse_event",
+]
+
+_ARTIFACT_KEYS = tuple(Artifact.model_fields)
+
+
+class EventError(ValueError):
+    """A serialized entry that is not a known event with exactly its fields."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    """One thing that happened, as the actor that saw it recorded it.
+
+    ``index`` and ``at_s`` are set by the history when the record is appended; every other field is the
+    actor's.
+    """
+
+    actor: ClassVar[Actor]
+    event: ClassVar[str]
+    index: int = -1
+    at_s: float = -1.0
+
+
+# -- the worker -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerStarted(Event):
+    """A worker incarnation started, as the first dispatcher or as a recovering replacement."""
+
+    actor: ClassVar[Actor] = "worker"
+    event: ClassVar[str] = "start"
+    incarnation: int
+    role: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplyTimedOut(Event):
+    """The caller stopped waiting for a dispatch's reply."""
+
+    actor: ClassVar[Actor] = "worker"
+    event: ClassVar[str] = "timeout"
+    execution_id: str
+    n: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerCrashed(Event):
+    """A worker incarnation died; what it saw is lost, its attempts stay in the controller's ledger."""
+
+    actor: ClassVar[Actor] = "worker"
+    event: ClassVar[str] = "crashed"
+    incarnation: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerReported(Event):
+    """The worker's own account of how it ended: kept for comparison, never evidence of an outcome."""
+
+    actor: ClassVar[Actor] = "worker"
+    event: ClassVar[str] = "report"
+    finished: bool
+    claimed: str
+    incarnation: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandGiven(Event):
+    """The policy's next command, as the worker is about to carry it out."""
+
+    actor: ClassVar[Actor] = "worker"
+    event: ClassVar[str] = "command"
+    command: Command
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandRefused(Event):
+    """A command the worker could not carry out (for example, a receipt it never observed)."""
+
+    actor: ClassVar[Actor] = "worker"
+    event: ClassVar[str] = "command_refused"
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PolicyFailed(Event):
+    """The policy raised or returned something that is not a command."""
+
+    actor: ClassVar[Actor] = "worker"
+    event: ClassVar[str] = "policy_error"
+    error: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeadlineReached(Event):
+    """The recovery deadline passed while the worker was still recovering."""
+
+    actor: ClassVar[Actor] = "worker"
+    event: ClassVar[str] = "deadline_reached"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandBudgetExhausted(Event):
+    """The policy gave ``count_max`` commands without stopping."""
+
+    actor: ClassVar[Actor] = "worker"
+    event: ClassVar[str] = "command_budget_exhausted"
+    count_max: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LookupTimedOut(Event):
+    """The caller stopped waiting for a lookup's reply."""
+
+    actor: ClassVar[Actor] = "worker"
+    event: ClassVar[str] = "lookup_timeout"
+    n: int
+
+
+# -- the transport --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DispatchSent(Event):
+    """A side-effecting request left the caller: the ``n``-th dispatch of the action."""
+
+    actor: ClassVar[Actor] = "transport"
+    event: ClassVar[str] = "send"
+    kind: Literal["dispatch"] = "dispatch"
+    n: int
+    action_id: str
+    execution_id: str
+    idempotency_key: str
+    artifact: Artifact
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LookupSent(Event):
+    """A lookup of the action's durable result left the caller."""
+
+    actor: ClassVar[Actor] = "transport"
+    event: ClassVar[str] = "send"
+    kind: Literal["lookup"] = "lookup"
+    n: int
+    action_id: str
+    idempotency_key: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplyReceived(Event):
+    """A reply reached the caller. ``status`` is a dispatch's status or a lookup's effect."""
+
+    actor: ClassVar[Actor] = "transport"
+    event: ClassVar[str] = "receive"
+    kind: Literal["dispatch", "lookup"]
+    n: int
+    action_id: str
+    execution_id: str | None
+    status: str | None
+    receipt_id: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplyUndeliverable(Event):
+    """A reply arrived for a caller that is gone (crashed, or no longer waiting)."""
+
+    actor: ClassVar[Actor] = "transport"
+    event: ClassVar[str] = "undeliverable"
+    kind: Literal["dispatch", "lookup"]
+    n: int
+    action_id: str
+    execution_id: str | None
+    status: str | None
+    receipt_id: str | None
+
+
+# -- the destination ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Received(Event):
+    """A dispatch reached the destination."""
+
+    actor: ClassVar[Actor] = "destination"
+    event: ClassVar[str] = "received"
+    idempotency_key: str
+    execution_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Accepted(Event):
+    """The destination accepted a new operation under this key; it has not applied it yet."""
+
+    actor: ClassVar[Actor] = "destination"
+    event: ClassVar[str] = "accepted"
+    idempotency_key: str
+    execution_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Applied(Event):
+    """The destination applied an operation and recorded its receipt: an effect."""
+
+    actor: ClassVar[Actor] = "destination"
+    event: ClassVar[str] = "applied"
+    receipt_id: str
+    idempotency_key: str
+    execution_id: str
+    artifact: Artifact
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rejected(Event):
+    """The destination refused an operation and recorded a rejected receipt: no effect."""
+
+    actor: ClassVar[Actor] = "destination"
+    event: ClassVar[str] = "rejected"
+    receipt_id: str
+    idempotency_key: str
+    execution_id: str
+    artifact: Artifact
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplayedByDestination(Event):
+    """A request under a known key, inside the window, was answered from the recorded operation."""
+
+    actor: ClassVar[Actor] = "destination"
+    event: ClassVar[str] = "replayed"
+    idempotency_key: str
+    execution_id: str
+    receipt_id: str | None
+    arguments_match: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Conflicted(Event):
+    """A known key with other arguments was answered as a conflict."""
+
+    actor: ClassVar[Actor] = "destination"
+    event: ClassVar[str] = "conflict"
+    idempotency_key: str
+    execution_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LookupAnswered(Event):
+    """The destination answered a lookup of a key's durable result."""
+
+    actor: ClassVar[Actor] = "destination"
+    event: ClassVar[str] = "lookup_answered"
+    idempotency_key: str
+    effect: str
+    receipt_id: str | None
+
+
+# -- the controller -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskRevisionRecorded(Event):
+    """The task is now at ``revision``, asking for ``artifact``."""
+
+    actor: ClassVar[Actor] = "controller"
+    event: ClassVar[str] = "task_revision"
+    task_id: str
+    revision: int
+    artifact: Artifact
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalGranted(Event):
+    """An approval bound to one revision's operation, target and artifact digest, with its expiry."""
+
+    actor: ClassVar[Actor] = "controller"
+    event: ClassVar[str] = "approval_granted"
+    approval_id: str
+    revision: int
+    operation: str
+    target: str
+    digest: str
+    expires_at_s: float | None
+
+    def binds(self, revision: int, artifact: Artifact) -> bool:
+        """Whether this approval is for exactly this revision, operation, target and digest."""
+        return (self.revision, self.operation, self.target, self.digest) == (
+            revision,
+            artifact.operation,
+            artifact.target,
+            artifact.digest,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalExpired(Event):
+    """An approval was revoked or ran out."""
+
+    actor: ClassVar[Actor] = "controller"
+    event: ClassVar[str] = "approval_expired"
+    approval_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CancelRequested(Event):
+    """The task's outstanding work is to be cancelled."""
+
+    actor: ClassVar[Actor] = "controller"
+    event: ClassVar[str] = "cancel_requested"
+    task_id: str
+    revision: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActionRecorded(Event):
+    """The logical action, recorded for one revision before anything is sent."""
+
+    actor: ClassVar[Actor] = "controller"
+    event: ClassVar[str] = "action_recorded"
+    action_id: str
+    task_id: str
+    revision: int
+    artifact: Artifact
+    approval_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClaimDecided(Event):
+    """A conditional claim of the action against ``revision``: granted (``ok``) or refused with a reason."""
+
+    actor: ClassVar[Actor] = "controller"
+    event: ClassVar[str] = "claim"
+    action_id: str
+    revision: int
+    ok: bool
+    reason: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttemptRecorded(Event):
+    """An execution attempt of the action, recorded before it is sent."""
+
+    actor: ClassVar[Actor] = "controller"
+    event: ClassVar[str] = "attempt_recorded"
+    action_id: str
+    execution_id: str
+    idempotency_key: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EffectRecorded(Event):
+    """An applied receipt written to the action ledger (``version``: the action's ledger version after it)."""
+
+    actor: ClassVar[Actor] = "controller"
+    event: ClassVar[str] = "effect_recorded"
+    action_id: str
+    receipt_id: str
+    idempotency_key: str
+    artifact: Artifact
+    action_revision: int
+    version: int
+    guarded: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RejectionRecorded(Event):
+    """A rejected receipt written to the action ledger."""
+
+    actor: ClassVar[Actor] = "controller"
+    event: ClassVar[str] = "rejection_recorded"
+    action_id: str
+    receipt_id: str
+    idempotency_key: str
+    artifact: Artifact
+    action_revision: int
+    version: int
+    guarded: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecordRepeated(Event):
+    """A guarded write of the receipt already recorded: noted, not written again."""
+
+    actor: ClassVar[Actor] = "controller"
+    event: ClassVar[str] = "record_repeated"
+    action_id: str
+    receipt_id: str
+    recorded_receipt_id: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecordConflict(Event):
+    """A guarded write that disagrees with what the ledger already holds: refused."""
+
+    actor: ClassVar[Actor] = "controller"
+    event: ClassVar[str] = "record_conflict"
+    action_id: str
+    receipt_id: str | None
+    recorded_receipt_id: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskCompleted(Event):
+    """The task's ``revision`` was marked complete by an action's receipt."""
+
+    actor: ClassVar[Actor] = "controller"
+    event: ClassVar[str] = "task_completed"
+    task_id: str
+    revision: int
+    action_id: str
+    receipt_id: str
+    artifact: Artifact
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskNotCompleted(Event):
+    """A recorded effect that the task's guard kept from completing the current revision."""
+
+    actor: ClassVar[Actor] = "controller"
+    event: ClassVar[str] = "task_not_completed"
+    task_id: str
+    revision: int
+    action_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Held(Event):
+    """The action recorded as not applied, and further dispatch of it held."""
+
+    actor: ClassVar[Actor] = "controller"
+    event: ClassVar[str] = "held"
+    action_id: str
+    reason: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Escalated(Event):
+    """The unresolved action handed to its owner."""
+
+    actor: ClassVar[Actor] = "controller"
+    event: ClassVar[str] = "escalated"
+    action_id: str
+    owner: str
+    reason: str
+
+
+# -- the operator and the injector ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChangeTaskFired(Event):
+    """A person changes the task (the controller records the new revision next)."""
+
+    actor: ClassVar[Actor] = "operator"
+    event: ClassVar[str] = "change_task"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CancelRequestFired(Event):
+    """A person asks to cancel the task's outstanding work."""
+
+    actor: ClassVar[Actor] = "operator"
+    event: ClassVar[str] = "request_cancel"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalExpiryFired(Event):
+    """The current revision's approval is revoked or runs out."""
+
+    actor: ClassVar[Actor] = "operator"
+    event: ClassVar[str] = "expire_approval"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FaultInjected(Event):
+    """The injector applied the fault at ``boundary`` to the ``occurrence``-th crossing of it for the action."""
+
+    actor: ClassVar[Actor] = "injector"
+    event: ClassVar[str] = "fault"
+    boundary: str
+    action_id: str
+    occurrence: int
+
+
+AnyEvent = (
+    WorkerStarted
+    | ReplyTimedOut
+    | WorkerCrashed
+    | WorkerReported
+    | CommandGiven
+    | CommandRefused
+    | PolicyFailed
+    | DeadlineReached
+    | CommandBudgetExhausted
+    | LookupTimedOut
+    | DispatchSent
+    | LookupSent
+    | ReplyReceived
+    | ReplyUndeliverable
+    | Received
+    | Accepted
+    | Applied
+    | Rejected
+    | ReplayedByDestination
+    | Conflicted
+    | LookupAnswered
+    | TaskRevisionRecorded
+    | ApprovalGranted
+    | ApprovalExpired
+    | CancelRequested
+    | ActionRecorded
+    | ClaimDecided
+    | AttemptRecorded
+    | EffectRecorded
+    | RejectionRecorded
+    | RecordRepeated
+    | RecordConflict
+    | TaskCompleted
+    | TaskNotCompleted
+    | Held
+    | Escalated
+    | ChangeTaskFired
+    | CancelRequestFired
+    | ApprovalExpiryFired
+    | FaultInjected
+)
+#: Every event type, derived from ``AnyEvent``.
+EVENT_TYPES: tuple[type[Event], ...] = typing.get_args(AnyEvent)
+
+#: Every event name each actor records: the vocabulary operator triggers may refer to.
+VOCABULARY: dict[Actor, frozenset[str]] = {
+    actor: frozenset(t.event for t in EVENT_TYPES if t.actor == actor) for actor in typing.get_args(Actor)
+}
+
+
+# -- the JSON form --------------------------------------------------------------------------------------
+
+#: How each field of a type is written: as itself, spread from an Artifact, or spread from a command.
+_Layout = tuple[tuple[str, Literal["plain", "artifact", "command"]], ...]
+
+
+def _layout(cls: type[Event]) -> _Layout:
+    hints = typing.get_type_hints(cls, include_extras=True)
+    layout: list[tuple[str, Literal["plain", "artifact", "command"]]] = []
+    for f in dataclasses.fields(cls):
+        if f.name in ("index", "at_s"):
+            continue
+        hint = hints[f.name]
+        way: Literal["plain", "artifact", "command"] = (
+            "artifact" if hint is Artifact else "command" if hint == Command else "plain"
+        )
+        layout.append((f.name, way))
+    return tuple(layout)
+
+
+_LAYOUTS: dict[type[Event], _Layout] = {cls: _layout(cls) for cls in EVENT_TYPES}
+
+
+def _keys(cls: type[Event]) -> frozenset[str] | None:
+    """The exact keys of a type's data, or None when a command decides them."""
+    keys: set[str] = set()
+    for name, way in _LAYOUTS[cls]:
+        if way == "command":
+            return None
+        keys |= set(_ARTIFACT_KEYS) if way == "artifact" else {name}
+    return frozenset(keys)
+
+
+_BY_NAME: dict[tuple[str, str], list[type[Event]]] = {}
+for _cls in EVENT_TYPES:
+    _BY_NAME.setdefault((_cls.actor, _cls.event), []).append(_cls)
+_KEYS = {cls: _keys(cls) for cls in EVENT_TYPES}
+
+
+def event_data(event: Event) -> dict[str, Scalar]:
+    """The record's fields as the ``data`` of its timeline entry."""
+    data: dict[str, Scalar] = {}
+    for name, way in _LAYOUTS[type(event)]:
+        value = getattr(event, name)
+        if way == "plain":
+            data[name] = value
+        else:
+            assert isinstance(value, BaseModel)
+            data.update(value.model_dump(mode="json"))
+    return data
+
+
+def parse_event(actor: str, event: str, data: dict[str, Any], index: int = -1, at_s: float = -1.0) -> Event:
+    """Rebuild a record from its timeline entry; raise ``EventError`` for an unknown event or wrong keys."""
+    candidates = _BY_NAME.get((actor, event))
+    if not candidates:
+        raise EventError(f"the {actor} records no event '{event}'")
+    if len(candidates) > 1:
+        candidates = [c for c in candidates if _kind_default(c) == data.get("kind")]
+        if len(candidates) != 1:
+            raise EventError(f"{actor} {event}: unknown kind {data.get('kind')!r}")
+    cls = candidates[0]
+    expected = _KEYS[cls]
+    if expected is not None and set(data) != expected:
+        missing, extra = sorted(expected - set(data)), sorted(set(data) - expected)
+        raise EventError(f"{actor} {event}: missing keys {missing}, unknown keys {extra}")
+    fields: dict[str, Any] = {}
+    for name, way in _LAYOUTS[cls]:
+        if way == "artifact":
+            fields[name] = Artifact(**{k: data[k] for k in _ARTIFACT_KEYS})
+        elif way == "command":
+            fields[name] = _COMMAND.validate_python(data)
+        else:
+            fields[name] = data[name]
+    return cls(index=index, at_s=at_s, **fields)
+
+
+def _kind_default(cls: type[Event]) -> object:
+    for f in dataclasses.fields(cls):
+        if f.name == "kind":
+            return f.default
+    return None

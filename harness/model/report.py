@@ -1,0 +1,106 @@
+"""What the checker reads (``Evidence``), what it finds (``Anomaly``, ``CheckResult``), and what is saved
+(``CaseReport``, the content of one ``recovery.json``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import Field
+
+from harness.model.base import Actor, Frozen, MetricValue, Outcome, Scalar, Verdict
+from harness.model.events import Event, event_data, parse_event
+
+__all__ = ["SCHEMA_VERSION", "Anomaly", "CaseReport", "CheckResult", "Entry", "Evidence", "entries", "events"]
+
+#: Bumped whenever a key of ``recovery.json`` changes meaning or disappears.
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What the checker may look at: the history as the trusted records show it.
+
+    When ``destination_visible`` is false, the destination's own entries (what it received, applied and
+    answered) have been withheld, exactly as when the service's ledger cannot be read after the fact.
+    """
+
+    task_id: str
+    recovery_deadline_s: float
+    destination_visible: bool
+    history: tuple[Event, ...]
+
+
+class Anomaly(Frozen):
+    """One violation of a property: which property, the witnessing entry indexes, then prose."""
+
+    kind: str
+    witnesses: tuple[int, ...]
+    detail: str
+
+
+class CheckResult(Frozen):
+    """The result of one checker function.
+
+    ``value`` is the measured figure (a count, a duration or a flag); it is ``None`` exactly when the
+    evidence cannot establish it, and then ``reason`` says why and ``verdict`` is ``unknown``.
+    """
+
+    name: str
+    verdict: Verdict
+    value: MetricValue
+    reason: str | None = None
+    anomalies: tuple[Anomaly, ...] = ()
+
+
+class Entry(Frozen):
+    """One history record as ``recovery.json`` holds it; ``events`` turns a timeline back into records."""
+
+    index: int
+    at_s: float
+    actor: Actor
+    event: str
+    data: dict[str, Scalar] = Field(default_factory=dict)
+
+
+def entries(history: Sequence[Event]) -> tuple[Entry, ...]:
+    """The history as timeline entries."""
+    return tuple(
+        Entry.model_construct(index=e.index, at_s=e.at_s, actor=e.actor, event=e.event, data=event_data(e))
+        for e in history
+    )
+
+
+def events(timeline: Sequence[Entry | dict[str, Any]]) -> tuple[Event, ...]:
+    """Timeline entries (models, or dicts read from JSON) back as typed records; raises ``EventError``."""
+    out = []
+    for item in timeline:
+        e = item if isinstance(item, dict) else item.model_dump()
+        out.append(parse_event(e["actor"], e["event"], e["data"], e["index"], e["at_s"]))
+    return tuple(out)
+
+
+class CaseReport(Frozen):
+    """The sanitized content of one ``recovery.json``: one policy, one scenario, one seed."""
+
+    schema_version: int = SCHEMA_VERSION
+    harness_version: str
+    scenario: str
+    scenario_revision: str
+    policy: str
+    policy_revision: str
+    seed: int
+    task_id: str
+    action_id: str
+    attempts: tuple[str, ...]
+    outcome: Outcome
+    verdict: Verdict
+    metrics: dict[str, MetricValue]
+    unknown: dict[str, str]
+    checks: dict[str, Verdict]
+    anomalies: tuple[Anomaly, ...]
+    claimed: dict[str, Scalar]
+    timeline: tuple[Entry, ...]
+    reproduce: str
+    error: str | None = None

@@ -1,0 +1,1 @@
+"""Presentation for people: recovery.json files into pandas, tables, pictures and report.html."""

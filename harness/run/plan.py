@@ -1,0 +1,134 @@
+"""What a run is asked to do: the cells (policy x scenario) and their seeds, loaded and checked up front.
+
+Everything a grid needs is loaded and validated before the first case runs, so bad input fails before
+anything is written. The cells come from the command line, or from the grid polyaxonfile's matrix.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import InputError
+from harness.policy import Policy, PolicyError, builtin_policy_names, load_policy
+from harness.scenario import SAFE_NAME, Scenario, list_scenarios, load_scenario, resolve_scenario
+from harness.seeds import DEFAULT_SEEDS
+
+__all__ = ["Case", "Cell", "Grid", "Plan", "UsageError", "load_grid", "plan_cells", "reproduce_command"]
+
+
+class UsageError(InputError):
+    """Options that cannot work together, or a folder that is not a run; one line with the fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One cell of the grid at one seed, with the specs it was asked for by (for the reproduce command)."""
+
+    policy_spec: str
+    scenario_spec: str
+    seed: int
+    policy: Policy
+    scenario: Scenario
+
+
+@dataclass(frozen=True, slots=True)
+class Grid:
+    cases: tuple[Case, ...]
+    policies: tuple[str, ...]
+    scenarios: tuple[str, ...]
+    seeds: tuple[int, ...]
+
+
+def load_grid(policy_specs: Sequence[str], scenario_specs: Sequence[str], seeds: Sequence[int]) -> Grid:
+    """Load every policy and scenario, check names, and expand the grid; raise on the first bad input."""
+    policies = {spec: load_policy(spec) for spec in dict.fromkeys(policy_specs)}
+    for spec, policy in policies.items():
+        if not re.match(SAFE_NAME, policy.name):
+            raise PolicyError(
+                f"policy '{spec}': name '{policy.name}' is not safe for file and run names; "
+                "fix: use lower case letters, digits, '_' or '-'"
+            )
+    scenarios = {spec: load_scenario(resolve_scenario(spec)) for spec in dict.fromkeys(scenario_specs)}
+    _unique("policy", {s: p.name for s, p in policies.items()})
+    _unique("scenario", {s: sc.name for s, sc in scenarios.items()})
+    seeds = tuple(dict.fromkeys(seeds))
+    cases = tuple(
+        Case(p_spec, s_spec, seed, policy, scenario)
+        for p_spec, policy in policies.items()
+        for s_spec, scenario in scenarios.items()
+        for seed in seeds
+    )
+    return Grid(
+        cases=cases,
+        policies=tuple(p.name for p in policies.values()),
+        scenarios=tuple(s.name for s in scenarios.values()),
+        seeds=seeds,
+    )
+
+
+def _unique(what: str, names: dict[str, str]) -> None:
+    seen: dict[str, str] = {}
+    for spec, name in names.items():
+        if name in seen:
+            raise PolicyError(
+                f"{what} '{spec}' and '{seen[name]}' are both named '{name}'; fix: give one of them another name"
+            )
+        seen[name] = spec
+
+
+def reproduce_command(case: Case) -> str:
+    """The exact command that re-runs this one case."""
+    return (
+        f"python -m harness run --policy {shlex.quote(case.policy_spec)} "
+        f"--scenario {shlex.quote(case.scenario_spec)} --seed {case.seed}"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One policy x scenario cell, as asked for (specs, not loaded objects), with its seeds."""
+
+    policy_spec: str
+    scenario_spec: str
+    seeds: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    cells: tuple[Cell, ...]
+    concurrency: int
+
+
+def plan_cells(
+    policies: Sequence[str] | None,
+    scenarios: Sequence[str] | None,
+    seeds: Sequence[int] | None,
+    polyaxonfile: Path | None,
+    concurrency: int | None,
+) -> Plan:
+    """Which cells to run with which seeds: from the given policies and scenarios, or from the grid
+    polyaxonfile (``polyaxonfiles/grid.yaml`` when nothing else is given)."""
+    if policies or scenarios:
+        if polyaxonfile:
+            raise UsageError("give either --polyaxonfile or --policy/--scenario, not both; fix: drop one")
+        chosen = tuple(seeds or DEFAULT_SEEDS)
+        cells = tuple(
+            Cell(p, s, chosen)
+            for p in dict.fromkeys(policies or builtin_policy_names())
+            for s in dict.fromkeys(scenarios or list_scenarios())
+        )
+        return Plan(cells, concurrency or 1)
+    # Polyaxon costs about a second to import: only when the grid file is read.
+    from harness.plx.plxfile import default_grid_file, load_grid_file
+
+    grid = load_grid_file(polyaxonfile or default_grid_file())
+    out = []
+    for params in grid.cells:
+        count = params.get("seed_count")
+        cell_seeds = tuple(seeds) if seeds else (tuple(range(1, int(count) + 1)) if count else DEFAULT_SEEDS)
+        out.append(Cell(str(params["policy"]), str(params["scenario"]), cell_seeds))
+    return Plan(tuple(out), concurrency or grid.concurrency)

@@ -1,0 +1,146 @@
+"""Faults at named protocol boundaries: one class per boundary, as scenario data.
+
+Each class says which side of the wire its boundary is on (``side``) and what counts as one occurrence of it
+(``counted``: the action's nth dispatch, or its nth lookup). The actor that reaches a boundary asks the
+injector with the class ("is the 1st response to a73 lost?"), so a boundary is declared here once and
+reached in one place. Adding one: a class here, a member of ``Fault``, and the ``injector.hit`` call in the
+actor that reaches it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, ClassVar, Literal, get_args
+
+from pydantic import Field
+
+from harness.model import Frozen
+
+__all__ = [
+    "BOUNDARIES",
+    "FAULT_TYPES",
+    "AcceptedNotApplied",
+    "CrashAwaitingReply",
+    "CrashBeforeSend",
+    "Fault",
+    "FaultBase",
+    "LookupUnavailable",
+    "RequestDelayed",
+    "RequestLost",
+    "ResponseDelayed",
+    "ResponseLost",
+    "Side",
+]
+
+PositiveSeconds = Annotated[float, Field(gt=0, le=86_400)]
+SafeName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")]
+
+#: Where a boundary is: in the caller (a crash), on the wire between caller and destination, or inside the
+#: destination. When the destination's ledger is withheld, only caller-side faults stay in the evidence:
+#: the timing of the others alone would tell when the destination acted.
+Side = Literal["caller", "wire", "destination"]
+
+
+class FaultBase(Frozen):
+    """A fault at a named protocol boundary, triggered by occurrence, never by elapsed time.
+
+    ``nth`` is the first occurrence of the boundary (counted per action, from 1) that the fault hits;
+    ``count`` is how many consecutive occurrences it hits (``null``: every later one too).
+    """
+
+    side: ClassVar[Side]
+    counted: ClassVar[Literal["dispatch", "lookup"]]
+
+    #: The boundary's name: each subclass fixes it to one literal, the tag of ``Fault``.
+    boundary: str
+    action_id: SafeName | None = None
+    nth: Annotated[int, Field(ge=1)] = 1
+    count: Annotated[int, Field(ge=1)] | None = 1
+
+    def hits(self, occurrence: int) -> bool:
+        """Whether this fault applies to the given 1-based occurrence of its boundary."""
+        if occurrence < self.nth:
+            return False
+        return self.count is None or occurrence < self.nth + self.count
+
+
+class RequestLost(FaultBase):
+    """The dispatch is lost in the transport before it reaches the destination."""
+
+    side: ClassVar[Side] = "wire"
+    counted: ClassVar[Literal["dispatch", "lookup"]] = "dispatch"
+    boundary: Literal["request_lost"] = "request_lost"
+
+
+class RequestDelayed(FaultBase):
+    """The dispatch reaches the destination ``delay_s`` later than usual (a late original request)."""
+
+    side: ClassVar[Side] = "wire"
+    counted: ClassVar[Literal["dispatch", "lookup"]] = "dispatch"
+    boundary: Literal["request_delayed"] = "request_delayed"
+    delay_s: PositiveSeconds
+
+
+class AcceptedNotApplied(FaultBase):
+    """The destination accepts the dispatch, then stops before applying it: the operation stays pending."""
+
+    side: ClassVar[Side] = "destination"
+    counted: ClassVar[Literal["dispatch", "lookup"]] = "dispatch"
+    boundary: Literal["accepted_not_applied"] = "accepted_not_applied"
+
+
+class ResponseLost(FaultBase):
+    """The destination applied the dispatch and recorded its receipt; the response is lost on the way back."""
+
+    side: ClassVar[Side] = "wire"
+    counted: ClassVar[Literal["dispatch", "lookup"]] = "dispatch"
+    boundary: Literal["response_lost"] = "response_lost"
+
+
+class ResponseDelayed(FaultBase):
+    """The response arrives ``delay_s`` later than usual, typically after the caller timed out."""
+
+    side: ClassVar[Side] = "wire"
+    counted: ClassVar[Literal["dispatch", "lookup"]] = "dispatch"
+    boundary: Literal["response_delayed"] = "response_delayed"
+    delay_s: PositiveSeconds
+
+
+class CrashBeforeSend(FaultBase):
+    """The worker crashes after recording the action and its attempt, before the dispatch is sent."""
+
+    side: ClassVar[Side] = "caller"
+    counted: ClassVar[Literal["dispatch", "lookup"]] = "dispatch"
+    boundary: Literal["crash_before_send"] = "crash_before_send"
+
+
+class CrashAwaitingReply(FaultBase):
+    """The worker crashes right after sending the dispatch, while awaiting its reply."""
+
+    side: ClassVar[Side] = "caller"
+    counted: ClassVar[Literal["dispatch", "lookup"]] = "dispatch"
+    boundary: Literal["crash_awaiting_reply"] = "crash_awaiting_reply"
+
+
+class LookupUnavailable(FaultBase):
+    """The destination's lookup answers without a result (``unknown``): not evidence of absence."""
+
+    side: ClassVar[Side] = "destination"
+    counted: ClassVar[Literal["dispatch", "lookup"]] = "lookup"
+    boundary: Literal["lookup_unavailable"] = "lookup_unavailable"
+
+
+Fault = Annotated[
+    RequestLost
+    | RequestDelayed
+    | AcceptedNotApplied
+    | ResponseLost
+    | ResponseDelayed
+    | CrashBeforeSend
+    | CrashAwaitingReply
+    | LookupUnavailable,
+    Field(discriminator="boundary"),
+]
+#: Every fault class, derived from ``Fault``.
+FAULT_TYPES: tuple[type[FaultBase], ...] = get_args(get_args(Fault)[0])
+#: Every boundary by name.
+BOUNDARIES: dict[str, type[FaultBase]] = {cls.model_fields["boundary"].default: cls for cls in FAULT_TYPES}

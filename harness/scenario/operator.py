@@ -1,0 +1,76 @@
+"""Scripted operator events: a person changes the task, asks to cancel, or an approval runs out.
+
+Each fires at a virtual time or after the nth history entry of a kind (for example the worker's first
+timeout), so it happens at the same point of the protocol for every policy. The kinds a trigger may name are
+the history's own vocabulary (``harness.model.events.VOCABULARY``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from harness.model import Actor, Frozen
+from harness.model.events import VOCABULARY
+from harness.scenario.specs import Seconds
+
+__all__ = ["ChangeTask", "EventRef", "ExpireApproval", "OperatorEvent", "RequestCancel", "Trigger"]
+
+
+class EventRef(Frozen):
+    """The ``nth`` history entry recorded by ``actor`` with event name ``event``."""
+
+    actor: Actor
+    event: str
+    nth: Annotated[int, Field(ge=1)] = 1
+
+    @model_validator(mode="after")
+    def _known_event(self) -> EventRef:
+        if self.event not in VOCABULARY[self.actor]:
+            known = ", ".join(sorted(VOCABULARY[self.actor]))
+            raise ValueError(f"the {self.actor} records no event '{self.event}' (it records: {known})")
+        return self
+
+
+class Trigger(Frozen):
+    """When a scripted operator event happens: at a virtual time, or after an occurrence in the history."""
+
+    at_s: Seconds | None = None
+    after: EventRef | None = None
+    delay_s: Seconds = 0.0
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Trigger:
+        if (self.at_s is None) == (self.after is None):
+            raise ValueError("give exactly one of 'at_s' or 'after'")
+        return self
+
+
+class _OperatorBase(Frozen):
+    when: Trigger
+
+
+class ChangeTask(_OperatorBase):
+    """The task advances to a new revision requesting another model; approved only if ``approved``."""
+
+    do: Literal["change_task"]
+    model: str
+    digest: str
+    approved: bool = False
+
+
+class RequestCancel(_OperatorBase):
+    """A person asks to cancel the task's outstanding work."""
+
+    do: Literal["request_cancel"]
+    reason: str = "cancel requested by the task owner"
+
+
+class ExpireApproval(_OperatorBase):
+    """The current revision's approval is revoked or runs out."""
+
+    do: Literal["expire_approval"]
+
+
+OperatorEvent = Annotated[ChangeTask | RequestCancel | ExpireApproval, Field(discriminator="do")]

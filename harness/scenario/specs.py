@@ -1,0 +1,97 @@
+"""The parts of the world a scenario fixes: the task and its approval, the destination, the transport, the worker."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, SecretStr
+
+from harness.model import Artifact, Frozen
+
+__all__ = [
+    "SAFE_NAME",
+    "ApprovalSpec",
+    "DestinationSpec",
+    "PositiveSeconds",
+    "SafeName",
+    "Seconds",
+    "TaskSpec",
+    "TransportSpec",
+    "WorkerSpec",
+]
+
+#: Names that end up in file paths and Polyaxon run names: lower case, digits, ``_`` and ``-`` only.
+SAFE_NAME = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+SafeName = Annotated[str, Field(pattern=SAFE_NAME)]
+PositiveSeconds = Annotated[float, Field(gt=0, le=86_400)]
+Seconds = Annotated[float, Field(ge=0, le=86_400)]
+
+
+class TaskSpec(Frozen):
+    """The task as the controller first records it: revision ``revision`` authorizes this one operation."""
+
+    task_id: SafeName
+    revision: Annotated[int, Field(ge=1)]
+    operation: str = "activate_model"
+    target: str
+    model: str
+    digest: str
+
+    @property
+    def artifact(self) -> Artifact:
+        return Artifact(operation=self.operation, target=self.target, model=self.model, digest=self.digest)
+
+
+class ApprovalSpec(Frozen):
+    """The approval for the first revision, bound to operation, target, digest and revision.
+
+    ``token`` is a secret the executor presents; it must never appear in evidence or reports.
+    """
+
+    approval_id: SafeName
+    token: SecretStr = SecretStr("approval-token-not-set")
+    expires_at_s: PositiveSeconds | None = None
+
+
+class DestinationSpec(Frozen):
+    """The mock deployment service and its documented deduplication contract."""
+
+    #: Requests with the same idempotency key and the same arguments within this window replay the
+    #: recorded result; after it, the same key is applied again as a new operation.
+    dedupe_window_s: PositiveSeconds = 300.0
+    #: Same key with different arguments: ``reject`` answers a conflict; ``replay`` silently returns the
+    #: cached result of the first request (a weaker contract worth measuring).
+    on_conflict: Literal["reject", "replay"] = "reject"
+    #: Time from accepting a request to applying it.
+    apply_s: Seconds = 0.5
+    #: Time the lookup of a durable result takes to answer.
+    lookup_s: Seconds = 0.2
+    #: Models the service refuses; a refused request leaves a ``rejected`` receipt and no effect.
+    reject_models: tuple[str, ...] = ()
+    #: False when the service's ledger cannot be read after the run: its entries are withheld from the
+    #: checker, which must then say ``unknown`` where only that ledger could tell.
+    ledger_visible: bool = True
+
+
+class TransportSpec(Frozen):
+    """One-way latency of every crossing: ``latency_s`` plus a uniform draw in ``[0, jitter_s]``."""
+
+    latency_s: Seconds = 0.05
+    jitter_s: Seconds = 0.02
+
+
+class WorkerSpec(Frozen):
+    """The caller: how long it waits, how long a replacement takes to start, and its bounds."""
+
+    #: How long the caller waits for a dispatch's reply before it calls the attempt timed out.
+    timeout_s: PositiveSeconds = 5.0
+    #: How long after a timeout or a crash the recovering worker starts asking its policy. Positive, so a
+    #: worker that crashes on every attempt still lets virtual time reach the deadline.
+    restart_delay_s: PositiveSeconds = 10.0
+    #: How long the caller waits for a lookup's reply before it calls the lookup unknown.
+    lookup_timeout_s: PositiveSeconds = 2.0
+    #: Upper bound on policy commands over the whole case (every incarnation), so a policy that never stops
+    #: still ends.
+    command_count_max: Annotated[int, Field(ge=1, le=10_000)] = 64
+    #: Upper bound on one ``wait`` command.
+    wait_max_s: PositiveSeconds = 60.0

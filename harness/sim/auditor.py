@@ -1,0 +1,179 @@
+"""The auditor: ground truth, kept beside the actors from what really happens, never from the history.
+
+The actors tell the auditor what they do at the moment they do it (a dispatch leaves, an effect is applied,
+the ledger is written, the task completes, an action is escalated); for a judgement that depends on the
+world's state at that moment (was this dispatch authorized?) the auditor asks the controller's live state
+itself. Only tests read the result, to prove that every value the checker derives from the history alone is
+the truth (TigerBeetle's auditor plays the same part beside its state machine).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from harness.model import Artifact
+
+if TYPE_CHECKING:
+    from harness.sim.controller import Controller
+
+__all__ = ["Auditor", "GroundTruth"]
+
+
+@dataclass(frozen=True, slots=True)
+class GroundTruth:
+    """What really happened in one case. Each field is named after the metric it audits."""
+
+    dispatches: int
+    lookups: int
+    duplicate_effects: int
+    unauthorized_dispatches: int
+    effects_after_cancel: int
+    duplicate_records: int
+    wrong_revision_completions: int
+    false_records: int
+    unresolved_actions: int
+    escalations: int
+    task_completed: bool
+    time_to_account_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Dispatch:
+    action_id: str
+    n: int
+    authorized: bool
+    after_cancel: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Effect:
+    action_id: str
+    dispatch_n: int
+    receipt_id: str
+    at_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Write:
+    action_id: str
+    status: Literal["applied", "rejected", "absent"]
+    receipt_id: str | None
+    at_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Completion:
+    revision: int
+    receipt_id: str
+    artifact: Artifact
+    before_cancel: bool
+
+
+@dataclass(slots=True)
+class Auditor:
+    """Collects what happened; ``truth()`` turns it into ``GroundTruth`` at the end of the case."""
+
+    deadline_s: float
+    controller: Controller | None = None
+    actions: list[str] = field(default_factory=list)
+    dispatches: list[_Dispatch] = field(default_factory=list)
+    lookups: int = 0
+    effects: list[_Effect] = field(default_factory=list)
+    writes: list[_Write] = field(default_factory=list)
+    wrong_completions: int = 0
+    completion: _Completion | None = None
+    escalations: int = 0
+
+    def watch(self, controller: Controller) -> None:
+        """The controller whose live state judges dispatches and the final task."""
+        self.controller = controller
+
+    def _live(self) -> Controller:
+        assert self.controller is not None, "the auditor watches no controller"
+        return self.controller
+
+    # -- what the actors report as it happens --------------------------------------------------------------
+
+    def action_recorded(self, action_id: str) -> None:
+        self.actions.append(action_id)
+
+    def dispatched(self, action_id: str, n: int) -> None:
+        """A dispatch is leaving the caller: judge it by the controller's state at this instant."""
+        controller = self._live()
+        authorized = controller.authorized_now(action_id)
+        self.dispatches.append(_Dispatch(action_id, n, authorized, controller.task.cancel_requested))
+
+    def looked_up(self) -> None:
+        self.lookups += 1
+
+    def applied(self, action_id: str, dispatch_n: int, receipt_id: str, at_s: float) -> None:
+        """The destination really applied an effect for the action's ``dispatch_n``-th dispatch."""
+        self.effects.append(_Effect(action_id, dispatch_n, receipt_id, at_s))
+
+    def ledger_written(
+        self, action_id: str, status: Literal["applied", "rejected", "absent"], receipt_id: str | None, at_s: float
+    ) -> None:
+        self.writes.append(_Write(action_id, status, receipt_id, at_s))
+
+    def task_completed(self, action_revision: int, receipt_id: str, receipt_artifact: Artifact) -> None:
+        """The task is being marked complete: judge it by the task's state at this instant."""
+        task = self._live().task
+        wrong = action_revision != task.revision or task.cancel_requested or receipt_artifact != task.artifact
+        self.wrong_completions += wrong
+        self.completion = _Completion(task.revision, receipt_id, receipt_artifact, not task.cancel_requested)
+
+    def escalated(self) -> None:
+        self.escalations += 1
+
+    # -- the truth ---------------------------------------------------------------------------------------------
+
+    def truth(self) -> GroundTruth:
+        effects_per_action = Counter(e.action_id for e in self.effects)
+        after_cancel = {(d.action_id, d.n) for d in self.dispatches if d.after_cancel}
+        applied = {(e.action_id, e.receipt_id) for e in self.effects}
+        applied_actions = {e.action_id for e in self.effects}
+        record_counts = Counter((w.action_id, w.receipt_id) for w in self.writes if w.status != "absent")
+        first_write: dict[str, float] = {}
+        for w in self.writes:
+            first_write.setdefault(w.action_id, w.at_s)
+        task = self._live().task
+        done = self.completion
+        task_completed = (
+            done is not None
+            and done.revision == task.revision
+            and done.before_cancel
+            and done.artifact == task.artifact
+            and any(e.receipt_id == done.receipt_id for e in self.effects)
+        )
+        return GroundTruth(
+            dispatches=len(self.dispatches),
+            lookups=self.lookups,
+            duplicate_effects=sum(n - 1 for n in effects_per_action.values()),
+            unauthorized_dispatches=sum(1 for d in self.dispatches if not d.authorized),
+            effects_after_cancel=sum(1 for e in self.effects if (e.action_id, e.dispatch_n) in after_cancel),
+            duplicate_records=sum(n - 1 for n in record_counts.values()),
+            wrong_revision_completions=self.wrong_completions,
+            false_records=sum(
+                1
+                for w in self.writes
+                if (w.status == "applied" and (w.action_id, w.receipt_id) not in applied)
+                or (w.status != "applied" and w.action_id in applied_actions)
+            ),
+            unresolved_actions=sum(1 for a in self.actions if a not in first_write or first_write[a] > self.deadline_s),
+            escalations=self.escalations,
+            task_completed=task_completed,
+            time_to_account_s=self._time_to_account_s(),
+        )
+
+    def _time_to_account_s(self) -> float | None:
+        """The slowest action's time from its first effect to its first recorded effect; None if any lacks one."""
+        times = []
+        for action_id in self.actions:
+            effect = next((e for e in self.effects if e.action_id == action_id), None)
+            record = next((w for w in self.writes if w.action_id == action_id and w.status == "applied"), None)
+            if effect is None or record is None:
+                return None
+            times.append(round(record.at_s - effect.at_s, 6))
+        return max(times) if times else None
