@@ -13,10 +13,9 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from harness.run.files import case_path, recovery_json, write_atomic
-
 from harness.check import check
 from harness.policy import Policy, builtin_policy_names, load_policy
+from harness.run.files import case_path, recovery_json, write_atomic
 from harness.scenario import Scenario, list_scenarios, load_scenario, resolve_scenario
 from harness.seeds import DEFAULT_SEEDS
 from harness.sim import simulate

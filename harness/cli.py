@@ -1,12 +1,4 @@
-"""Command line: ``python -m harness run | list | schema | report | view``. Parses, calls, prints, exits.
-
-Exit statuses:
-  0  every case ran and was judged (whatever the outcomes: an incorrect policy is a finding, not an error)
-  1  at least one case ended in ``harness_error`` (its reproduce command is printed)
-  2  bad usage or input (unknown policy or scenario, malformed scenario file or polyaxonfile); nothing was
-     written
-  3  the cases are complete on disk, but Polyaxon tracking or the push to the server failed (the message says
-     how to send the runs later)
+"""Command line: parses the arguments, calls the stage that does the work, prints, and exits.
 
 The work itself is done elsewhere (``harness.run`` runs grids, ``harness.present`` draws, ``harness.plx``
 speaks to Polyaxon), and each of those is imported only by the command that needs it, so that
@@ -30,6 +22,17 @@ if TYPE_CHECKING:
     from harness.run import CellJob, CellResult
 
 __all__ = ["main"]
+
+_HELP = """Run recovery policies against scenarios of lost replies, and judge each case from the evidence.
+
+Exit statuses:
+  0  every case ran and was judged (whatever the outcomes: an incorrect policy is a finding, not an error)
+  1  at least one case ended in harness_error (its reproduce command is printed)
+  2  bad usage or input (unknown policy or scenario, malformed scenario file or polyaxonfile); nothing was
+     written
+  3  the cases are complete on disk, but Polyaxon tracking or the push to the server failed (the message says
+     how to send the runs later)
+"""
 
 EXIT_OK, EXIT_HARNESS_ERROR, EXIT_USAGE, EXIT_TRACKING = 0, 1, 2, 3
 
@@ -64,7 +67,7 @@ _port = _whole(1, 65535, "port")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="harness", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog="harness", description=_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
     run = sub.add_parser("run", help="run the policy x scenario grid")
     run.add_argument(

@@ -11,11 +11,20 @@ from test_soundness import COMPARED
 
 from harness.check import check
 from harness.model import Artifact
-from harness.model.events import Applied, ClaimDecided, FaultInjected, PolicyFailed, ReplyReceived, ReplyUndeliverable
+from harness.model.events import (
+    Applied,
+    ClaimDecided,
+    FaultInjected,
+    PolicyFailed,
+    Received,
+    ReplyReceived,
+    ReplyUndeliverable,
+)
 from harness.policy import Command, LookUp, RecordEffect, Situation, Stop, load_policy
 from harness.scenario import BOUNDARIES, DestinationSpec, Scenario
 from harness.sim import simulate
 from harness.sim.auditor import Auditor
+from harness.sim.controller import Controller
 from harness.sim.destination import Destination
 from harness.sim.faults import Injector
 from harness.sim.history import History
@@ -267,3 +276,57 @@ def test_an_invalid_command_is_a_policy_error_not_a_harness_error() -> None:
     errors = [e for e in result.evidence.history if isinstance(e, PolicyFailed)]
     assert errors and "duration_s" in errors[0].error
     assert check(result.evidence).outcome == "unresolved"
+
+
+def controller_at(scenario: Scenario) -> tuple[simpy.Environment, Controller]:
+    """A controller alone in a fresh world, with the scenario's action recorded."""
+    env = simpy.Environment()
+    history = History(env)
+    auditor = Auditor(scenario.recovery_deadline_s)
+    controller = Controller(env, history, scenario, auditor)
+    auditor.watch(controller)
+    controller.record_action(scenario.action_id)
+    return env, controller
+
+
+def test_claim_is_refused_after_cancel_or_a_new_revision() -> None:
+    """The claim rechecks the live task: a cancellation or a newer revision refuses it; a fresh task grants it."""
+    base = shipped("lost_response")
+    _, controller = controller_at(base)
+    assert controller.claim_if_revision("a73", 17) is True
+    controller.request_cancel("stop")
+    assert controller.claim_if_revision("a73", 17) is False
+    _, controller = controller_at(base)
+    controller.change_task("m8", "sha256:d8", approved=True)
+    assert controller.claim_if_revision("a73", 17) is False
+    assert controller.claim_if_revision("a73", 18) is False  # the action belongs to revision 17
+
+
+def test_claim_is_refused_once_the_approval_has_expired() -> None:
+    """An approval is valid strictly before its expiry: a claim at or after it is refused, and dispatch is not authorized."""
+    scenario = with_changes(shipped("lost_response"), approval={"expires_at_s": 2.0})
+    env, controller = controller_at(scenario)
+    env.run(until=1.999)
+    assert controller.claim_if_revision("a73", 17) is True and controller.authorized_now("a73")
+    env.run(until=2.0)
+    assert not controller.authorized_now("a73")
+    assert controller.claim_if_revision("a73", 17) is False
+
+
+def test_a_crash_awaiting_reply_leaves_the_reply_undeliverable() -> None:
+    """The dead incarnation's connection is closed by the crash itself: its reply reaches no one."""
+    result = simulate(shipped("crash_awaiting_reply"), load_policy("stop_on_timeout"), 1)
+    replies = [e for e in result.evidence.history if isinstance(e, ReplyReceived | ReplyUndeliverable)]
+    assert [type(e) for e in replies] == [ReplyUndeliverable]
+
+
+@pytest.mark.parametrize("delay_s", [3.0, 30.0])
+def test_a_delayed_request_reaches_the_destination_that_much_later(delay_s: float) -> None:
+    """request_delayed adds its delay to the outbound crossing: the destination receives it after delay_s."""
+    scenario = with_changes(
+        shipped("lost_response"), faults=[{"boundary": "request_delayed", "nth": 1, "delay_s": delay_s}]
+    )
+    result = simulate(scenario, load_policy("stop_on_timeout"), 1)
+    received = next(e for e in result.evidence.history if isinstance(e, Received))
+    latency = shipped("lost_response").transport
+    assert delay_s + latency.latency_s <= received.at_s <= delay_s + latency.latency_s + latency.jitter_s

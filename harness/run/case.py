@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from harness.check import check
+from typing import TypedDict
+
+from harness.check import Judgement, check
 from harness.model import CaseReport, entries
 from harness.model.events import WorkerReported, event_data
 from harness.run.plan import Case, reproduce_command
@@ -14,40 +16,46 @@ __all__ = ["run_case"]
 
 def run_case(case: Case) -> tuple[CaseReport, SimResult | None]:
     """Simulate and judge one case. A failure of the harness itself becomes a ``harness_error`` report."""
-    scenario, policy = case.scenario, case.policy
-    common = {
-        "harness_version": __version__,
-        "scenario": scenario.name,
-        "scenario_revision": scenario.revision,
-        "policy": policy.name,
-        "policy_revision": policy.revision,
-        "seed": case.seed,
-        "task_id": scenario.task.task_id,
-        "action_id": scenario.action_id,
-        "reproduce": reproduce_command(case),
-    }
     try:
-        result = simulate(scenario, policy, case.seed)
+        result = simulate(case.scenario, case.policy, case.seed)
         judgement = check(result.evidence)
     except Exception as exc:  # the case still counts: it is reported, not dropped
-        error = f"{type(exc).__name__}: {exc}"
-        report = CaseReport(
-            **common,
-            attempts=(),
-            outcome="harness_error",
-            verdict="unknown",
-            metrics={},
-            unknown={"*": f"the harness failed: {error}"},
-            checks={},
-            anomalies=(),
-            claimed={},
-            timeline=(),
-            error=error,
-        )
-        return report, None
+        return _failed(case, f"{type(exc).__name__}: {exc}"), None
+    return _judged(case, result, judgement), result
+
+
+class _Identity(TypedDict):
+    """What names a case in its report, whatever happened to it."""
+
+    harness_version: str
+    scenario: str
+    scenario_revision: str
+    policy: str
+    policy_revision: str
+    seed: int
+    task_id: str
+    action_id: str
+    reproduce: str
+
+
+def _identity(case: Case) -> _Identity:
+    return _Identity(
+        harness_version=__version__,
+        scenario=case.scenario.name,
+        scenario_revision=case.scenario.revision,
+        policy=case.policy.name,
+        policy_revision=case.policy.revision,
+        seed=case.seed,
+        task_id=case.scenario.task.task_id,
+        action_id=case.scenario.action_id,
+        reproduce=reproduce_command(case),
+    )
+
+
+def _judged(case: Case, result: SimResult, judgement: Judgement) -> CaseReport:
     reports = [e for e in result.evidence.history if isinstance(e, WorkerReported)]
-    report = CaseReport(
-        **common,
+    return CaseReport(
+        **_identity(case),
         attempts=result.attempts,
         outcome=judgement.outcome,
         verdict=judgement.verdict,
@@ -58,4 +66,19 @@ def run_case(case: Case) -> tuple[CaseReport, SimResult | None]:
         claimed=event_data(reports[-1]) if reports else {},
         timeline=entries(result.evidence.history),
     )
-    return report, result
+
+
+def _failed(case: Case, error: str) -> CaseReport:
+    return CaseReport(
+        **_identity(case),
+        attempts=(),
+        outcome="harness_error",
+        verdict="unknown",
+        metrics={},
+        unknown={"*": f"the harness failed: {error}"},
+        checks={},
+        anomalies=(),
+        claimed={},
+        timeline=(),
+        error=error,
+    )
