@@ -216,7 +216,8 @@ def _list() -> int:
         print(f"  {name} (revision {load_scenario(resolve_scenario(name)).revision})")
     print("fault boundaries:")
     for boundary, cls in BOUNDARIES.items():
-        print(f"  {boundary} ({cls.side}): {(cls.__doc__ or '').strip().splitlines()[0]}")
+        doc = " ".join((cls.__doc__ or "").split())
+        print(f"  {boundary} ({cls.side}): {doc.split(': ')[0].split('. ')[0].rstrip('.')}")
     return EXIT_OK
 
 

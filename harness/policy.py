@@ -22,8 +22,10 @@ from harness.model import (
     Hold,
     LookUp,
     Receipt,
+    RecordAbsent,
     RecordEffect,
     RecordRejection,
+    ResendCurrentArguments,
     RetryNewKey,
     RetrySameAction,
     Stop,
@@ -37,6 +39,7 @@ __all__ = [
     "Artifact",
     "AttemptView",
     "Command",
+    "CommandResult",
     "ContractView",
     "Escalate",
     "Hold",
@@ -45,8 +48,11 @@ __all__ = [
     "Policy",
     "PolicyError",
     "Receipt",
+    "RecordAbsent",
     "RecordEffect",
     "RecordRejection",
+    "ResendCurrentArguments",
+    "ResponseStatus",
     "RetryNewKey",
     "RetrySameAction",
     "Situation",
@@ -58,6 +64,9 @@ __all__ = [
 ]
 
 Effect = Literal["applied", "rejected", "pending", "absent", "unknown"]
+#: What a dispatch's reply can say: a receipt's status, a conflict (same key, other arguments), pending or
+#: in progress (the first request under the key is not applied yet), or refused (too old, or fenced).
+ResponseStatus = Literal["applied", "rejected", "conflict", "pending", "in_progress", "refused"]
 
 
 class AttemptView(Frozen):
@@ -69,12 +78,14 @@ class AttemptView(Frozen):
 
     execution_id: str
     idempotency_key: str
+    #: When the controller recorded the attempt, just before it could be sent (known to every worker).
+    recorded_at_s: float
     #: ``None`` when this worker cannot know (the attempt belonged to a crashed incarnation).
     sent: bool | None
     sent_at_s: float | None
-    observation: Literal["response", "timeout", "claim_refused", "unknown", "in_flight"]
+    observation: Literal["response", "timeout", "unknown", "in_flight"]
     late: bool = False
-    response_status: Literal["applied", "rejected", "conflict", "pending"] | None = None
+    response_status: ResponseStatus | None = None
     receipt: Receipt | None = None
 
 
@@ -108,10 +119,24 @@ class ApprovalView(Frozen):
 
 
 class ContractView(Frozen):
-    """The destination's documented deduplication contract."""
+    """The destination's documented contract (see ``DestinationSpec`` for what each field means)."""
 
+    dedupe: Literal["durable", "process", "none"]
     dedupe_window_s: float
     on_conflict: Literal["reject", "replay"]
+    on_in_flight: Literal["pending", "in_progress"]
+    request_validity_s: float | None
+    fencing: bool
+    lookup_lag_s: float
+
+
+class CommandResult(Frozen):
+    """What became of one command this worker gave: carried out, or refused (a claim the controller refused,
+    a receipt never observed, ...) with the reason."""
+
+    kind: str
+    refused: bool = False
+    reason: str | None = None
 
 
 class Situation(Frozen):
@@ -119,6 +144,8 @@ class Situation(Frozen):
 
     now_s: float
     deadline_s: float
+    #: When this worker incarnation started: any attempt of an earlier, crashed one was sent before it.
+    started_at_s: float
     action: Action
     attempts: tuple[AttemptView, ...]
     lookups: tuple[LookupView, ...]
@@ -128,6 +155,12 @@ class Situation(Frozen):
     #: What the controller's action ledger holds for the action (``None``: nothing recorded yet).
     recorded: Literal["applied", "rejected", "absent"] | None
     escalated: bool
+    #: Whether the controller holds further dispatch of the action.
+    held: bool = False
+    #: The outcome of this worker's last command (``None`` before its first).
+    last: CommandResult | None = None
+    #: Every command of this worker that was refused, oldest first.
+    refusals: tuple[CommandResult, ...] = ()
 
     @property
     def time_left_s(self) -> float:
@@ -136,9 +169,18 @@ class Situation(Frozen):
 
     @property
     def first_sent_at_s(self) -> float | None:
-        """When the action was first sent, if ever."""
-        times = [a.sent_at_s for a in self.attempts if a.sent_at_s is not None]
+        """When the action was first sent, if ever (as early as its first attempt was recorded, if unseen)."""
+        times = [a.sent_at_s if a.sent_at_s is not None else a.recorded_at_s for a in self.attempts]
         return min(times) if times else None
+
+    @property
+    def last_sent_bound_s(self) -> float | None:
+        """The latest moment an attempt may have been sent: its send time when this worker saw it, else this
+        incarnation's start (an attempt of a crashed incarnation was sent, if at all, before that)."""
+        times = [
+            a.sent_at_s if a.sent_at_s is not None else self.started_at_s for a in self.attempts if a.sent is not False
+        ]
+        return max(times) if times else None
 
     def observed_receipts(self) -> list[Receipt]:
         """Every receipt seen so far, from replies and lookups, oldest first, without repeats."""

@@ -3,8 +3,15 @@
 Look the action up at the destination and verify the receipt's operation, arguments and target against the
 action that was actually sent. Record what is found. Retry only an ``absent`` action whose task revision,
 approval and deduplication contract are all still valid, and only after the controller atomically rechecks
-and claims it. A pending or unknown result is waited on while time allows, then escalated to the owner
-before the deadline: a failed lookup is not evidence that nothing happened.
+and claims it; the contract is valid for a retry only if its retention window covers every late arrival of
+an earlier request that its request-validity rule still allows. An absence is recorded only once no earlier
+request can still arrive; until then, and while a result is pending or unknown, the policy waits while time
+allows, then escalates to the owner before the deadline: a failed lookup is not evidence that nothing
+happened. A refused claim is not retried at once: it is waited out, or escalated.
+
+Revision 3: checks the window against late originals (not only at the moment of the retry), never records
+an absence a late original could still contradict, holds further dispatch when it is no longer authorized,
+and reads refusals instead of repeating a refused command.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from harness.policy import (
     Hold,
     LookUp,
     Receipt,
+    RecordAbsent,
     RecordEffect,
     RecordRejection,
     RetrySameAction,
@@ -46,20 +54,43 @@ def recovery_decision(
     return "hold_dispatch"
 
 
-def _matches(receipt: Receipt, situation: Situation) -> bool:
-    """Whether the receipt is for the action that was sent: its key and its exact arguments."""
-    action = situation.action
-    return receipt.idempotency_key == action.idempotency_key and receipt.artifact == action.artifact
-
-
 class ReconcileAndReauthorize:
     name = "reconcile_and_reauthorize"
-    revision = "2"
+    revision = "3"
     #: Time between lookups while the result is pending or unknown.
     wait_s = 10.0
     #: Escalate while at least this much time is left before the deadline.
     escalate_margin_s = 15.0
     retry_count_max = 2
+
+    def matches(self, receipt: Receipt, situation: Situation) -> bool:
+        """Whether the receipt is for the action that was sent: its key and its exact arguments."""
+        action = situation.action
+        return receipt.idempotency_key == action.idempotency_key and receipt.artifact == action.artifact
+
+    def quiet_after_s(self, situation: Situation) -> float | None:
+        """From when a lookup's ``absent`` is final: no earlier request can still arrive (each would be refused
+        as too old) and the lookup no longer lags behind them. ``None``: never, under this contract."""
+        last_sent = situation.last_sent_bound_s
+        if last_sent is None:
+            return situation.started_at_s  # nothing was ever sent
+        validity = situation.contract.request_validity_s
+        if validity is None:
+            return None
+        return last_sent + validity + situation.contract.lookup_lag_s
+
+    def retry_is_safe(self, situation: Situation, looked_at_s: float) -> bool:
+        """Whether a same-key retry sent now cannot add a second effect to an earlier request: the absence it
+        follows is final, or the destination keeps the key durably and its window (counted from the retry)
+        outlasts every late arrival the request-validity rule still allows."""
+        quiet = self.quiet_after_s(situation)
+        if quiet is not None and looked_at_s >= quiet:
+            return True
+        first_sent = situation.first_sent_at_s
+        contract = situation.contract
+        if first_sent is None or contract.dedupe != "durable" or contract.request_validity_s is None:
+            return first_sent is None
+        return first_sent + contract.request_validity_s <= situation.now_s + contract.dedupe_window_s
 
     def decide(self, situation: Situation) -> Command:
         if situation.recorded is not None:
@@ -67,39 +98,60 @@ class ReconcileAndReauthorize:
         if situation.escalated:
             return Stop(reason="escalated to the owner")
         receipts = situation.observed_receipts()
-        if any(not _matches(r, situation) for r in receipts):
+        if any(not self.matches(r, situation) for r in receipts):
             return Escalate(reason="a receipt does not match the action that was sent")
-        latest_attempt = max((a.sent_at_s or 0.0 for a in situation.attempts), default=0.0)
+        settled = next((r for r in receipts if r.status == "applied"), None) or (receipts[0] if receipts else None)
+        if settled is not None:
+            if settled.status == "applied":
+                return RecordEffect(receipt_id=settled.receipt_id)
+            return RecordRejection(receipt_id=settled.receipt_id)
+        latest_attempt = situation.last_sent_bound_s or 0.0
         # A lookup answers for the moment it was made: one older than the last attempt or the last wait is stale.
         # (Half a wait, not a whole one: after waiting exactly wait_s, float arithmetic can land just short.)
         fresh = [
             lk for lk in situation.lookups if lk.at_s >= latest_attempt and situation.now_s - lk.at_s < self.wait_s / 2
         ]
-        settled = next((r for r in receipts if r.status == "applied"), None) or (receipts[0] if receipts else None)
-        if settled is None and not fresh:
+        if not fresh:
             return LookUp()
-        effect: Effect = settled.status if settled is not None else fresh[-1].effect
-        first_sent = situation.first_sent_at_s
+        lookup = fresh[-1]
+        if lookup.effect in ("pending", "unknown"):
+            return self._wait_or_escalate(situation, f"outcome still {lookup.effect}")
         decision = recovery_decision(
-            effect,
+            lookup.effect,
             same_task_revision=situation.task.revision == situation.action.revision
             and not situation.task.cancel_requested,
-            authorization_valid=situation.approval.valid,
-            deduplication_valid=first_sent is None or situation.now_s - first_sent < situation.contract.dedupe_window_s,
+            authorization_valid=situation.approval.valid and not situation.held,
+            deduplication_valid=self.retry_is_safe(situation, lookup.at_s),
         )
-        if decision == "record_observed_effect" and settled is not None:
-            return RecordEffect(receipt_id=settled.receipt_id)
-        if decision == "record_rejection" and settled is not None:
-            return RecordRejection(receipt_id=settled.receipt_id)
         if decision == "retry_same_action":
-            if len(situation.attempts) > self.retry_count_max:
-                return Escalate(reason="absent after the allowed retries")
+            refused = situation.last is not None and situation.last.refused
+            if refused or len(situation.attempts) > self.retry_count_max:
+                why = situation.last.reason if refused and situation.last else "absent after the allowed retries"
+                return self._wait_or_escalate(situation, f"cannot retry yet: {why}")
             return RetrySameAction(claim=True)
-        if decision == "hold_dispatch":
-            return Hold()
+        return self._absent_without_retry(situation, lookup.at_s)
+
+    def _absent_without_retry(self, situation: Situation, looked_at_s: float) -> Command:
+        """Absent, and no retry is authorized or safe: hold dispatch; record the absence once it is final."""
+        if not situation.held and not (
+            situation.task.revision == situation.action.revision
+            and not situation.task.cancel_requested
+            and situation.approval.valid
+        ):
+            return Hold(reason="absent at the destination, and dispatch is no longer authorized")
+        quiet = self.quiet_after_s(situation)
+        if quiet is not None and looked_at_s >= quiet:
+            return RecordAbsent(reason="absent at the destination, and no earlier request can still arrive")
+        if quiet is not None and situation.now_s >= quiet:
+            return LookUp()  # the last lookup predates the moment its answer became final: ask again
+        if quiet is not None and quiet + 1.0 < situation.deadline_s - self.escalate_margin_s:
+            return Wait(duration_s=max(quiet - situation.now_s, 0.0) + 0.001)
+        return Escalate(reason="absent so far, but a late request could still arrive before the deadline")
+
+    def _wait_or_escalate(self, situation: Situation, why: str) -> Command:
         if situation.time_left_s > self.wait_s + self.escalate_margin_s:
             return Wait(duration_s=self.wait_s)
-        return Escalate(reason=f"outcome still {effect} with {situation.time_left_s:.0f} s left before the deadline")
+        return Escalate(reason=f"{why} with {situation.time_left_s:.0f} s left before the deadline")
 
 
 POLICY = ReconcileAndReauthorize()

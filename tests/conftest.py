@@ -25,6 +25,16 @@ SMALL_GRID = (
 )
 
 
+#: Tables a test wants shown after the run, by title: printed at the end of pytest's output.
+SUMMARIES: dict[str, str] = {}
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for title, text in SUMMARIES.items():
+        terminalreporter.write_sep("-", title)
+        terminalreporter.write_line(text)
+
+
 def run_into(out: Path, *args: str) -> int:
     """``python -m harness run --out OUT --quiet ARGS...`` in this process; returns the exit status."""
     from harness.cli import main

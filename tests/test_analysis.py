@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from conftest import SMALL_GRID, run_into
 
+from harness.model import SCHEMA_VERSION
 from harness.present.analysis import (
     compare_runs,
     load,
@@ -87,7 +88,7 @@ def test_bad_files_are_skipped_with_reasons(run_dir: Path, tmp_path: Path) -> No
         "good": good.read_text(),
         "broken": "{not json",
         "future": json.dumps({**json.loads(good.read_text()), "schema_version": 99}),
-        "partial": json.dumps({"schema_version": 1, "policy": "x"}),
+        "partial": json.dumps({"schema_version": SCHEMA_VERSION, "policy": "x"}),
     }.items():
         (folder / name).mkdir(parents=True)
         (folder / name / "recovery.json").write_text(text)

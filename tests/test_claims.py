@@ -26,7 +26,7 @@ def test_claimed_success_without_effect_changes_nothing() -> None:
         ),
     )
     lied = check(lying)
-    assert honest.outcome == lied.outcome == "unresolved"
+    assert honest.outcome == lied.outcome == "abandoned"
     assert honest.verdict == lied.verdict
     for name, value in honest.metrics.items():
         if name != "executor_finished":

@@ -13,6 +13,7 @@ import pytest
 from conftest import run_into
 
 from harness.cli import main
+from harness.model import OUTCOMES
 from harness.policy import builtin_policy_names
 from harness.scenario import list_scenarios
 
@@ -34,7 +35,7 @@ def test_default_grid_writes_every_case_and_a_summary(tmp_path: Path, capsys: py
     assert sorted(p.read_bytes() for p in copies) == sorted(p.read_bytes() for p in cases)
     rows = list(csv.DictReader((out / "summary.csv").open()))
     assert len(rows) == expected
-    assert {r["outcome"] for r in rows} <= {"correct", "incorrect", "unresolved"}
+    assert {r["outcome"] for r in rows} <= set(OUTCOMES) - {"harness_error"}
     table = capsys.readouterr().out
     assert "reconcile_and_reauthorize" in table and "uncertain_lookup" in table
     report = json.loads(cases[0].read_text())
@@ -136,7 +137,7 @@ def test_user_policy_by_module_attr(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     out = tmp_path / "run"
     assert run_into(out, "--policy", "mypolicies:POLICY", "--scenario", "lost_response", "--seed", "1") == 0
     report = json.loads((out / "cases/crashy/lost_response/seed-1/recovery.json").read_text())
-    assert report["policy_revision"] == "0.1" and report["outcome"] == "unresolved"
+    assert report["policy_revision"] == "0.1" and report["outcome"] == "abandoned"
     assert any(e["event"] == "policy_error" and "bug in my policy" in e["data"]["error"] for e in report["timeline"])
     assert "mypolicies:POLICY" in report["reproduce"]
 

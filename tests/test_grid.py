@@ -1,7 +1,8 @@
-"""The expected consequences of every shipped scenario, as the checker derives them from evidence.
+"""The expected outcome of every shipped policy in every shipped scenario, as the checker derives it from evidence.
 
-Nothing here reads what the worker claimed or the simulator's ground truth: each assertion is about metrics
-the checker computed from the history. The seeds vary latencies; the consequences must hold for each.
+Each cell states the outcome and exactly which safety properties are violated, for every seed below. Nothing
+here reads what the worker claimed or the auditor's ground truth: each assertion is about what the checker
+concluded from the history. The seeds vary latencies; the consequences must hold for each.
 """
 
 from __future__ import annotations
@@ -10,138 +11,338 @@ import pytest
 from conftest import shipped
 
 from harness.check import Judgement, check
-from harness.model.events import ReplyReceived
-from harness.policy import load_policy
-from harness.sim import simulate
+from harness.model.events import (
+    AbsenceRecorded,
+    ApprovalRevoked,
+    ClaimDecided,
+    DispatchSent,
+    EffectRecorded,
+    Escalated,
+    RecordRepeated,
+    ReplyReceived,
+    RequestRefused,
+    TaskCompleted,
+)
+from harness.policy import (
+    Command,
+    RecordEffect,
+    ResendCurrentArguments,
+    Situation,
+    Stop,
+    builtin_policy_names,
+    load_policy,
+)
+from harness.scenario import list_scenarios
+from harness.sim import SimResult, simulate
 
 SEEDS = (1, 2, 3, 17)
+POLICIES = {
+    "stop": "stop_on_timeout",
+    "same_key": "retry_same_key",
+    "reconcile": "reconcile_and_reauthorize",
+    "new_key": "retry_new_key",
+}
+
+#: scenario -> policy -> (outcome, the safety properties whose verdict is false)
+EXPECTED: dict[str, dict[str, tuple[str, set[str]]]] = {
+    "absent_then_late_original": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("correct", set()),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+    ),
+    "approval_expired_before_dispatch": dict(
+        stop=("correct", set()),
+        same_key=("correct", set()),
+        reconcile=("correct", set()),
+        new_key=("correct", set()),
+    ),
+    "cancel_before_dispatch": dict(
+        stop=("correct", set()),
+        same_key=("correct", set()),
+        reconcile=("correct", set()),
+        new_key=("correct", set()),
+    ),
+    "cancel_inflight": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"unauthorized_dispatches"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects", "effects_after_cancel", "unauthorized_dispatches"}),
+    ),
+    "changed_task": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"unauthorized_dispatches"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects", "effects_after_cancel", "unauthorized_dispatches"}),
+    ),
+    "conflict_rejected": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"unauthorized_dispatches"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects", "unauthorized_dispatches"}),
+    ),
+    "conflict_replayed": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"unauthorized_dispatches"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects", "unauthorized_dispatches"}),
+    ),
+    "crash_awaiting_reply": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("correct", set()),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+    ),
+    "dedupe_forgotten_on_restart": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"duplicate_effects"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+    ),
+    "duplicate_receipt": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("correct", set()),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+    ),
+    "fenced_late_original": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"abandoned_actions", "unauthorized_dispatches"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"abandoned_actions", "unauthorized_dispatches"}),
+    ),
+    "foreign_receipt": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("correct", set()),
+        reconcile=("escalated", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+    ),
+    "in_progress_duplicate": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("abandoned", {"abandoned_actions"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+    ),
+    "late_original_after_cancel": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"effects_after_cancel", "unauthorized_dispatches"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects", "effects_after_cancel", "unauthorized_dispatches"}),
+    ),
+    "late_original_in_window": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("correct", set()),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+    ),
+    "late_original_no_dedupe": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"duplicate_effects"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+    ),
+    "late_original_past_window": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"duplicate_effects"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+    ),
+    "lost_response": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("correct", set()),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+    ),
+    "newer_write_held": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"unauthorized_dispatches"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects", "unauthorized_dispatches"}),
+    ),
+    "no_dedupe_flaky_lookup": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"duplicate_effects"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+    ),
+    "pending_applies_late": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("abandoned", {"abandoned_actions"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+    ),
+    "request_lost": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("correct", set()),
+        reconcile=("correct", set()),
+        new_key=("correct", set()),
+    ),
+    "stale_lookup_after_cancel": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"unauthorized_dispatches"}),
+        reconcile=("escalated", set()),
+        new_key=("incorrect", {"duplicate_effects", "effects_after_cancel", "unauthorized_dispatches"}),
+    ),
+    "two_recoverers": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("correct", set()),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+    ),
+    "uncertain_lookup": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("abandoned", {"abandoned_actions"}),
+        reconcile=("escalated", set()),
+        new_key=("abandoned", {"abandoned_actions"}),
+    ),
+}
 
 
-def judge(policy: str, scenario: str, seed: int) -> Judgement:
-    return check(simulate(shipped(scenario), load_policy(policy), seed).evidence)
+def run(policy: str, scenario: str, seed: int) -> tuple[SimResult, Judgement]:
+    result = simulate(shipped(scenario), load_policy(policy), seed)
+    return result, check(result.evidence)
+
+
+def test_the_table_covers_every_shipped_policy_and_scenario() -> None:
+    """No shipped cell is left without an expected outcome."""
+    assert set(EXPECTED) == set(list_scenarios())
+    assert set(POLICIES.values()) == set(builtin_policy_names()) - set(OTHER_POLICIES)
+    assert all(set(row) == set(POLICIES) for row in EXPECTED.values())
+
+
+#: Shipped policies whose expectations live in their own seed's table (tests/test_grid_seeds.py).
+OTHER_POLICIES: tuple[str, ...] = ()
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-class TestLostResponse:
-    def test_stop_leaves_it_unresolved(self, seed: int) -> None:
-        """Giving up leaves the applied effect unaccounted for, without duplicating it."""
-        j = judge("stop_on_timeout", "lost_response", seed)
-        assert (j.metrics["unresolved_actions"], j.metrics["duplicate_effects"], j.outcome) == (1, 0, "unresolved")
+@pytest.mark.parametrize("scenario", sorted(EXPECTED))
+def test_every_cell_has_its_expected_outcome_and_violations(scenario: str, seed: int) -> None:
+    """Each policy's outcome, and the set of properties it violates, are as the table states."""
+    for short, policy in POLICIES.items():
+        outcome, violated = EXPECTED[scenario][short]
+        _, judgement = run(policy, scenario, seed)
+        found = {name for name, verdict in judgement.checks.items() if verdict == "false"}
+        assert (judgement.outcome, found) == (outcome, violated), f"{policy} x {scenario} seed {seed}"
 
-    def test_same_key_retry_is_deduplicated(self, seed: int) -> None:
-        """A same-key retry inside the window completes the task with no duplicate effect."""
-        j = judge("retry_same_key", "lost_response", seed)
-        assert j.metrics["task_completed"] is True and j.metrics["duplicate_effects"] == 0
 
-    def test_reconcile_completes_from_the_lookup(self, seed: int) -> None:
-        """Reconciling completes the task from the looked-up receipt after a single dispatch."""
-        j = judge("reconcile_and_reauthorize", "lost_response", seed)
-        assert j.metrics["task_completed"] is True and j.metrics["dispatches"] == 1 and j.outcome == "correct"
-
-    def test_new_key_duplicates(self, seed: int) -> None:
-        """A retry under a new key applies the effect twice."""
-        j = judge("retry_new_key", "lost_response", seed)
-        assert j.metrics["duplicate_effects"] >= 1 and j.outcome == "incorrect"  # type: ignore[operator]
+def test_reconcile_is_correct_or_escalated_everywhere() -> None:
+    """The reference policy is never incorrect, abandoned or undecided in a shipped scenario."""
+    assert {EXPECTED[s]["reconcile"][0] for s in EXPECTED} <= {"correct", "escalated"}
+    assert all(not EXPECTED[s]["reconcile"][1] for s in EXPECTED)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-class TestChangedTask:
-    def test_stop_leaves_revision_18_incomplete(self, seed: int) -> None:
-        """Giving up completes nothing and leaves a73 unresolved."""
-        j = judge("stop_on_timeout", "changed_task", seed)
-        assert j.metrics["task_completed"] is False and j.outcome == "unresolved"
+class TestConsequences:
+    """What the outcomes rest on, in the evidence."""
 
-    def test_same_key_retry_acts_without_authority(self, seed: int) -> None:
-        """A blind retry after the revision changed is unauthorized or completes the wrong revision."""
-        j = judge("retry_same_key", "changed_task", seed)
-        assert j.metrics["unauthorized_dispatches"] or j.metrics["wrong_revision_completions"]
-        assert j.outcome == "incorrect"
-
-    def test_reconcile_records_history_and_leaves_18_awaiting(self, seed: int) -> None:
-        """m7 is recorded as a historical effect; revision 18 is not completed; nothing unauthorized happens."""
-        result = simulate(shipped("changed_task"), load_policy("reconcile_and_reauthorize"), seed)
-        j = check(result.evidence)
-        m = j.metrics
-        assert (m["unauthorized_dispatches"], m["wrong_revision_completions"], m["unresolved_actions"]) == (0, 0, 0)
-        assert m["task_completed"] is False and j.outcome == "correct"
-        events = [(e.actor, e.event) for e in result.evidence.history]
-        assert ("controller", "effect_recorded") in events and ("controller", "task_completed") not in events
-        assert ("controller", "cancel_requested") in events
-
-    def test_new_key_is_incorrect(self, seed: int) -> None:
-        """Retrying under a new key after the change is incorrect."""
-        assert judge("retry_new_key", "changed_task", seed).outcome == "incorrect"
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-class TestCancelInflight:
-    def test_stop_is_unresolved(self, seed: int) -> None:
-        """Giving up leaves the in-flight effect unaccounted for."""
-        assert judge("stop_on_timeout", "cancel_inflight", seed).outcome == "unresolved"
-
-    def test_same_key_retry_dispatches_after_cancel(self, seed: int) -> None:
-        """A blind retry after the cancellation is an unauthorized dispatch."""
-        j = judge("retry_same_key", "cancel_inflight", seed)
-        assert j.metrics["unauthorized_dispatches"] >= 1 and j.outcome == "incorrect"  # type: ignore[operator]
-
-    def test_reconcile_accounts_without_dispatching(self, seed: int) -> None:
-        """Reconciling sends nothing after the cancellation and accounts for the effect."""
-        j = judge("reconcile_and_reauthorize", "cancel_inflight", seed)
-        m = j.metrics
-        assert (m["unauthorized_dispatches"], m["effects_after_cancel"], m["unresolved_actions"]) == (0, 0, 0)
-        assert j.outcome == "correct"
-
-    def test_new_key_applies_after_cancel(self, seed: int) -> None:
-        """A new-key retry after the cancellation causes a new effect."""
-        j = judge("retry_new_key", "cancel_inflight", seed)
-        assert j.metrics["effects_after_cancel"] >= 1 and j.outcome == "incorrect"  # type: ignore[operator]
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-class TestDuplicateReceipt:
-    @pytest.mark.parametrize("policy", ["stop_on_timeout", "retry_same_key", "reconcile_and_reauthorize"])
-    def test_receipt_recorded_at_most_once(self, policy: str, seed: int) -> None:
-        """The receipt seen by the late reply and by recovery is never recorded twice."""
-        j = judge(policy, "duplicate_receipt", seed)
-        assert j.metrics["duplicate_records"] == 0
-        if policy != "stop_on_timeout":
-            assert j.metrics["duplicate_effects"] == 0
-
-    def test_reconcile_is_correct(self, seed: int) -> None:
-        """Reconciling records the receipt once and is correct."""
-        assert judge("reconcile_and_reauthorize", "duplicate_receipt", seed).outcome == "correct"
-
-    def test_reconcile_saw_the_receipt_twice(self, seed: int) -> None:
-        """The late reply did reach the recovering worker before it recorded: the duplicate observation is real."""
-        ev = simulate(shipped("duplicate_receipt"), load_policy("reconcile_and_reauthorize"), seed).evidence
-        receives = [e for e in ev.history if isinstance(e, ReplyReceived) and e.receipt_id == "r1"]
-        record = next(e for e in ev.history if e.event == "effect_recorded")
-        assert len([e for e in receives if e.index < record.index]) == 2
-
-    def test_new_key_duplicates(self, seed: int) -> None:
-        """A new-key retry applies the effect twice."""
-        assert judge("retry_new_key", "duplicate_receipt", seed).metrics["duplicate_effects"] >= 1  # type: ignore[operator]
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-class TestUncertainLookup:
-    def test_stop_dispatched_once(self, seed: int) -> None:
-        """One dispatch proves at most one effect even without the ledger; the action stays unresolved."""
-        j = judge("stop_on_timeout", "uncertain_lookup", seed)
-        assert j.metrics["duplicate_effects"] == 0 and j.outcome == "unresolved"
+    def test_uncertain_lookup_tells_giving_up_from_escalating(self, seed: int) -> None:
+        """Giving up is abandonment (verdict false); escalating before the deadline is not."""
+        _, stop = run("stop_on_timeout", "uncertain_lookup", seed)
+        result, reconcile = run("reconcile_and_reauthorize", "uncertain_lookup", seed)
+        assert (stop.outcome, stop.verdict) == ("abandoned", "false")
+        assert (reconcile.outcome, reconcile.verdict) == ("escalated", "true")
+        escalated = [e for e in result.evidence.history if isinstance(e, Escalated)]
+        assert escalated and escalated[0].at_s < result.evidence.recovery_deadline_s
 
     @pytest.mark.parametrize("policy", ["retry_same_key", "retry_new_key"])
-    def test_blind_retries_make_duplicates_unknown(self, policy: str, seed: int) -> None:
+    def test_blind_retries_leave_duplicates_unknown_without_the_ledger(self, policy: str, seed: int) -> None:
         """Several dispatches with no ledger to read: the duplicate count is null with a reason, never 0."""
-        j = judge(policy, "uncertain_lookup", seed)
+        _, j = run(policy, "uncertain_lookup", seed)
         assert j.metrics["duplicate_effects"] is None and "unavailable" in j.unknown["duplicate_effects"]
-        assert j.verdict == "unknown"
 
-    def test_reconcile_escalates_before_the_deadline(self, seed: int) -> None:
-        """Reconciling dispatches once, stays unresolved, and escalates to the owner before the deadline."""
-        result = simulate(shipped("uncertain_lookup"), load_policy("reconcile_and_reauthorize"), seed)
-        j = check(result.evidence)
-        m = j.metrics
-        assert (m["dispatches"], m["duplicate_effects"], j.outcome) == (1, 0, "unresolved")
-        escalated = [e for e in result.evidence.history if e.event == "escalated"]
-        assert escalated and escalated[0].at_s < result.evidence.recovery_deadline_s
+    def test_changed_task_records_history_and_leaves_18_awaiting(self, seed: int) -> None:
+        """m7 is recorded as a historical effect; revision 18 is not completed; the old approval is revoked."""
+        result, j = run("reconcile_and_reauthorize", "changed_task", seed)
+        assert j.metrics["task_completed"] is False and j.outcome == "correct"
+        history = result.evidence.history
+        assert any(isinstance(e, EffectRecorded) for e in history)
+        assert not any(isinstance(e, TaskCompleted) for e in history)
+        assert any(isinstance(e, ApprovalRevoked) for e in history)
+
+    def test_duplicate_receipt_is_seen_twice_and_recorded_once(self, seed: int) -> None:
+        """The late reply and the lookup both bring r1 before it is recorded; the ledger holds it once."""
+        result, j = run("reconcile_and_reauthorize", "duplicate_receipt", seed)
+        receives = [e for e in result.evidence.history if isinstance(e, ReplyReceived) and e.receipt_id == "r1"]
+        record = next(e for e in result.evidence.history if isinstance(e, EffectRecorded))
+        assert len([e for e in receives if e.index < record.index]) == 2 and j.metrics["duplicate_records"] == 0
+
+    def test_two_recoverers_race_and_the_guard_records_once(self, seed: int) -> None:
+        """Both recovering workers decide to record r1; the second write meets the conditional update."""
+        result, j = run("reconcile_and_reauthorize", "two_recoverers", seed)
+        assert any(isinstance(e, RecordRepeated) for e in result.evidence.history)
+        assert j.metrics["duplicate_records"] == 0 and j.outcome == "correct"
+
+    def test_newer_write_is_held_until_the_older_action_is_accounted_for(self, seed: int) -> None:
+        """a74's claims are refused while a73 is unaccounted for; m8 is sent only after a73 is recorded."""
+        result, j = run("reconcile_and_reauthorize", "newer_write_held", seed)
+        history = result.evidence.history
+        refused = [e for e in history if isinstance(e, ClaimDecided) and e.action_id == "a74" and not e.ok]
+        a73_recorded = next(e for e in history if isinstance(e, EffectRecorded) and e.action_id == "a73")
+        a74_sent = next(e for e in history if isinstance(e, DispatchSent) and e.action_id == "a74")
+        assert refused and all(e.index < a73_recorded.index for e in refused)
+        assert a74_sent.index > a73_recorded.index and j.metrics["task_completed"] is True
+
+    def test_a_fenced_late_original_is_refused_and_the_absence_recorded(self, seed: int) -> None:
+        """The cancellation revokes the approval; the destination refuses the late original; absence is final."""
+        result, j = run("reconcile_and_reauthorize", "fenced_late_original", seed)
+        history = result.evidence.history
+        assert [e.reason for e in history if isinstance(e, RequestRefused)] == ["fenced"]
+        assert any(isinstance(e, AbsenceRecorded) for e in history) and j.outcome == "correct"
+
+    def test_the_late_original_past_the_window_is_waited_for_not_retried(self, seed: int) -> None:
+        """Revision 3 sends nothing more while the original may still land, and records its effect."""
+        _, j = run("reconcile_and_reauthorize", "late_original_past_window", seed)
+        assert j.metrics["dispatches"] == 1 and j.metrics["task_completed"] is True
+
+    @pytest.mark.parametrize("scenario", ["cancel_before_dispatch", "approval_expired_before_dispatch"])
+    def test_a_refused_first_claim_sends_nothing(self, scenario: str, seed: int) -> None:
+        """The dispatcher's claim is refused; nothing is sent and the action is recorded as never applied."""
+        result, j = run("retry_same_key", scenario, seed)
+        claims = [e for e in result.evidence.history if isinstance(e, ClaimDecided)]
+        assert [c.ok for c in claims] == [False] and j.metrics["dispatches"] == 0
+        assert any(isinstance(e, AbsenceRecorded) for e in result.evidence.history)
+
+
+class ResendsCurrentArguments:
+    """The bug users write after a task change: send the task's current arguments under the action's key, and
+    record whatever receipt comes back."""
+
+    name, revision = "resends_current_arguments", "test"
+
+    def decide(self, situation: Situation) -> Command:
+        if situation.recorded is not None:
+            return Stop()
+        receipts = [a.receipt for a in situation.attempts if a.receipt is not None]
+        if receipts:
+            return RecordEffect(receipt_id=receipts[-1].receipt_id)
+        if any(a.response_status == "conflict" for a in situation.attempts):
+            return Stop(reason="conflict")
+        return ResendCurrentArguments(claim=False)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_resending_current_arguments_is_caught_under_either_contract(seed: int) -> None:
+    """Under a replaying destination the m7 receipt is recorded for an m8 request: incorrect, and the anomaly
+    names what took effect (m7) and what the task wanted (m8); a rejecting destination answers a conflict."""
+    replayed = check(simulate(shipped("conflict_replayed"), ResendsCurrentArguments(), seed).evidence)
+    assert replayed.outcome == "incorrect" and replayed.checks["mismatched_records"] == "false"
+    detail = next(a.detail for a in replayed.anomalies if a.kind == "mismatched_record")
+    assert "m7 (sha256:d7d7d7)" in detail and "m8 (sha256:d8d8d8)" in detail and "the task wanted m8" in detail
+    assert replayed.checks["changed_arguments"] == "false"
+    rejected = simulate(shipped("conflict_rejected"), ResendsCurrentArguments(), seed)
+    statuses = [e.status for e in rejected.evidence.history if isinstance(e, ReplyReceived) and e.kind == "dispatch"]
+    assert statuses == ["conflict"]
+
+
+def test_resending_current_arguments_with_a_claim_is_refused_after_the_change() -> None:
+    """With a claim, the controller refuses the resend: the action belongs to revision 17, the task is at 18."""
+
+    class Claims(ResendsCurrentArguments):
+        def decide(self, situation: Situation) -> Command:
+            command = super().decide(situation)
+            return ResendCurrentArguments(claim=True) if isinstance(command, ResendCurrentArguments) else command
+
+    result = simulate(shipped("conflict_replayed"), Claims(), 1)
+    claims = [e for e in result.evidence.history if isinstance(e, ClaimDecided) and not e.ok]
+    assert claims and "revision 18" in (claims[0].reason or "")
+    assert check(result.evidence).metrics["dispatches"] == 1

@@ -201,7 +201,7 @@ def test_absent_recorded_after_apply_is_false() -> None:
         + "\n"
         + applied(0.5, 1, "r1")
         + "\n"
-        + "15 controller held action_id=a73 reason=x version=1"
+        + "15 controller absence_recorded action_id=a73 reason=x version=1"
     )
     assert run("false_records", ev).value == 1
 
@@ -209,14 +209,17 @@ def test_absent_recorded_after_apply_is_false() -> None:
 def test_executor_finished_reads_only_the_report() -> None:
     """executor_finished is the worker's report, and null when it never reported."""
     assert run("executor_finished", history(OPENING)).value is None
-    ev = history(OPENING + "9 worker report finished=true claimed=completed incarnation=1")
+    ev = history(OPENING + "9 worker report action_id=a73 finished=true claimed=completed incarnation=1")
     assert run("executor_finished", ev).value is True
 
 
 def test_effect_landing_after_an_absent_record_is_a_false_record() -> None:
     """A late request applied after the action was held as absent makes that record false, whatever the order."""
     ev = history(
-        OPENING + dispatch(0.0, 1) + "\n15 controller held action_id=a73 reason=x version=1\n" + applied(30.5, 1, "r1")
+        OPENING
+        + dispatch(0.0, 1)
+        + "\n15 controller absence_recorded action_id=a73 reason=x version=1\n"
+        + applied(30.5, 1, "r1")
     )
     found = run("false_records", ev)
     assert found.value == 1 and found.anomalies[0].witnesses == (5, 6)
@@ -225,7 +228,10 @@ def test_effect_landing_after_an_absent_record_is_a_false_record() -> None:
 def test_dispatch_after_the_action_was_recorded_is_unauthorized() -> None:
     """Once the ledger accounts for the action, a further dispatch is unauthorized (the claim is spent)."""
     ev = history(
-        OPENING + dispatch(0.0, 1) + "\n15 controller held action_id=a73 reason=x version=1\n" + dispatch(16.0, 2)
+        OPENING
+        + dispatch(0.0, 1)
+        + "\n15 controller absence_recorded action_id=a73 reason=x version=1\n"
+        + dispatch(16.0, 2)
     )
     found = run("unauthorized_dispatches", ev)
     assert found.value == 1 and "recorded" in found.anomalies[0].detail
@@ -240,3 +246,115 @@ def test_an_approval_granted_later_does_not_authorize_earlier() -> None:
     late = "5 controller approval_granted approval_id=apr-17 revision=17 operation=activate target=staging/fraud digest=d7 expires_at_s=none"
     ev = history(opening + dispatch(1.0, 1) + "\n" + late)
     assert run("unauthorized_dispatches", ev).value == 1
+
+
+def escalated(at: float) -> str:
+    return f"{at} controller escalated action_id=a73 owner=release-oncall reason=x"
+
+
+def test_an_action_neither_accounted_nor_escalated_is_abandoned() -> None:
+    """Unaccounted for at the deadline and never escalated: abandoned; escalated in time: not."""
+    ev = history(OPENING + dispatch(0.0, 1))
+    found = run("abandoned_actions", ev)
+    assert found.value == 1 and found.anomalies[0].witnesses == (2,)
+    assert run("abandoned_actions", history(OPENING + dispatch(0.0, 1) + "\n" + escalated(100))).value == 0
+    assert run("unresolved_actions", history(OPENING + dispatch(0.0, 1) + "\n" + escalated(100))).value == 1
+
+
+def test_an_escalation_after_the_deadline_is_still_abandonment() -> None:
+    """Handing the action over after the deadline is too late: it was abandoned at the deadline."""
+    ev = history(OPENING + dispatch(0.0, 1) + "\n" + escalated(120.5), deadline_s=120)
+    assert run("abandoned_actions", ev).value == 1
+    assert (
+        run("abandoned_actions", history(OPENING + dispatch(0.0, 1) + "\n" + escalated(120), deadline_s=120)).value == 0
+    )
+
+
+def test_absence_recorded_while_the_destination_had_it_pending_is_false() -> None:
+    """Accepted (pending) at the destination before the absence was recorded: a false record, even unapplied."""
+    accepted = "0.1 destination accepted idempotency_key=a73 execution_id=a73-x1"
+    ev = history(
+        OPENING
+        + dispatch(0.0, 1)
+        + "\n"
+        + accepted
+        + "\n15 controller absence_recorded action_id=a73 reason=x version=1"
+    )
+    found = run("false_records", ev)
+    assert found.value == 1 and found.anomalies[0].witnesses == (6, 5) and "pending" in found.anomalies[0].detail
+    fine = history(OPENING + dispatch(0.0, 1) + "\n15 controller absence_recorded action_id=a73 reason=x version=1")
+    assert run("false_records", fine).value == 0
+
+
+def test_a_receipt_for_other_arguments_recorded_as_the_effect_is_mismatched() -> None:
+    """A receipt for m7 recorded after the last request asked for m8 names both artifacts."""
+    other = recorded(15, "r1")  # the receipt is m7
+    ev = history(OPENING + dispatch(0.0, 1, model="m8", digest="d8") + "\n" + applied(0.5, 1, "r1") + "\n" + other)
+    found = run("mismatched_records", ev)
+    assert found.value == 1 and found.anomalies[0].witnesses == (6, 4)
+    assert "m7 (d7)" in found.anomalies[0].detail and "m8 (d8)" in found.anomalies[0].detail
+    same = history(OPENING + dispatch(0.0, 1) + "\n" + applied(0.5, 1, "r1") + "\n" + recorded(15, "r1"))
+    assert run("mismatched_records", same).value == 0
+
+
+def test_reusing_a_key_with_other_arguments_is_changed_arguments() -> None:
+    """The same key sent for m8 after it was used for m7 is flagged; a new key or the same arguments are not."""
+    ev = history(OPENING + dispatch(0.0, 1) + "\n" + dispatch(15.0, 2, model="m8", digest="d8"))
+    found = run("changed_arguments", ev)
+    assert found.value == 1 and found.anomalies[0].witnesses == (4, 5)
+    assert run("changed_arguments", history(OPENING + dispatch(0.0, 1) + "\n" + dispatch(15.0, 2))).value == 0
+    new_key = history(OPENING + dispatch(0.0, 1) + "\n" + dispatch(15.0, 2, key="a73.k1", model="m8", digest="d8"))
+    assert run("changed_arguments", new_key).value == 0
+
+
+def lookup_reply(at: float, n: int, status: str) -> str:
+    return f"{at} transport receive kind=lookup n={n} action_id=a73 execution_id=none status={status} receipt_id=none"
+
+
+def test_a_new_key_while_the_outcome_is_unknown_is_counted() -> None:
+    """A new key after a timeout with nothing learned is counted; after an absent lookup, or a receipt, it is not."""
+    unknown = history(OPENING + dispatch(0.0, 1) + "\n" + dispatch(15.0, 2, key="a73.k1"))
+    found = run("new_keys_while_unknown", unknown)
+    assert found.value == 1 and found.anomalies[0].witnesses == (5,)
+    absent = history(
+        OPENING + dispatch(0.0, 1) + "\n" + lookup_reply(14.0, 1, "absent") + "\n" + dispatch(15.0, 2, key="a73.k1")
+    )
+    assert run("new_keys_while_unknown", absent).value == 0
+    stale = history(
+        OPENING + lookup_reply(0.0, 1, "absent") + "\n" + dispatch(0.1, 1) + "\n" + dispatch(15.0, 2, key="a73.k1")
+    )
+    assert run("new_keys_while_unknown", stale).value == 1  # the absent answer predates the first dispatch
+    assert run("new_keys_while_unknown", history(OPENING + dispatch(0.0, 1) + "\n" + dispatch(15.0, 2))).value == 0
+
+
+def test_a_dispatch_after_dispatch_was_held_is_unauthorized() -> None:
+    """Once the controller holds the action's dispatch, sending it is unauthorized."""
+    ev = history(OPENING + "1 controller dispatch_held action_id=a73 reason=x\n" + dispatch(2.0, 1))
+    found = run("unauthorized_dispatches", ev)
+    assert found.value == 1 and "held" in found.anomalies[0].detail
+
+
+SECOND = """
+6 controller task_revision task_id=release-42 revision=18 operation=activate target=staging/fraud model=m8 digest=d8
+6 controller approval_granted approval_id=apr-17@r18 revision=18 operation=activate target=staging/fraud digest=d8 expires_at_s=none
+6 controller action_recorded action_id=a74 task_id=release-42 revision=18 operation=activate target=staging/fraud model=m8 digest=d8 approval_id=apr-17@r18
+6 controller claim action_id=a74 revision=18 ok=true reason=none
+"""
+
+
+def a74(at: float) -> str:
+    return (
+        f"{at} transport send kind=dispatch n=1 action_id=a74 execution_id=a74-x1 idempotency_key=a74 "
+        "operation=activate target=staging/fraud model=m8 digest=d8"
+    )
+
+
+def test_a_newer_write_to_a_target_held_by_an_unaccounted_action_is_unauthorized() -> None:
+    """a74 sent to staging/fraud while a73 there is unaccounted for is unauthorized; after a73's record it is not."""
+    held = history(OPENING + dispatch(0.0, 1) + SECOND + a74(7.0))
+    found = run("unauthorized_dispatches", held)
+    assert found.value == 1 and "a73, older on the same target" in found.anomalies[0].detail
+    released = history(
+        OPENING + dispatch(0.0, 1) + "\n" + applied(0.5, 1, "r1") + "\n" + recorded(5, "r1") + SECOND + a74(7.0)
+    )
+    assert run("unauthorized_dispatches", released).value == 0

@@ -9,6 +9,7 @@ from harness.policy import (
     ApprovalView,
     Artifact,
     AttemptView,
+    CommandResult,
     ContractView,
     Escalate,
     Hold,
@@ -16,6 +17,7 @@ from harness.policy import (
     LookupView,
     PolicyError,
     Receipt,
+    RecordAbsent,
     RecordEffect,
     RetrySameAction,
     Situation,
@@ -33,6 +35,17 @@ ACTION = Action(
 RECEIPT = Receipt(receipt_id="r1", status="applied", idempotency_key="a73", artifact=M7)
 
 
+CONTRACT = ContractView(
+    dedupe="durable",
+    dedupe_window_s=300.0,
+    on_conflict="reject",
+    on_in_flight="pending",
+    request_validity_s=60.0,
+    fencing=False,
+    lookup_lag_s=0.0,
+)
+
+
 def situation(
     now: float = 15.0,
     lookups: tuple[LookupView, ...] = (),
@@ -40,13 +53,24 @@ def situation(
     cancel: bool = False,
     approval: bool = True,
     recorded: str | None = None,
+    contract: ContractView = CONTRACT,
+    last: CommandResult | None = None,
+    held: bool = False,
 ) -> Situation:
     return Situation(
         now_s=now,
         deadline_s=120.0,
+        started_at_s=0.0,
         action=ACTION,
         attempts=(
-            AttemptView(execution_id="a73-x1", idempotency_key="a73", sent=True, sent_at_s=0.0, observation="timeout"),
+            AttemptView(
+                execution_id="a73-x1",
+                idempotency_key="a73",
+                recorded_at_s=0.0,
+                sent=True,
+                sent_at_s=0.0,
+                observation="timeout",
+            ),
         ),
         lookups=lookups,
         task=TaskView(
@@ -57,9 +81,12 @@ def situation(
             completed_revision=None,
         ),
         approval=ApprovalView(approval_id="apr-17", valid=approval, expires_at_s=None),
-        contract=ContractView(dedupe_window_s=300.0, on_conflict="reject"),
+        contract=contract,
         recorded=recorded,  # type: ignore[arg-type]
         escalated=False,
+        held=held,
+        last=last,
+        refusals=(last,) if last is not None and last.refused else (),
     )
 
 
@@ -109,9 +136,39 @@ def test_reconcile_retries_absent_only_with_a_claim() -> None:
 
 
 def test_reconcile_holds_absent_after_cancel() -> None:
-    """Absent after a cancellation: hold, never retry."""
+    """Absent after a cancellation: hold further dispatch, never retry."""
     s = situation(cancel=True, lookups=(LookupView(at_s=15.2, effect="absent"),), now=15.3)
     assert isinstance(RECONCILE.decide(s), Hold)
+
+
+def test_reconcile_waits_for_late_originals_before_recording_absence() -> None:
+    """Held and absent, but a request sent at 0 s may still arrive until 60 s: wait, then record the absence."""
+    early = situation(cancel=True, held=True, lookups=(LookupView(at_s=15.2, effect="absent"),), now=15.3)
+    waited = RECONCILE.decide(early)
+    assert isinstance(waited, Wait) and 15.3 + waited.duration_s >= 60.0
+    final = situation(cancel=True, held=True, lookups=(LookupView(at_s=60.3, effect="absent"),), now=60.4)
+    assert isinstance(RECONCILE.decide(final), RecordAbsent)
+
+
+def test_reconcile_never_records_absence_a_lagging_lookup_could_hide() -> None:
+    """With lookups 70 s behind, no absence is final before the deadline: escalate instead."""
+    lagging = CONTRACT.model_copy(update={"lookup_lag_s": 70.0})
+    s = situation(cancel=True, held=True, lookups=(LookupView(at_s=15.2, effect="absent"),), now=15.3, contract=lagging)
+    assert isinstance(RECONCILE.decide(s), Escalate)
+
+
+def test_reconcile_does_not_retry_when_the_window_is_shorter_than_request_validity() -> None:
+    """A 20 s window cannot cover a late original valid for 60 s: no retry at 15 s, but a wait."""
+    short = CONTRACT.model_copy(update={"dedupe_window_s": 20.0})
+    s = situation(lookups=(LookupView(at_s=15.2, effect="absent"),), now=15.3, contract=short)
+    assert isinstance(RECONCILE.decide(s), Wait)
+
+
+def test_reconcile_waits_out_a_refused_claim_instead_of_repeating_it() -> None:
+    """After its claim was refused, the policy does not ask for the same claim again at once."""
+    refused = CommandResult(kind="retry_same_action", refused=True, reason="claim refused: target held")
+    s = situation(lookups=(LookupView(at_s=15.2, effect="absent"),), now=15.3, last=refused)
+    assert isinstance(RECONCILE.decide(s), Wait)
 
 
 def test_reconcile_waits_then_escalates_unknown() -> None:

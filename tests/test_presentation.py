@@ -17,6 +17,7 @@ from matplotlib.patches import Rectangle
 
 from harness.cli import main
 from harness.present.analysis import load
+from harness.present.html_report import TIMELINE_OUTCOMES
 from harness.present.pictures import COLOURS, heatmap, timeline
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,7 +34,7 @@ CHROMIUM_FLAGS = [
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A run with correct, incorrect and unresolved cases, an unknown duplicate count, and its report."""
+    """A run with correct, escalated, abandoned and incorrect cases, an unknown duplicate count, and its report."""
     out = tmp_path_factory.mktemp("presentation") / "run"
     assert (
         run_into(
@@ -65,11 +66,11 @@ def test_heatmap_colours_outcomes_and_shows_unknown(run_dir: Path) -> None:
     fig = heatmap(load(run_dir))
     labels = texts(fig)
     assert "incorrect 2" in labels and "correct 2" in labels
-    assert "unresolved 2\nunknown x2" in labels
+    assert "abandoned 2\nunknown x2" in labels  # retry_same_key x uncertain_lookup: duplicates unknown
     colours = {tuple(round(c, 3) for c in p.get_facecolor()[:3]) for p in fig.axes[0].patches}
     from matplotlib.colors import to_rgb
 
-    assert {tuple(round(c, 3) for c in to_rgb(COLOURS[o])) for o in ("correct", "incorrect", "unresolved")} <= colours
+    assert {tuple(round(c, 3) for c in to_rgb(COLOURS[o])) for o in ("correct", "incorrect", "abandoned")} <= colours
 
 
 def test_timeline_has_lanes_faults_and_highlighted_witnesses(run_dir: Path) -> None:
@@ -90,7 +91,7 @@ def test_run_writes_report_heatmap_and_timelines(run_dir: Path) -> None:
     """`harness run` ends with report.html, heatmap.png, and a timeline.png beside each failing case."""
     assert (run_dir / "report.html").exists() and (run_dir / "heatmap.png").exists()
     for path in (run_dir / "cases").rglob("recovery.json"):
-        failing = json.loads(path.read_text())["outcome"] in ("incorrect", "unresolved")
+        failing = json.loads(path.read_text())["outcome"] in TIMELINE_OUTCOMES
         assert path.with_name("timeline.png").exists() == failing, path
 
 
@@ -147,8 +148,8 @@ def test_report_renders_in_chromium(run_dir: Path, tmp_path: Path) -> None:
     ).stdout
     assert 'id="outcomes"' in dom and 'id="rates"' in dom and 'id="metric-duplicate_effects"' in dom
     assert "unknown x2" in dom  # the unknown duplicate count, as a reader sees it
-    failing = load(run_dir)["outcome"].isin(["incorrect", "unresolved"]).sum()
-    assert failing and dom.count('<div class="case">') == failing  # each incorrect or unresolved case's timeline
+    failing = load(run_dir)["outcome"].isin(TIMELINE_OUTCOMES).sum()
+    assert failing and dom.count('<div class="case">') == failing  # each failing or undecided case's timeline
     assert "python -m harness run --policy retry_same_key --scenario changed_task --seed 1" in dom
 
 

@@ -99,7 +99,7 @@ def test_trigger_on_an_event_nobody_records_is_refused(tmp_path: Path) -> None:
 def test_fault_for_another_action_is_refused(tmp_path: Path) -> None:
     """A fault aimed at an action the scenario does not have would never be injected: refused."""
     text = BASE.replace("{boundary: response_lost, nth: 1}", "{boundary: response_lost, nth: 1, action_id: a99}")
-    assert "'a99' is not this scenario's action" in error_for(write(tmp_path, "lost_response", text))
+    assert "'a99' is not an action of this scenario (a73)" in error_for(write(tmp_path, "lost_response", text))
 
 
 def test_event_vocabulary_matches_what_the_simulator_records() -> None:

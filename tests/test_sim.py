@@ -14,14 +14,19 @@ from harness.model import Artifact
 from harness.model.events import (
     Applied,
     ClaimDecided,
+    DestinationRestarted,
+    DispatchSent,
     FaultInjected,
+    InProgress,
     PolicyFailed,
     Received,
     ReplyReceived,
     ReplyUndeliverable,
+    RequestRefused,
 )
 from harness.policy import Command, LookUp, RecordEffect, Situation, Stop, load_policy
-from harness.scenario import BOUNDARIES, DestinationSpec, Scenario
+from harness.scenario import BOUNDARIES, DestinationSpec, FaultBase, Scenario
+from harness.scenario.faults import ApplyDelayed, DestinationRestart, LookupForeignReceipt
 from harness.sim import simulate
 from harness.sim.auditor import Auditor
 from harness.sim.controller import Controller
@@ -40,6 +45,9 @@ FAULTS: dict[str, list[dict[str, Any]]] = {
     "crash_before_send": [{"boundary": "crash_before_send"}],
     "crash_awaiting_reply": [{"boundary": "crash_awaiting_reply"}],
     "lookup_unavailable": [{"boundary": "response_lost"}, {"boundary": "lookup_unavailable", "count": 2}],
+    "apply_delayed": [{"boundary": "apply_delayed", "delay_s": 30.0}],
+    "destination_restart": [{"boundary": "response_lost"}, {"boundary": "destination_restart"}],
+    "lookup_foreign_receipt": [{"boundary": "response_lost"}, {"boundary": "lookup_foreign_receipt"}],
 }
 
 
@@ -89,7 +97,7 @@ def test_pending_operation_is_waited_on_then_escalated() -> None:
     result = simulate(scenario, load_policy("reconcile_and_reauthorize"), 1)
     judgement = check(result.evidence)
     assert judgement.metrics["escalations"] == 1 and judgement.metrics["dispatches"] == 1
-    assert judgement.outcome == "unresolved"
+    assert judgement.outcome == "escalated"
 
 
 def test_same_key_after_the_window_applies_again() -> None:
@@ -99,15 +107,17 @@ def test_same_key_after_the_window_applies_again() -> None:
     assert judgement.metrics["duplicate_effects"] == 1 and judgement.outcome == "incorrect"
 
 
-def test_reconcile_holds_an_absent_action_past_the_window() -> None:
-    """Absent, but the deduplication window has passed: reconciling holds instead of retrying."""
+def test_reconcile_retries_past_the_window_only_once_no_original_can_land() -> None:
+    """Absent with the window passed: reconciling waits until the lost original could no longer arrive (60 s
+    of request validity), looks again, and only then retries."""
     scenario = with_changes(
         shipped("request_lost"), destination={"dedupe_window_s": 10.0}, worker={"restart_delay_s": 20.0}
     )
     result = simulate(scenario, load_policy("reconcile_and_reauthorize"), 1)
     judgement = check(result.evidence)
-    assert judgement.metrics["dispatches"] == 1
-    assert any(e.event == "held" for e in result.evidence.history) and judgement.outcome == "correct"
+    sends = [e for e in result.evidence.history if isinstance(e, DispatchSent)]
+    assert len(sends) == 2 and sends[1].at_s >= 60.0
+    assert judgement.outcome == "correct" and judgement.metrics["task_completed"] is True
 
 
 def test_rejected_operation_is_recorded_as_rejection() -> None:
@@ -119,12 +129,19 @@ def test_rejected_operation_is_recorded_as_rejection() -> None:
     assert judgement.metrics["task_completed"] is False and judgement.outcome == "correct"
 
 
-def run_destination(on_conflict: str, requests: list[tuple[float, Request]]) -> tuple[list[Reply], History]:
-    """Drive the destination alone with requests sent at given times; return its replies and history."""
+def run_destination(
+    on_conflict: str,
+    requests: list[tuple[float, Request]],
+    faults: tuple[FaultBase, ...] = (),
+    in_force: bool = True,
+    **contract: Any,
+) -> tuple[list[Reply], History]:
+    """Drive the destination alone with requests arriving at given times; return its replies and history."""
     env = simpy.Environment()
     history = History(env)
-    spec = DestinationSpec(on_conflict=on_conflict)  # type: ignore[arg-type]
-    destination = Destination(env, spec, history, Injector((), "a73", history), Auditor(120.0))
+    spec = DestinationSpec(on_conflict=on_conflict, **contract)  # type: ignore[arg-type]
+    auditor = Auditor(120.0)
+    destination = Destination(env, spec, history, Injector(faults, "a73", history), auditor, lambda _: in_force)
     replies: list[Reply] = []
 
     def send(at: float, request: Request):  # type: ignore[no-untyped-def]
@@ -138,7 +155,7 @@ def run_destination(on_conflict: str, requests: list[tuple[float, Request]]) -> 
     return replies, history
 
 
-def request(n: int, model: str = "m7", key: str = "a73") -> Request:
+def request(n: int, model: str = "m7", key: str = "a73", sent_at_s: float = 0.0) -> Request:
     return Request(
         kind="dispatch",
         action_id="a73",
@@ -146,7 +163,81 @@ def request(n: int, model: str = "m7", key: str = "a73") -> Request:
         idempotency_key=key,
         execution_id=f"a73-x{n}",
         artifact=Artifact(operation="activate", target="staging/fraud", model=model, digest=f"d-{model}"),
+        sent_at_s=sent_at_s,
+        approval_id="apr-17",
     )
+
+
+def lookup(n: int, key: str = "a73") -> Request:
+    return Request(kind="lookup", action_id="a73", n=n, idempotency_key=key)
+
+
+def applied_count(history: History) -> int:
+    return sum(1 for e in history.entries if isinstance(e, Applied))
+
+
+def test_without_deduplication_every_request_is_applied() -> None:
+    """dedupe: none executes the same key and arguments again: two effects; the lookup finds the latest."""
+    replies, history = run_destination(
+        "reject", [(0.0, request(1)), (5.0, request(2)), (6.0, lookup(1))], dedupe="none"
+    )
+    assert applied_count(history) == 2 and replies[1].receipt is not None
+    assert replies[2].receipt == replies[1].receipt
+
+
+def test_process_lifetime_deduplication_is_forgotten_on_restart() -> None:
+    """dedupe: process forgets keys when the process restarts, so the same key applies again (the ledger
+    stays: a lookup still answers applied); dedupe: durable does not forget."""
+    restart = (DestinationRestart(boundary="destination_restart", nth=1),)
+    requests = [(0.0, request(1)), (5.0, request(2)), (6.0, lookup(1))]
+    replies, history = run_destination("reject", requests, restart, dedupe="process")
+    assert applied_count(history) == 2 and replies[2].effect == "applied"
+    assert any(isinstance(e, DestinationRestarted) and e.forgotten_keys == 1 for e in history.entries)
+    _, history = run_destination("reject", requests, restart, dedupe="durable")
+    assert applied_count(history) == 1
+
+
+def test_a_duplicate_of_a_pending_operation_is_answered_by_the_contract() -> None:
+    """While the first request is still pending, a duplicate gets "pending" or a 409-style "in progress"."""
+    late = (ApplyDelayed(boundary="apply_delayed", nth=1, delay_s=30.0),)
+    requests = [(0.0, request(1)), (5.0, request(2))]
+    replies, _ = run_destination("reject", requests, late, on_in_flight="pending")
+    assert {r.status for r in replies} == {"pending", "applied"}
+    replies, history = run_destination("reject", requests, late, on_in_flight="in_progress")
+    assert {r.status for r in replies} == {"in_progress", "applied"}
+    assert any(isinstance(e, InProgress) for e in history.entries)
+
+
+def test_a_request_older_than_its_validity_is_refused() -> None:
+    """A request arriving 61 s after it was sent, under a 60 s validity, is refused with no effect."""
+    replies, history = run_destination("reject", [(61.0, request(1, sent_at_s=0.0))], request_validity_s=60.0)
+    assert replies[0].status == "refused" and applied_count(history) == 0
+    refused = [e for e in history.entries if isinstance(e, RequestRefused)]
+    assert [e.reason for e in refused] == ["expired"]
+    replies, _ = run_destination("reject", [(59.0, request(1, sent_at_s=0.0))], request_validity_s=60.0)
+    assert replies[0].status == "applied"
+
+
+def test_fencing_refuses_a_request_whose_approval_is_no_longer_in_force() -> None:
+    """With fencing, a request whose approval was revoked is refused; without, it applies."""
+    replies, history = run_destination("reject", [(1.0, request(1))], fencing=True, in_force=False)
+    assert replies[0].status == "refused" and applied_count(history) == 0
+    replies, history = run_destination("reject", [(1.0, request(1))], fencing=False, in_force=False)
+    assert replies[0].status == "applied"
+
+
+def test_a_lagging_lookup_answers_from_the_past() -> None:
+    """With lookups 20 s behind, an operation applied at 0.5 s is absent at 10 s and applied at 30 s."""
+    replies, _ = run_destination("reject", [(0.0, request(1)), (10.0, lookup(1)), (30.0, lookup(2))], lookup_lag_s=20.0)
+    assert [r.effect for r in replies[1:]] == ["absent", "applied"]
+
+
+def test_a_foreign_receipt_names_other_arguments() -> None:
+    """The foreign-receipt fault answers "applied" with a receipt for other arguments under the same key."""
+    foreign = (LookupForeignReceipt(boundary="lookup_foreign_receipt", nth=1),)
+    replies, _ = run_destination("reject", [(0.0, request(1)), (5.0, lookup(1)), (6.0, lookup(2))], foreign)
+    assert replies[1].receipt is not None and replies[1].receipt.artifact.model == "m-other"
+    assert replies[2].receipt == replies[0].receipt
 
 
 @pytest.mark.parametrize(("on_conflict", "status"), [("reject", "conflict"), ("replay", "applied")])
@@ -275,7 +366,7 @@ def test_an_invalid_command_is_a_policy_error_not_a_harness_error() -> None:
     result = simulate(shipped("lost_response"), _BadWait(), 1)
     errors = [e for e in result.evidence.history if isinstance(e, PolicyFailed)]
     assert errors and "duration_s" in errors[0].error
-    assert check(result.evidence).outcome == "unresolved"
+    assert check(result.evidence).outcome == "abandoned"
 
 
 def controller_at(scenario: Scenario) -> tuple[simpy.Environment, Controller]:
@@ -293,13 +384,13 @@ def test_claim_is_refused_after_cancel_or_a_new_revision() -> None:
     """The claim rechecks the live task: a cancellation or a newer revision refuses it; a fresh task grants it."""
     base = shipped("lost_response")
     _, controller = controller_at(base)
-    assert controller.claim_if_revision("a73", 17) is True
+    assert controller.claim_if_revision("a73", 17) is None
     controller.request_cancel("stop")
-    assert controller.claim_if_revision("a73", 17) is False
+    assert controller.claim_if_revision("a73", 17) == "cancellation requested"
     _, controller = controller_at(base)
     controller.change_task("m8", "sha256:d8", approved=True)
-    assert controller.claim_if_revision("a73", 17) is False
-    assert controller.claim_if_revision("a73", 18) is False  # the action belongs to revision 17
+    assert "revision 18" in (controller.claim_if_revision("a73", 17) or "")
+    assert controller.claim_if_revision("a73", 18) is not None  # the action belongs to revision 17
 
 
 def test_claim_is_refused_once_the_approval_has_expired() -> None:
@@ -307,10 +398,10 @@ def test_claim_is_refused_once_the_approval_has_expired() -> None:
     scenario = with_changes(shipped("lost_response"), approval={"expires_at_s": 2.0})
     env, controller = controller_at(scenario)
     env.run(until=1.999)
-    assert controller.claim_if_revision("a73", 17) is True and controller.authorized_now("a73")
+    assert controller.claim_if_revision("a73", 17) is None and controller.authorized_now("a73")
     env.run(until=2.0)
     assert not controller.authorized_now("a73")
-    assert controller.claim_if_revision("a73", 17) is False
+    assert controller.claim_if_revision("a73", 17) == "approval missing, revoked or expired"
 
 
 def test_a_crash_awaiting_reply_leaves_the_reply_undeliverable() -> None:

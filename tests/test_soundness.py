@@ -21,8 +21,10 @@ from harness.policy import (
     Escalate,
     Hold,
     LookUp,
+    RecordAbsent,
     RecordEffect,
     RecordRejection,
+    ResendCurrentArguments,
     RetryNewKey,
     RetrySameAction,
     Situation,
@@ -51,13 +53,19 @@ class RandomPolicy:
     def decide(self, situation: Situation) -> Command:
         rng = self._rng
         receipts = [r.receipt_id for r in situation.observed_receipts()] + ["r999"]
-        choice = rng.choice(["look_up", "retry", "new_key", "record", "reject", "hold", "wait", "escalate", "stop"])
+        choice = rng.choice(
+            ["look_up", "retry", "new_key", "resend", "record", "reject", "hold", "absent", "wait", "escalate", "stop"]
+        )
         if choice == "look_up":
             return LookUp()
         if choice == "retry":
             return RetrySameAction(claim=rng.random() < 0.5)
         if choice == "new_key":
             return RetryNewKey(claim=rng.random() < 0.5)
+        if choice == "resend":
+            return ResendCurrentArguments(claim=rng.random() < 0.5)
+        if choice == "absent":
+            return RecordAbsent()
         if choice == "record":
             return RecordEffect(receipt_id=rng.choice(receipts), guarded=rng.random() < 0.5)
         if choice == "reject":

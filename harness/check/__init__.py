@@ -86,16 +86,24 @@ def check(evidence: Evidence, properties: dict[str, Checker] | None = None) -> J
     results = [_run(name, fn, f, is_property=True) for name, fn in chosen.items()]
     results += [_run(m.name, m.function, f, is_property=False) for m in METRICS if m.kind == "measure"]
     verdict = compose(r.verdict for r in results[: len(chosen)])
-    unresolved = any(r.value != 0 for r in results if _effect(r.name) == "unresolved")
-    if verdict == "false":
-        outcome: Outcome = "incorrect"
-    elif verdict == "unknown" or unresolved:
-        outcome = "unresolved"
-    else:
-        outcome = "correct"
-    return Judgement(tuple(results), verdict, outcome, tuple(chosen))
+    return Judgement(tuple(results), verdict, _outcome(results, verdict), tuple(chosen))
+
+
+def _outcome(results: list[CheckResult], verdict: Verdict) -> Outcome:
+    """The worst effect any metric has on the case, with an undecided verdict between abandoned and escalated."""
+    violated = {_effect(r.name) for r in results if r.verdict == "false"}
+    if "incorrect" in violated:
+        return "incorrect"
+    if "abandoned" in violated:
+        return "abandoned"
+    if verdict == "unknown":
+        return "unresolved"
+    if any(r.value != 0 for r in results if _effect(r.name) == "escalated"):
+        return "escalated"
+    return "correct"
 
 
 def _effect(name: str) -> str:
+    """The registry's effect of metric ``name``; a property the registry does not know counts as incorrect."""
     metric = next((m for m in METRICS if m.name == name), None)
-    return metric.effect if metric else "none"
+    return metric.effect if metric else "incorrect"

@@ -13,19 +13,23 @@ from typing import TypeVar
 
 from harness.model import Evidence
 from harness.model.events import (
+    AbsenceRecorded,
+    Accepted,
     ActionRecorded,
     Applied,
     ApprovalExpired,
     ApprovalGranted,
+    ApprovalRevoked,
     CancelRequested,
     ClaimDecided,
+    DispatchHeld,
     DispatchSent,
     EffectRecorded,
     Escalated,
     Event,
-    Held,
     LookupSent,
     RejectionRecorded,
+    ReplyReceived,
     TaskCompleted,
     TaskRevisionRecorded,
     WorkerReported,
@@ -33,8 +37,8 @@ from harness.model.events import (
 
 __all__ = ["Facts", "LedgerWrite", "facts"]
 
-#: A write to the action ledger: an effect, a rejection, or "absent" (held).
-LedgerWrite = EffectRecorded | RejectionRecorded | Held
+#: A write to the action ledger: an effect, a rejection, or an absence.
+LedgerWrite = EffectRecorded | RejectionRecorded | AbsenceRecorded
 E = TypeVar("E", bound=Event)
 
 
@@ -45,14 +49,18 @@ class Facts:
     lookups: list[LookupSent] = field(default_factory=list)
     revisions: list[TaskRevisionRecorded] = field(default_factory=list)
     approvals: list[ApprovalGranted] = field(default_factory=list)
-    approval_revocations: dict[str, ApprovalExpired] = field(default_factory=dict)
+    approval_revocations: dict[str, ApprovalExpired | ApprovalRevoked] = field(default_factory=dict)
     cancels: list[CancelRequested] = field(default_factory=list)
     actions: dict[str, ActionRecorded] = field(default_factory=dict)
     claims: list[ClaimDecided] = field(default_factory=list)
     records: list[LedgerWrite] = field(default_factory=list)
+    holds: list[DispatchHeld] = field(default_factory=list)
     completions: list[TaskCompleted] = field(default_factory=list)
     escalations: list[Escalated] = field(default_factory=list)
     effects: list[Applied] = field(default_factory=list)
+    accepts: list[Accepted] = field(default_factory=list)
+    #: Replies that reached the caller (what the caller could know, and when).
+    replies: list[ReplyReceived] = field(default_factory=list)
     reports: list[WorkerReported] = field(default_factory=list)
 
     @property
@@ -77,6 +85,13 @@ class Facts:
 
     def cancel_before(self, index: int) -> CancelRequested | None:
         return next((c for c in self.cancels if c.index < index), None)
+
+    def record_before(self, action_id: str, index: int) -> LedgerWrite | None:
+        """The first ledger write for ``action_id`` recorded before entry ``index``."""
+        return next((r for r in self.records if r.action_id == action_id and r.index < index), None)
+
+    def dispatches_of(self, action_id: str) -> list[DispatchSent]:
+        return [d for d in self.dispatches if d.action_id == action_id]
 
 
 def _latest_before(records: Sequence[E], index: int, match: Callable[[E], bool] = lambda _: True) -> E | None:
@@ -103,7 +118,7 @@ def facts(evidence: Evidence) -> Facts:
                 out.revisions.append(event)
             case ApprovalGranted():
                 out.approvals.append(event)
-            case ApprovalExpired():
+            case ApprovalExpired() | ApprovalRevoked():
                 out.approval_revocations.setdefault(event.approval_id, event)
             case CancelRequested():
                 out.cancels.append(event)
@@ -111,14 +126,20 @@ def facts(evidence: Evidence) -> Facts:
                 out.actions[event.action_id] = event
             case ClaimDecided():
                 out.claims.append(event)
-            case EffectRecorded() | RejectionRecorded() | Held():
+            case EffectRecorded() | RejectionRecorded() | AbsenceRecorded():
                 out.records.append(event)
+            case DispatchHeld():
+                out.holds.append(event)
             case TaskCompleted():
                 out.completions.append(event)
             case Escalated():
                 out.escalations.append(event)
             case Applied():
                 out.effects.append(event)
+            case Accepted():
+                out.accepts.append(event)
+            case ReplyReceived():
+                out.replies.append(event)
             case WorkerReported():
                 out.reports.append(event)
     return out

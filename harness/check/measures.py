@@ -17,6 +17,7 @@ __all__ = [
     "escalations",
     "executor_finished",
     "lookups",
+    "new_keys_while_unknown",
     "task_completed",
     "time_to_account_s",
     "unresolved_actions",
@@ -39,6 +40,41 @@ def unresolved_actions(f: Facts) -> Finding:
     return counted(anomalies)
 
 
+def new_keys_while_unknown(f: Facts) -> Finding:
+    """Dispatches under a key no earlier dispatch of the action used, while the caller knew neither a receipt nor
+    a conclusive absence for it: a new key is a new operation, so the old one's outcome was left open."""
+    anomalies = []
+    for action_id in sorted(f.actions):
+        keys: set[str] = set()
+        last = -1
+        for d in f.dispatches_of(action_id):
+            if keys and d.idempotency_key not in keys and not _known_to_caller(f, action_id, last, d.index):
+                anomalies.append(
+                    Anomaly(
+                        kind="new_key_while_unknown",
+                        witnesses=(d.index,),
+                        detail=f"{d.execution_id} sent under a new key {d.idempotency_key} while the outcome of "
+                        f"{action_id} was unknown",
+                    )
+                )
+            keys.add(d.idempotency_key)
+            last = d.index
+    return counted(anomalies)
+
+
+def _known_to_caller(f: Facts, action_id: str, last_dispatch: int, index: int) -> bool:
+    """Whether, before entry ``index``, a receipt for the action reached the caller, or a lookup answering
+    ``absent`` did after its dispatch at ``last_dispatch``."""
+    for reply in f.replies:
+        if reply.index >= index or reply.action_id != action_id:
+            continue
+        if reply.kind == "dispatch" and reply.status in ("applied", "rejected"):
+            return True
+        if reply.kind == "lookup" and reply.status == "absent" and reply.index > last_dispatch:
+            return True
+    return False
+
+
 def escalations(f: Facts) -> Finding:
     """Escalations of unresolved actions to their owner."""
     return Finding(len(f.escalations))
@@ -55,23 +91,21 @@ def lookups(f: Facts) -> Finding:
 
 
 def task_completed(f: Facts) -> Finding:
-    """Whether the task's current revision was completed with an effect that matches it.
-
-    Distinct from ``executor_finished``: a worker can finish normally while the task is not complete.
+    """Whether the task's current revision stands completed with an effect that matches it: its last
+    completion is of that revision, for its artifact, before any cancellation, by a receipt the destination
+    applied. Distinct from ``executor_finished``: a worker can finish normally while the task is not complete.
     """
     if not f.revisions:
         return Finding(None, reason="no task revision on record")
     final = f.revisions[-1]
-    match = None
-    for c in f.completions:
-        if (c.revision, c.artifact) == (final.revision, final.artifact) and f.cancel_before(c.index) is None:
-            match = c
-    if match is None:
+    last = f.completions[-1] if f.completions else None
+    if last is None or (last.revision, last.artifact) != (final.revision, final.artifact):
+        return Finding(False)
+    if f.cancel_before(last.index) is not None:
         return Finding(False)
     if not f.destination_visible:
         return Finding(None, reason=f"{HIDDEN}, so the completing receipt cannot be confirmed")
-    confirmed = any(e.receipt_id == match.receipt_id for e in f.effects if e.index < match.index)
-    return Finding(confirmed)
+    return Finding(any(e.receipt_id == last.receipt_id for e in f.effects if e.index < last.index))
 
 
 def time_to_account_s(f: Facts) -> Finding:

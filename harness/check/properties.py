@@ -11,15 +11,25 @@ from collections import Counter, defaultdict
 
 from harness.check.facts import Facts
 from harness.check.finding import HIDDEN, Finding, counted
-from harness.model import Anomaly
-from harness.model.events import Applied, DispatchSent, EffectRecorded, RejectionRecorded
+from harness.model import Anomaly, Artifact
+from harness.model.events import (
+    AbsenceRecorded,
+    ActionRecorded,
+    Applied,
+    DispatchSent,
+    EffectRecorded,
+    RejectionRecorded,
+)
 
 __all__ = [
+    "abandoned_actions",
+    "changed_arguments",
     "duplicate_effects",
     "duplicate_records",
     "effects_after_cancel",
     "effects_by_action",
     "false_records",
+    "mismatched_records",
     "unauthorized_dispatches",
     "wrong_revision_completions",
 ]
@@ -38,9 +48,12 @@ def _why_unauthorized(f: Facts, d: DispatchSent) -> tuple[str, list[int]] | None
     cancel = f.cancel_before(d.index)
     if cancel is not None:
         return "sent after a cancellation was recorded", [d.index, cancel.index]
-    recorded = next((r for r in f.records if r.action_id == d.action_id and r.index < d.index), None)
+    recorded = f.record_before(d.action_id, d.index)
     if recorded is not None:
         return f"sent after the action was recorded ({recorded.event})", [d.index, recorded.index]
+    held = next((h for h in f.holds if h.action_id == d.action_id and h.index < d.index), None)
+    if held is not None:
+        return "sent after dispatch of the action was held", [d.index, held.index]
     approval = f.approval_before(action.approval_id, d.index)
     if approval is None:
         return "no approval on record for the action", [d.index, action.index]
@@ -52,6 +65,12 @@ def _why_unauthorized(f: Facts, d: DispatchSent) -> tuple[str, list[int]] | None
     revoked = f.approval_revocations.get(action.approval_id)
     if revoked is not None and revoked.index < d.index:
         return "sent after the approval was revoked", [d.index, revoked.index]
+    older = _unaccounted_older(f, d.action_id, d.index)
+    if older is not None:
+        return f"sent while {older.action_id}, older on the same target, was not accounted for", [
+            d.index,
+            older.index,
+        ]
     claim = f.claim_before(d.action_id, d.index)
     if claim is None:
         return "sent without a successful claim", [d.index]
@@ -60,6 +79,16 @@ def _why_unauthorized(f: Facts, d: DispatchSent) -> tuple[str, list[int]] | None
     changes = [c for c in [*f.revisions, *f.cancels] if claim.index < c.index < d.index]
     if changes:
         return "the task changed after the claim and no fresh claim was made", [d.index, claim.index, changes[0].index]
+    return None
+
+
+def _unaccounted_older(f: Facts, action_id: str, index: int) -> ActionRecorded | None:
+    """An action recorded before ``action_id``, on the same target, with nothing in the ledger before ``index``."""
+    action = f.actions[action_id]
+    for other in f.actions.values():
+        same_target = other.index < action.index and other.artifact.target == action.artifact.target
+        if same_target and f.record_before(other.action_id, index) is None:
+            return other
     return None
 
 
@@ -184,13 +213,15 @@ def duplicate_records(f: Facts) -> Finding:
 
 def false_records(f: Facts) -> Finding:
     """Ledger writes the destination's ledger contradicts: an effect recorded with a receipt the destination
-    never applied for that action, or an action recorded rejected or absent although the destination applied
-    it (before or after the write: a late request can land after an absent lookup)."""
+    never applied for that action; an action recorded rejected or absent although the destination applied it
+    (before or after the write: a late request can land after an absent lookup); or recorded absent although
+    the destination had already accepted an operation for it (pending, even if it never applies)."""
     if not f.records:
         return Finding(0)
     if not f.destination_visible:
         return Finding(None, reason=f"{HIDDEN}, so the recorded outcomes cannot be compared with it")
     by_action = effects_by_action(f)
+    owner = f.action_of_execution()
     anomalies = []
     for r in f.records:
         effects = by_action.get(r.action_id, [])
@@ -213,4 +244,84 @@ def false_records(f: Facts) -> Finding:
                     detail=f"{r.action_id} recorded {status}, but the destination applied it",
                 )
             )
+        elif isinstance(r, AbsenceRecorded):
+            accepted = next(
+                (a for a in f.accepts if owner.get(a.execution_id) == r.action_id and a.index < r.index), None
+            )
+            if accepted is not None:
+                anomalies.append(
+                    Anomaly(
+                        kind="false_record",
+                        witnesses=(r.index, accepted.index),
+                        detail=f"{r.action_id} recorded absent, but the destination had accepted it "
+                        f"({accepted.execution_id}, pending)",
+                    )
+                )
+    return counted(anomalies)
+
+
+def _show(artifact: Artifact) -> str:
+    return f"{artifact.model} ({artifact.digest})"
+
+
+def mismatched_records(f: Facts) -> Finding:
+    """Effects recorded with a receipt for other arguments than the action's last request asked for: a receipt
+    accepted without comparing it with the request (a replayed first result, a misrouted lookup)."""
+    anomalies = []
+    for r in f.records:
+        if not isinstance(r, EffectRecorded):
+            continue
+        sent = [d for d in f.dispatches_of(r.action_id) if d.index < r.index]
+        asked = sent[-1].artifact if sent else f.actions[r.action_id].artifact
+        if r.artifact != asked:
+            revision = f.revision_at(r.index)
+            wanted = f", and the task wanted {_show(revision.artifact)}" if revision is not None else ""
+            witnesses = (r.index, sent[-1].index) if sent else (r.index, f.actions[r.action_id].index)
+            anomalies.append(
+                Anomaly(
+                    kind="mismatched_record",
+                    witnesses=witnesses,
+                    detail=f"{r.action_id}: receipt {r.receipt_id} for {_show(r.artifact)} recorded as the effect "
+                    f"of a request for {_show(asked)}{wanted}",
+                )
+            )
+    return counted(anomalies)
+
+
+def changed_arguments(f: Facts) -> Finding:
+    """Dispatches that reuse an idempotency key with other arguments than its first use: a changed request
+    under the same key is a conflict, never a replay (the destination may answer either)."""
+    first: dict[str, DispatchSent] = {}
+    anomalies = []
+    for d in f.dispatches:
+        original = first.setdefault(d.idempotency_key, d)
+        if original.artifact != d.artifact:
+            anomalies.append(
+                Anomaly(
+                    kind="changed_arguments",
+                    witnesses=(original.index, d.index),
+                    detail=f"{d.execution_id}: key {d.idempotency_key} sent for {_show(d.artifact)} after "
+                    f"{original.execution_id} used it for {_show(original.artifact)}",
+                )
+            )
+    return counted(anomalies)
+
+
+def abandoned_actions(f: Facts) -> Finding:
+    """Actions neither accounted for in the ledger nor escalated to their owner by the deadline: uncertainty
+    turned into abandoned work."""
+    deadline = f.evidence.recovery_deadline_s
+    anomalies = []
+    for action_id, action in sorted(f.actions.items()):
+        if any(r.action_id == action_id and r.at_s <= deadline for r in f.records):
+            continue
+        if any(e.action_id == action_id and e.at_s <= deadline for e in f.escalations):
+            continue
+        anomalies.append(
+            Anomaly(
+                kind="abandoned_action",
+                witnesses=(action.index,),
+                detail=f"{action_id} was neither accounted for nor escalated by the deadline ({deadline} s)",
+            )
+        )
     return counted(anomalies)

@@ -35,9 +35,9 @@ class Metric:
     kind: Literal["property", "measure"]
     #: ``count`` (a whole number), ``flag`` (true or false) or ``duration`` (seconds).
     value: Literal["count", "flag", "duration"]
-    #: How the value moves the case's outcome: a non-zero property makes it ``incorrect`` (through the
-    #: verdict); a non-zero ``unresolved`` measure makes an otherwise correct case ``unresolved``.
-    effect: Literal["incorrect", "unresolved", "none"]
+    #: How a non-zero value moves the case's outcome: to ``incorrect`` or ``abandoned`` (safety properties,
+    #: through the verdict), or to ``escalated`` (actions left unaccounted for, each handed to its owner).
+    effect: Literal["incorrect", "abandoned", "escalated", "none"]
     #: Logged to Polyaxon as a measurement (the worker's own report is not one).
     logged: bool = True
     #: Given its own table in report.html.
@@ -51,25 +51,31 @@ class Metric:
         return " ".join((self.function.__doc__ or "").strip().split("\n\n")[0].split())
 
 
-def _property(name: str, function: Callable[[Facts], Finding]) -> Metric:
-    return Metric(name, function, "property", "count", "incorrect", shown=True)
+def _property(
+    name: str, function: Callable[[Facts], Finding], effect: Literal["incorrect", "abandoned"] = "incorrect"
+) -> Metric:
+    return Metric(name, function, "property", "count", effect, shown=True)
 
 
 #: Measures first, then properties: the order of ``metrics`` in recovery.json and of summary.csv's columns.
 METRICS: tuple[Metric, ...] = (
     Metric("task_completed", measures.task_completed, "measure", "flag", "none", shown=True),
     Metric("executor_finished", measures.executor_finished, "measure", "flag", "none", logged=False, audited=False),
-    Metric("unresolved_actions", measures.unresolved_actions, "measure", "count", "unresolved", shown=True),
+    Metric("unresolved_actions", measures.unresolved_actions, "measure", "count", "escalated", shown=True),
     Metric("escalations", measures.escalations, "measure", "count", "none", shown=True),
     Metric("time_to_account_s", measures.time_to_account_s, "measure", "duration", "none", shown=True),
     Metric("dispatches", measures.dispatches, "measure", "count", "none", shown=True),
     Metric("lookups", measures.lookups, "measure", "count", "none"),
+    Metric("new_keys_while_unknown", measures.new_keys_while_unknown, "measure", "count", "none", shown=True),
     _property("unauthorized_dispatches", properties.unauthorized_dispatches),
     _property("duplicate_effects", properties.duplicate_effects),
     _property("wrong_revision_completions", properties.wrong_revision_completions),
     _property("duplicate_records", properties.duplicate_records),
     _property("effects_after_cancel", properties.effects_after_cancel),
     _property("false_records", properties.false_records),
+    _property("mismatched_records", properties.mismatched_records),
+    _property("changed_arguments", properties.changed_arguments),
+    _property("abandoned_actions", properties.abandoned_actions, effect="abandoned"),
 )
 
 METRIC_NAMES: tuple[str, ...] = tuple(m.name for m in METRICS)

@@ -17,10 +17,13 @@ Actor = Literal["worker", "transport", "destination", "controller", "operator", 
 #: Jepsen-style verdicts: composing them, false beats unknown beats true.
 Verdict = Literal["true", "false", "unknown"]
 
-#: ``unresolved`` means the case cannot be judged correct: an action stayed unaccounted for, or the evidence
-#: needed to judge it is missing (see ``unknown``). ``harness_error`` means the harness itself failed.
-Outcome = Literal["correct", "incorrect", "unresolved", "harness_error"]
-OUTCOMES: tuple[Outcome, ...] = ("correct", "incorrect", "unresolved", "harness_error")
+#: Best first. ``correct``: no violation, every action accounted for by the deadline. ``escalated``: no
+#: violation, and each action left unaccounted for was handed to its owner in time. ``unresolved``: no
+#: violation witnessed, but the evidence cannot decide one (see ``unknown``). ``abandoned``: an action was
+#: neither accounted for nor escalated by the deadline. ``incorrect``: another safety violation is witnessed.
+#: ``harness_error``: the harness itself failed.
+Outcome = Literal["correct", "escalated", "unresolved", "abandoned", "incorrect", "harness_error"]
+OUTCOMES: tuple[Outcome, ...] = ("correct", "escalated", "unresolved", "abandoned", "incorrect", "harness_error")
 
 
 class Frozen(BaseModel):

@@ -19,8 +19,10 @@ __all__ = [
     "Escalate",
     "Hold",
     "LookUp",
+    "RecordAbsent",
     "RecordEffect",
     "RecordRejection",
+    "ResendCurrentArguments",
     "RetryNewKey",
     "RetrySameAction",
     "Stop",
@@ -53,6 +55,18 @@ class RetryNewKey(Frozen):
     claim: bool = False
 
 
+class ResendCurrentArguments(Frozen):
+    """Send the action again under its original idempotency key, but with the arguments the task asks for now.
+
+    The bug users actually write after a task changes (seed 000: "changing the request while keeping the key
+    is a conflict"): the destination may reject it as a conflict, or silently replay the first result.
+    ``claim`` works as for ``RetrySameAction``.
+    """
+
+    kind: Literal["resend_current_arguments"] = "resend_current_arguments"
+    claim: bool = True
+
+
 class RecordEffect(Frozen):
     """Record an observed ``applied`` receipt in the action ledger, then let the controller update the task.
 
@@ -74,10 +88,25 @@ class RecordRejection(Frozen):
 
 
 class Hold(Frozen):
-    """Record the action as not applied (a successful lookup found it absent) and hold further dispatch."""
+    """Hold further dispatch of the action: the controller refuses every later claim of it.
+
+    Holding records nothing about the outcome: the action stays unaccounted for until a receipt or a
+    conclusive absence is recorded, or it is escalated.
+    """
 
     kind: Literal["hold"] = "hold"
-    reason: str = "absent at the destination; dispatch no longer authorized"
+    reason: str = "dispatch no longer authorized"
+
+
+class RecordAbsent(Frozen):
+    """Record in the action ledger that the action did not and will not take effect.
+
+    Only a conclusive ``absent`` lookup, made when no request for the action can still arrive (each one
+    refused as too old, or fenced), supports this; the checker compares it with the destination's ledger.
+    """
+
+    kind: Literal["record_absent"] = "record_absent"
+    reason: str = "absent at the destination, and no request can still arrive"
 
 
 class Wait(Frozen):
@@ -102,7 +131,17 @@ class Stop(Frozen):
 
 
 Command = Annotated[
-    LookUp | RetrySameAction | RetryNewKey | RecordEffect | RecordRejection | Hold | Wait | Escalate | Stop,
+    LookUp
+    | RetrySameAction
+    | RetryNewKey
+    | ResendCurrentArguments
+    | RecordEffect
+    | RecordRejection
+    | Hold
+    | RecordAbsent
+    | Wait
+    | Escalate
+    | Stop,
     Field(discriminator="kind"),
 ]
 #: Every command class, derived from ``Command``.

@@ -27,6 +27,7 @@ from harness.model.records import Artifact
 __all__ = [
     "EVENT_TYPES",
     "VOCABULARY",
+    "AbsenceRecorded",
     "Accepted",
     "ActionRecorded",
     "AnyEvent",
@@ -34,6 +35,7 @@ __all__ = [
     "ApprovalExpired",
     "ApprovalExpiryFired",
     "ApprovalGranted",
+    "ApprovalRevoked",
     "AttemptRecorded",
     "CancelRequestFired",
     "CancelRequested",
@@ -44,13 +46,15 @@ __all__ = [
     "CommandRefused",
     "Conflicted",
     "DeadlineReached",
+    "DestinationRestarted",
+    "DispatchHeld",
     "DispatchSent",
     "EffectRecorded",
     "Escalated",
     "Event",
     "EventError",
     "FaultInjected",
-    "Held",
+    "InProgress",
     "LookupAnswered",
     "LookupSent",
     "LookupTimedOut",
@@ -64,6 +68,7 @@ __all__ = [
     "ReplyReceived",
     "ReplyTimedOut",
     "ReplyUndeliverable",
+    "RequestRefused",
     "TaskCompleted",
     "TaskNotCompleted",
     "TaskRevisionRecorded",
@@ -104,6 +109,7 @@ class WorkerStarted(Event):
 
     actor: ClassVar[Actor] = "worker"
     event: ClassVar[str] = "start"
+    action_id: str
     incarnation: int
     role: str
 
@@ -124,6 +130,7 @@ class WorkerCrashed(Event):
 
     actor: ClassVar[Actor] = "worker"
     event: ClassVar[str] = "crashed"
+    action_id: str
     incarnation: int
 
 
@@ -133,6 +140,7 @@ class WorkerReported(Event):
 
     actor: ClassVar[Actor] = "worker"
     event: ClassVar[str] = "report"
+    action_id: str
     finished: bool
     claimed: str
     incarnation: int
@@ -144,6 +152,7 @@ class CommandGiven(Event):
 
     actor: ClassVar[Actor] = "worker"
     event: ClassVar[str] = "command"
+    action_id: str
     command: Command
 
 
@@ -153,6 +162,7 @@ class CommandRefused(Event):
 
     actor: ClassVar[Actor] = "worker"
     event: ClassVar[str] = "command_refused"
+    action_id: str
     reason: str
 
 
@@ -162,6 +172,7 @@ class PolicyFailed(Event):
 
     actor: ClassVar[Actor] = "worker"
     event: ClassVar[str] = "policy_error"
+    action_id: str
     error: str
 
 
@@ -171,6 +182,7 @@ class DeadlineReached(Event):
 
     actor: ClassVar[Actor] = "worker"
     event: ClassVar[str] = "deadline_reached"
+    action_id: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -179,6 +191,7 @@ class CommandBudgetExhausted(Event):
 
     actor: ClassVar[Actor] = "worker"
     event: ClassVar[str] = "command_budget_exhausted"
+    action_id: str
     count_max: int
 
 
@@ -188,6 +201,7 @@ class LookupTimedOut(Event):
 
     actor: ClassVar[Actor] = "worker"
     event: ClassVar[str] = "lookup_timeout"
+    action_id: str
     n: int
 
 
@@ -318,6 +332,36 @@ class Conflicted(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class InProgress(Event):
+    """A request under a key whose operation is still pending, answered "in progress" (409-style)."""
+
+    actor: ClassVar[Actor] = "destination"
+    event: ClassVar[str] = "in_progress"
+    idempotency_key: str
+    execution_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestRefused(Event):
+    """A request refused without effect: too old for the request-validity rule, or fenced (its approval revoked)."""
+
+    actor: ClassVar[Actor] = "destination"
+    event: ClassVar[str] = "refused"
+    idempotency_key: str
+    execution_id: str
+    reason: Literal["expired", "fenced"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DestinationRestarted(Event):
+    """The destination's process restarted: deduplication kept only in its memory is forgotten (its ledger stays)."""
+
+    actor: ClassVar[Actor] = "destination"
+    event: ClassVar[str] = "restarted"
+    forgotten_keys: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LookupAnswered(Event):
     """The destination answered a lookup of a key's durable result."""
 
@@ -372,6 +416,16 @@ class ApprovalExpired(Event):
     actor: ClassVar[Actor] = "controller"
     event: ClassVar[str] = "approval_expired"
     approval_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRevoked(Event):
+    """An approval withdrawn by the controller because the task changed or was cancelled."""
+
+    actor: ClassVar[Actor] = "controller"
+    event: ClassVar[str] = "approval_revoked"
+    approval_id: str
+    reason: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -499,14 +553,24 @@ class TaskNotCompleted(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Held(Event):
-    """The action recorded as not applied, and further dispatch of it held."""
+class AbsenceRecorded(Event):
+    """The action recorded in the ledger as not applied (and never to be), with the reason."""
 
     actor: ClassVar[Actor] = "controller"
-    event: ClassVar[str] = "held"
+    event: ClassVar[str] = "absence_recorded"
     action_id: str
     reason: str
     version: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DispatchHeld(Event):
+    """Further dispatch of the action held: every later claim of it is refused. Nothing is recorded as its outcome."""
+
+    actor: ClassVar[Actor] = "controller"
+    event: ClassVar[str] = "dispatch_held"
+    action_id: str
+    reason: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -579,10 +643,14 @@ AnyEvent = (
     | Rejected
     | ReplayedByDestination
     | Conflicted
+    | InProgress
+    | RequestRefused
+    | DestinationRestarted
     | LookupAnswered
     | TaskRevisionRecorded
     | ApprovalGranted
     | ApprovalExpired
+    | ApprovalRevoked
     | CancelRequested
     | ActionRecorded
     | ClaimDecided
@@ -593,7 +661,8 @@ AnyEvent = (
     | RecordConflict
     | TaskCompleted
     | TaskNotCompleted
-    | Held
+    | AbsenceRecorded
+    | DispatchHeld
     | Escalated
     | ChangeTaskFired
     | CancelRequestFired
@@ -680,7 +749,8 @@ def parse_event(actor: str, event: str, data: dict[str, Any], index: int = -1, a
         if way == "artifact":
             fields[name] = Artifact(**{k: data[k] for k in _ARTIFACT_KEYS})
         elif way == "command":
-            fields[name] = _COMMAND.validate_python(data)
+            plain = {n for n, w in _LAYOUTS[cls] if w == "plain"}
+            fields[name] = _COMMAND.validate_python({k: v for k, v in data.items() if k not in plain})
         else:
             fields[name] = data[name]
     return cls(index=index, at_s=at_s, **fields)

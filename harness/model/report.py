@@ -15,7 +15,7 @@ from harness.model.events import Event, event_data, parse_event
 __all__ = ["SCHEMA_VERSION", "Anomaly", "CaseReport", "CheckResult", "Entry", "Evidence", "entries", "events"]
 
 #: Bumped whenever a key of ``recovery.json`` changes meaning or disappears.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)

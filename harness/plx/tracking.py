@@ -55,7 +55,7 @@ TrackingMode = Literal["offline", "server", "none"]
 TRACKING_MODES: tuple[TrackingMode, ...] = ("offline", "server", "none")
 DEFAULT_PROJECT = "default/recovery-harness"
 #: Worst first: a cell's outcome is the worst of its seeds'.
-_SEVERITY: tuple[Outcome, ...] = ("harness_error", "incorrect", "unresolved", "correct")
+_SEVERITY: tuple[Outcome, ...] = tuple(reversed(OUTCOMES))
 #: What the registry says Polyaxon gets (the worker's own report is not a measurement the checker established).
 _LOGGED = frozenset(m.name for m in METRICS if m.logged)
 

@@ -30,6 +30,7 @@ __all__ = [
     "pass_k",
     "rate_table",
     "rates",
+    "undecided",
     "wilson_interval",
 ]
 
@@ -171,9 +172,17 @@ def pass_k(successes: int, n: int, k: int) -> float:
     return math.comb(successes, k) / math.comb(n, k)
 
 
+_PROPERTY_NAMES = frozenset(m.name for m in PROPERTIES)
+
+
+def undecided(unknown_metrics: str) -> bool:
+    """Whether a case left some safety property unknown (its ``unknown_metrics`` cell lists it)."""
+    return any(name in _PROPERTY_NAMES for name in unknown_metrics.split(", "))
+
+
 def rates(frame: pd.DataFrame, outcome: str = "correct", k: int = 3) -> pd.DataFrame:
     """Per policy x scenario: cases, how many ended ``outcome``, the rate with its Wilson 95% interval,
-    pass^k, and how many cases had a verdict of unknown (no evidence is not the same as no problem)."""
+    pass^k, and how many cases left a safety property unknown (no evidence is not the same as no problem)."""
     records = []
     for (policy, scenario), group in frame.groupby(["policy", "scenario"], sort=False):
         n = len(group)
@@ -189,7 +198,7 @@ def rates(frame: pd.DataFrame, outcome: str = "correct", k: int = 3) -> pd.DataF
                 "wilson_low": low,
                 "wilson_high": high,
                 f"pass^{k}": pass_k(hits, n, k),
-                "unknown": int((group["verdict"] == "unknown").sum()),
+                "unknown": int(group["unknown_metrics"].map(undecided).sum()),
             }
         )
     return pd.DataFrame.from_records(records)

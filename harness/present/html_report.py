@@ -21,8 +21,8 @@ from harness.present.pictures import heatmap, png_bytes, save_png, timeline
 
 __all__ = ["TIMELINE_OUTCOMES", "render_timeline", "write_report"]
 
-#: The cases whose timeline the report shows.
-TIMELINE_OUTCOMES = ("incorrect", "unresolved")
+#: The cases whose timeline the report shows: those with a violation, or that the evidence cannot decide.
+TIMELINE_OUTCOMES = ("incorrect", "abandoned", "unresolved")
 #: The metrics the registry marks as shown: the safety properties first, then the measures.
 TABLE_METRICS = tuple(m.name for m in sorted(METRICS, key=lambda m: m.kind != "property") if m.shown)
 
@@ -114,7 +114,7 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
     for metric in TABLE_METRICS:
         body += [f"<h3>{metric}</h3>", _table(metric_table(frame, metric), f"metric-{metric}")]
     shown = frame[frame["outcome"].isin(TIMELINE_OUTCOMES)]
-    body.append(f"<h2>Timelines of the {len(shown)} incorrect or unresolved cases</h2>")
+    body.append(f"<h2>Timelines of the {len(shown)} incorrect, abandoned or unresolved cases</h2>")
     body += [_case(row) for _, row in shown.iterrows()]
     body.append("</body></html>")
     out.write_text("\n".join(body) + "\n", encoding="utf-8")

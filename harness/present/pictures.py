@@ -31,14 +31,17 @@ from harness.model.events import (
     ReplyUndeliverable,
     event_data,
 )
+from harness.present.analysis import undecided
 from harness.scenario import BOUNDARIES, Side
 
 __all__ = ["COLOURS", "LANES", "heatmap", "png_bytes", "save_png", "timeline"]
 
 COLOURS = {
     "correct": "#4caf50",
-    "incorrect": "#e53935",
+    "escalated": "#64b5f6",
     "unresolved": "#ffb300",
+    "abandoned": "#fb8c00",
+    "incorrect": "#e53935",
     "harness_error": "#757575",
     "mixed": "#8e7cc3",
 }
@@ -48,7 +51,7 @@ LANES = ("operator", "controller", "worker", "transport", "destination")
 
 def heatmap(frame: pd.DataFrame, title: str = "Outcome per policy x scenario") -> Figure:
     """Each cell: the outcome over its seeds (one colour when they agree, violet when mixed), the count per
-    outcome, and how many cases the evidence could not decide (verdict unknown)."""
+    outcome, and how many cases left a safety property unknown."""
     policies = list(dict.fromkeys(frame["policy"]))
     scenarios = list(dict.fromkeys(frame["scenario"]))
     fig, ax = plt.subplots(figsize=(1.9 * len(scenarios) + 2.6, 0.9 * len(policies) + 1.6), dpi=100)
@@ -60,7 +63,7 @@ def heatmap(frame: pd.DataFrame, title: str = "Outcome per policy x scenario") -
             colour = COLOURS["mixed"] if len(kinds) > 1 else COLOURS.get(kinds[0], "#ffffff") if kinds else "#ffffff"
             ax.add_patch(Rectangle((j, i), 1, 1, facecolor=colour, edgecolor="white", linewidth=2))
             lines = [f"{o} {outcomes.count(o)}" for o in kinds] or ["-"]
-            unknown = int((cases["verdict"] == "unknown").sum())
+            unknown = int(cases["unknown_metrics"].map(undecided).sum())
             if unknown:
                 lines.append(f"unknown x{unknown}")
             ax.text(j + 0.5, i + 0.5, "\n".join(lines), ha="center", va="center", fontsize=8)

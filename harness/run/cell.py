@@ -11,10 +11,7 @@ from harness.run.case import run_case
 from harness.run.files import case_path, recovery_json, write_atomic
 from harness.run.plan import load_grid
 
-__all__ = ["TIMELINE_OUTCOMES", "CellJob", "CellResult", "execute_cell"]
-
-#: The cases whose timeline is drawn beside their recovery.json (and shown in report.html).
-TIMELINE_OUTCOMES = ("incorrect", "unresolved")
+__all__ = ["CellJob", "CellResult", "execute_cell"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +47,11 @@ def execute_cell(job: CellJob) -> CellResult:
         text = recovery_json(report, secrets=[case.scenario.approval.token.get_secret_value()])
         path = case_path(job.out, report)
         write_atomic(path, text)
-        if job.timelines and report.outcome in TIMELINE_OUTCOMES:
-            from harness.present.html_report import render_timeline
+        if job.timelines:
+            from harness.present.html_report import TIMELINE_OUTCOMES, render_timeline
 
-            render_timeline(path)
+            if report.outcome in TIMELINE_OUTCOMES:
+                render_timeline(path)
         reports.append(report)
         texts.append(text)
     tracked = None

@@ -70,8 +70,11 @@ class Scenario(Frozen):
     action_id: SafeName
     #: Who an unresolved action is escalated to.
     owner: str = "release-oncall"
-    #: Time (from the start of the case) by which every action must be accounted for.
+    #: Time (from the start of the case) by which every action must be accounted for (or escalated).
     recovery_deadline_s: PositiveSeconds = 120.0
+    #: After the deadline the simulation goes on while a request or an operation is still in flight, so that
+    #: late effects are counted; at most this long.
+    settle_max_s: PositiveSeconds = 600.0
     destination: DestinationSpec = DestinationSpec()
     transport: TransportSpec = TransportSpec()
     worker: WorkerSpec = WorkerSpec()
@@ -79,18 +82,27 @@ class Scenario(Frozen):
     faults: tuple[Fault, ...] = ()
 
     @model_validator(mode="after")
-    def _faults_name_the_action(self) -> Scenario:
+    def _faults_name_an_action(self) -> Scenario:
+        actions = self.action_ids
+        if len(set(actions)) != len(actions):
+            raise ValueError(f"action IDs must be distinct, got {', '.join(actions)}")
         for i, fault in enumerate(self.faults):
-            if fault.action_id is not None and fault.action_id != self.action_id:
+            if fault.action_id is not None and fault.action_id not in actions:
                 raise ValueError(
-                    f"faults.{i}.action_id '{fault.action_id}' is not this scenario's action '{self.action_id}'"
+                    f"faults.{i}.action_id '{fault.action_id}' is not an action of this scenario ({', '.join(actions)})"
                 )
         return self
 
     @property
+    def action_ids(self) -> tuple[str, ...]:
+        """The first action, then each action a task change dispatches, in the order they are declared."""
+        later = [e.action_id for e in self.operator if isinstance(e, ChangeTask) and e.action_id is not None]
+        return (self.action_id, *later)
+
+    @property
     def horizon_s(self) -> float:
-        """When the simulation stops: after the deadline, leaving room for late requests and replies."""
-        return self.recovery_deadline_s + 60.0
+        """The latest the simulation runs: the deadline, then while requests are in flight, at most ``settle_max_s``."""
+        return self.recovery_deadline_s + self.settle_max_s
 
 
 _FIXES = {

@@ -19,10 +19,13 @@ __all__ = [
     "BOUNDARIES",
     "FAULT_TYPES",
     "AcceptedNotApplied",
+    "ApplyDelayed",
     "CrashAwaitingReply",
     "CrashBeforeSend",
+    "DestinationRestart",
     "Fault",
     "FaultBase",
+    "LookupForeignReceipt",
     "LookupUnavailable",
     "RequestDelayed",
     "RequestLost",
@@ -88,6 +91,25 @@ class AcceptedNotApplied(FaultBase):
     boundary: Literal["accepted_not_applied"] = "accepted_not_applied"
 
 
+class ApplyDelayed(FaultBase):
+    """The destination accepts the dispatch and applies it ``delay_s`` later instead of at once: the operation is
+    pending meanwhile, and may apply after the caller timed out, after a lookup, or after the window."""
+
+    side: ClassVar[Side] = "destination"
+    counted: ClassVar[Literal["dispatch", "lookup"]] = "dispatch"
+    boundary: Literal["apply_delayed"] = "apply_delayed"
+    delay_s: PositiveSeconds
+
+
+class DestinationRestart(FaultBase):
+    """The destination's process restarts right after it handled the dispatch: keys it kept only in memory are
+    forgotten; its ledger of receipts stays."""
+
+    side: ClassVar[Side] = "destination"
+    counted: ClassVar[Literal["dispatch", "lookup"]] = "dispatch"
+    boundary: Literal["destination_restart"] = "destination_restart"
+
+
 class ResponseLost(FaultBase):
     """The destination applied the dispatch and recorded its receipt; the response is lost on the way back."""
 
@@ -129,15 +151,29 @@ class LookupUnavailable(FaultBase):
     boundary: Literal["lookup_unavailable"] = "lookup_unavailable"
 
 
+class LookupForeignReceipt(FaultBase):
+    """The lookup answers ``applied`` with a receipt for other arguments (another deployment of the target), as a
+    misrouted or buggy lookup would: only a caller that verifies the receipt against its request notices."""
+
+    side: ClassVar[Side] = "destination"
+    counted: ClassVar[Literal["dispatch", "lookup"]] = "lookup"
+    boundary: Literal["lookup_foreign_receipt"] = "lookup_foreign_receipt"
+    model: str = "m-other"
+    digest: str = "sha256:other"
+
+
 Fault = Annotated[
     RequestLost
     | RequestDelayed
     | AcceptedNotApplied
+    | ApplyDelayed
+    | DestinationRestart
     | ResponseLost
     | ResponseDelayed
     | CrashBeforeSend
     | CrashAwaitingReply
-    | LookupUnavailable,
+    | LookupUnavailable
+    | LookupForeignReceipt,
     Field(discriminator="boundary"),
 ]
 #: Every fault class, derived from ``Fault``.

@@ -13,7 +13,7 @@ from pydantic import Field, model_validator
 
 from harness.model import Actor, Frozen
 from harness.model.events import VOCABULARY
-from harness.scenario.specs import Seconds
+from harness.scenario.specs import SafeName, Seconds
 
 __all__ = ["ChangeTask", "EventRef", "ExpireApproval", "OperatorEvent", "RequestCancel", "Trigger"]
 
@@ -52,12 +52,23 @@ class _OperatorBase(Frozen):
 
 
 class ChangeTask(_OperatorBase):
-    """The task advances to a new revision requesting another model; approved only if ``approved``."""
+    """The task advances to a new revision requesting another model; approved only if ``approved``.
+
+    With ``action_id``, the new revision's own action is recorded and dispatched by a worker of its own,
+    on the same target: the controller holds it while an older action there is unaccounted for.
+    """
 
     do: Literal["change_task"]
     model: str
     digest: str
     approved: bool = False
+    action_id: SafeName | None = None
+
+    @model_validator(mode="after")
+    def _dispatched_only_if_approved(self) -> ChangeTask:
+        if self.action_id is not None and not self.approved:
+            raise ValueError(f"action '{self.action_id}' would need an approval to be dispatched; set approved: true")
+        return self
 
 
 class RequestCancel(_OperatorBase):

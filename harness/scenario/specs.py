@@ -54,18 +54,37 @@ class ApprovalSpec(Frozen):
 
 
 class DestinationSpec(Frozen):
-    """The mock deployment service and its documented deduplication contract."""
+    """The mock deployment service and its documented contract: deduplication, conflicts, lookups, fencing.
 
-    #: Requests with the same idempotency key and the same arguments within this window replay the
-    #: recorded result; after it, the same key is applied again as a new operation.
+    Each field is one choice real services make differently; the README's scenario reference names some of
+    the services that choose each way.
+    """
+
+    #: How the service remembers keys: ``durable`` (in its ledger, across restarts), ``process`` (in the memory
+    #: of one service process: a restart forgets them) or ``none`` (every request is a new operation, the key
+    #: is ignored).
+    dedupe: Literal["durable", "process", "none"] = "durable"
+    #: Retention: requests with the same key and arguments within this window (from the first request) are
+    #: answered from the recorded operation; after it, the same key is applied again as a new operation.
     dedupe_window_s: PositiveSeconds = 300.0
-    #: Same key with different arguments: ``reject`` answers a conflict; ``replay`` silently returns the
-    #: cached result of the first request (a weaker contract worth measuring).
+    #: Same key with different arguments: ``reject`` answers a conflict (400/422-style); ``replay`` silently
+    #: returns the result of the first request.
     on_conflict: Literal["reject", "replay"] = "reject"
+    #: Same key while the first operation is still pending: ``pending`` answers "pending" with no receipt;
+    #: ``in_progress`` answers a 409-style "in progress" error.
+    on_in_flight: Literal["pending", "in_progress"] = "pending"
+    #: Request validity: a request that arrives more than this long after it was sent is refused as expired,
+    #: so a late original can apply only within it. ``null``: any age is accepted.
+    request_validity_s: PositiveSeconds | None = 60.0
+    #: Fencing: requests carry their approval, and the service refuses one whose approval was revoked (the
+    #: task changed or was cancelled) or expired by the time it arrives.
+    fencing: bool = False
     #: Time from accepting a request to applying it.
     apply_s: Seconds = 0.5
     #: Time the lookup of a durable result takes to answer.
     lookup_s: Seconds = 0.2
+    #: Eventual consistency: a lookup answers from the ledger as it stood this long ago (0: up to date).
+    lookup_lag_s: Seconds = 0.0
     #: Models the service refuses; a refused request leaves a ``rejected`` receipt and no effect.
     reject_models: tuple[str, ...] = ()
     #: False when the service's ledger cannot be read after the run: its entries are withheld from the
@@ -95,3 +114,11 @@ class WorkerSpec(Frozen):
     command_count_max: Annotated[int, Field(ge=1, le=10_000)] = 64
     #: Upper bound on one ``wait`` command.
     wait_max_s: PositiveSeconds = 60.0
+    #: When the dispatcher records and claims the first action (from the start of the case).
+    dispatch_at_s: Seconds = 0.0
+    #: How many recovering workers start side by side after the first dispatch fails (they may race to
+    #: record the same receipt).
+    recoverers: Annotated[int, Field(ge=1, le=4)] = 1
+    #: How long a write to the controller's action ledger takes to land after the worker decides it (a
+    #: database round trip): another worker deciding meanwhile still sees the ledger without it.
+    ledger_write_s: Seconds = 0.0

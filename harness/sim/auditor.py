@@ -1,10 +1,11 @@
 """The auditor: ground truth, kept beside the actors from what really happens, never from the history.
 
-The actors tell the auditor what they do at the moment they do it (a dispatch leaves, an effect is applied,
-the ledger is written, the task completes, an action is escalated); for a judgement that depends on the
-world's state at that moment (was this dispatch authorized?) the auditor asks the controller's live state
-itself. Only tests read the result, to prove that every value the checker derives from the history alone is
-the truth (TigerBeetle's auditor plays the same part beside its state machine).
+The actors tell the auditor what they do at the moment they do it (a dispatch leaves, a reply reaches the
+caller, the destination accepts or applies an operation, the ledger is written, the task completes, an action
+is escalated); for a judgement that depends on the world's state at that moment (was this dispatch
+authorized?) the auditor asks the controller's live state itself. Only tests read the result, to prove that
+every value the checker derives from the history alone is the truth (TigerBeetle's auditor plays the same
+part beside its state machine).
 """
 
 from __future__ import annotations
@@ -33,8 +34,12 @@ class GroundTruth:
     duplicate_records: int
     wrong_revision_completions: int
     false_records: int
+    mismatched_records: int
+    changed_arguments: int
+    abandoned_actions: int
     unresolved_actions: int
     escalations: int
+    new_keys_while_unknown: int
     task_completed: bool
     time_to_account_s: float | None
 
@@ -61,6 +66,10 @@ class _Write:
     status: Literal["applied", "rejected", "absent"]
     receipt_id: str | None
     at_s: float
+    #: The receipt's arguments against what the action's last request asked for (applied writes only).
+    mismatched: bool
+    #: Whether the destination had accepted an operation of the action before this write.
+    accepted_before: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +78,18 @@ class _Completion:
     receipt_id: str
     artifact: Artifact
     before_cancel: bool
+
+
+@dataclass(slots=True)
+class _Caller:
+    """What the caller of one action knows and has done, for judging its next dispatch."""
+
+    keys: set[str] = field(default_factory=set)
+    last_artifact: Artifact | None = None
+    #: A reply with a receipt (applied or rejected) has reached the caller.
+    settled: bool = False
+    #: A lookup answered ``absent`` has reached the caller since the action's last dispatch.
+    absent_since_dispatch: bool = False
 
 
 @dataclass(slots=True)
@@ -81,10 +102,16 @@ class Auditor:
     dispatches: list[_Dispatch] = field(default_factory=list)
     lookups: int = 0
     effects: list[_Effect] = field(default_factory=list)
+    accepted: dict[str, float] = field(default_factory=dict)
     writes: list[_Write] = field(default_factory=list)
     wrong_completions: int = 0
     completion: _Completion | None = None
+    escalated_at: dict[str, float] = field(default_factory=dict)
     escalations: int = 0
+    callers: dict[str, _Caller] = field(default_factory=dict)
+    first_use: dict[str, Artifact] = field(default_factory=dict)
+    changed_arguments: int = 0
+    new_keys_while_unknown: int = 0
 
     def watch(self, controller: Controller) -> None:
         """The controller whose live state judges dispatches and the final task."""
@@ -98,24 +125,53 @@ class Auditor:
 
     def action_recorded(self, action_id: str) -> None:
         self.actions.append(action_id)
+        self.callers[action_id] = _Caller()
 
-    def dispatched(self, action_id: str, n: int) -> None:
-        """A dispatch is leaving the caller: judge it by the controller's state at this instant."""
+    def dispatched(self, action_id: str, n: int, key: str, artifact: Artifact) -> None:
+        """A dispatch is leaving the caller: judge it by the controller's state and the caller's knowledge now."""
         controller = self._live()
         authorized = controller.authorized_now(action_id)
         self.dispatches.append(_Dispatch(action_id, n, authorized, controller.task.cancel_requested))
+        caller = self.callers[action_id]
+        if caller.keys and key not in caller.keys and not (caller.settled or caller.absent_since_dispatch):
+            self.new_keys_while_unknown += 1
+        caller.keys.add(key)
+        caller.last_artifact = artifact
+        caller.absent_since_dispatch = False
+        first = self.first_use.setdefault(key, artifact)
+        self.changed_arguments += first != artifact
+
+    def reply_reached_caller(self, action_id: str, kind: Literal["dispatch", "lookup"], status: str | None) -> None:
+        """A reply was delivered to a caller that was still listening."""
+        caller = self.callers[action_id]
+        if kind == "dispatch" and status in ("applied", "rejected"):
+            caller.settled = True
+        elif kind == "lookup" and status == "absent":
+            caller.absent_since_dispatch = True
 
     def looked_up(self) -> None:
         self.lookups += 1
+
+    def accepted_operation(self, action_id: str, at_s: float) -> None:
+        """The destination accepted a new operation for the action (it may apply later, or never)."""
+        self.accepted.setdefault(action_id, at_s)
 
     def applied(self, action_id: str, dispatch_n: int, receipt_id: str, at_s: float) -> None:
         """The destination really applied an effect for the action's ``dispatch_n``-th dispatch."""
         self.effects.append(_Effect(action_id, dispatch_n, receipt_id, at_s))
 
     def ledger_written(
-        self, action_id: str, status: Literal["applied", "rejected", "absent"], receipt_id: str | None, at_s: float
+        self,
+        action_id: str,
+        status: Literal["applied", "rejected", "absent"],
+        receipt_id: str | None,
+        at_s: float,
+        receipt_artifact: Artifact | None = None,
     ) -> None:
-        self.writes.append(_Write(action_id, status, receipt_id, at_s))
+        expected = self.callers[action_id].last_artifact or self._live().actions[action_id].view.artifact
+        mismatched = status == "applied" and receipt_artifact is not None and receipt_artifact != expected
+        accepted_before = action_id in self.accepted and self.accepted[action_id] <= at_s
+        self.writes.append(_Write(action_id, status, receipt_id, at_s, mismatched, accepted_before))
 
     def task_completed(self, action_revision: int, receipt_id: str, receipt_artifact: Artifact) -> None:
         """The task is being marked complete: judge it by the task's state at this instant."""
@@ -124,8 +180,9 @@ class Auditor:
         self.wrong_completions += wrong
         self.completion = _Completion(task.revision, receipt_id, receipt_artifact, not task.cancel_requested)
 
-    def escalated(self) -> None:
+    def escalated(self, action_id: str, at_s: float) -> None:
         self.escalations += 1
+        self.escalated_at.setdefault(action_id, at_s)
 
     # -- the truth ---------------------------------------------------------------------------------------------
 
@@ -138,6 +195,7 @@ class Auditor:
         first_write: dict[str, float] = {}
         for w in self.writes:
             first_write.setdefault(w.action_id, w.at_s)
+        unaccounted = [a for a in self.actions if a not in first_write or first_write[a] > self.deadline_s]
         task = self._live().task
         done = self.completion
         task_completed = (
@@ -155,17 +213,26 @@ class Auditor:
             effects_after_cancel=sum(1 for e in self.effects if (e.action_id, e.dispatch_n) in after_cancel),
             duplicate_records=sum(n - 1 for n in record_counts.values()),
             wrong_revision_completions=self.wrong_completions,
-            false_records=sum(
-                1
-                for w in self.writes
-                if (w.status == "applied" and (w.action_id, w.receipt_id) not in applied)
-                or (w.status != "applied" and w.action_id in applied_actions)
+            false_records=sum(1 for w in self.writes if self._false(w, applied, applied_actions)),
+            mismatched_records=sum(1 for w in self.writes if w.mismatched),
+            changed_arguments=self.changed_arguments,
+            abandoned_actions=sum(
+                1 for a in unaccounted if a not in self.escalated_at or self.escalated_at[a] > self.deadline_s
             ),
-            unresolved_actions=sum(1 for a in self.actions if a not in first_write or first_write[a] > self.deadline_s),
+            unresolved_actions=len(unaccounted),
             escalations=self.escalations,
+            new_keys_while_unknown=self.new_keys_while_unknown,
             task_completed=task_completed,
             time_to_account_s=self._time_to_account_s(),
         )
+
+    @staticmethod
+    def _false(w: _Write, applied: set[tuple[str, str]], applied_actions: set[str]) -> bool:
+        if w.status == "applied":
+            return (w.action_id, w.receipt_id) not in applied
+        if w.action_id in applied_actions:
+            return True
+        return w.status == "absent" and w.accepted_before
 
     def _time_to_account_s(self) -> float | None:
         """The slowest action's time from its first effect to its first recorded effect; None if any lacks one."""

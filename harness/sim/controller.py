@@ -1,8 +1,10 @@
 """The task controller: trusted application state.
 
 It owns task revisions, approvals, cancellation, the conditional claim that serializes dispatch with task
-changes, and the action ledger with conditional updates. Every change is recorded in the history, and the
-auditor is told of every ledger write, completion and escalation as it happens.
+changes, and the action ledger with conditional updates. It holds newer writes to a target while an older
+action on it is unaccounted for, and revokes an approval when its task changes or is cancelled. Every change
+is recorded in the history, and the auditor is told of every ledger write, completion and escalation as it
+happens.
 """
 
 from __future__ import annotations
@@ -14,15 +16,17 @@ import simpy
 
 from harness.model import Action, Artifact, Receipt
 from harness.model.events import (
+    AbsenceRecorded,
     ActionRecorded,
     ApprovalExpired,
     ApprovalGranted,
+    ApprovalRevoked,
     AttemptRecorded,
     CancelRequested,
     ClaimDecided,
+    DispatchHeld,
     EffectRecorded,
     Escalated,
-    Held,
     RecordConflict,
     RecordRepeated,
     RejectionRecorded,
@@ -35,7 +39,10 @@ from harness.scenario import Scenario
 from harness.sim.auditor import Auditor
 from harness.sim.history import History
 
-__all__ = ["Controller"]
+__all__ = ["HELD_TARGET", "Controller"]
+
+#: The start of a claim's refusal reason when an older action on the target holds it (the dispatcher waits).
+HELD_TARGET = "target held"
 
 
 @dataclass(slots=True)
@@ -66,7 +73,11 @@ class _Action:
     #: (task revision, task version) at the last successful claim; cleared by any ledger write.
     claim: tuple[int, int] | None = None
     escalated: bool = False
+    #: Further dispatch refused (a ``Hold``): claims of the action are refused from then on.
+    held: bool = False
     execution_ids: list[str] = field(default_factory=list)
+    #: When each attempt was recorded, by execution ID.
+    recorded_at_s: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -90,6 +101,8 @@ class Controller:
         self._approvals: dict[int, _Approval] = {}
         self.actions: dict[str, _Action] = {}
         self._first_approval_id = scenario.approval.approval_id
+        #: Succeeds each time an action is accounted for: held dispatchers wait on it to claim again.
+        self.accounted = env.event()
         self._record_revision()
         self._grant(scenario.approval.approval_id, scenario.approval.expires_at_s)
 
@@ -114,8 +127,9 @@ class Controller:
         )
 
     def change_task(self, model: str, digest: str, approved: bool) -> None:
-        """Advance the task to a new revision requesting ``model``; earlier claims stop being valid."""
+        """Advance the task to a new revision requesting ``model``; earlier claims and approvals stop being valid."""
         t = self.task
+        self._revoke(t.revision, f"task changed to revision {t.revision + 1}")
         t.revision += 1
         t.artifact = t.artifact.model_copy(update={"model": model, "digest": digest})
         t.version += 1
@@ -129,6 +143,15 @@ class Controller:
         t.cancel_requested = True
         t.version += 1
         self._history.record(CancelRequested(task_id=t.task_id, revision=t.revision, reason=reason))
+        self._revoke(t.revision, "cancellation requested")
+
+    def _revoke(self, revision: int, reason: str) -> None:
+        """Withdraw the revision's approval, so that a fencing destination refuses any request still carrying it."""
+        approval = self._approvals.get(revision)
+        if approval is None or approval.revoked:
+            return
+        approval.revoked = True
+        self._history.record(ApprovalRevoked(approval_id=approval.approval_id, reason=reason))
 
     def expire_approval(self) -> None:
         approval = self._approvals.get(self.task.revision)
@@ -139,11 +162,16 @@ class Controller:
 
     def _approval_valid(self, action: Action) -> bool:
         approval = self._approvals.get(action.revision)
-        if approval is None or approval.revoked or approval.approval_id != action.approval_id:
+        if approval is None or approval.approval_id != action.approval_id or not approval.binds(action):
             return False
-        if not approval.binds(action):
-            return False
-        return approval.expires_at_s is None or self._history.now_s() < approval.expires_at_s
+        return self._in_force(approval)
+
+    def _in_force(self, approval: _Approval) -> bool:
+        return not approval.revoked and (approval.expires_at_s is None or self._history.now_s() < approval.expires_at_s)
+
+    def approval_in_force(self, approval_id: str) -> bool:
+        """Whether ``approval_id`` is neither revoked nor expired now (what a fencing destination asks)."""
+        return any(a.approval_id == approval_id and self._in_force(a) for a in self._approvals.values())
 
     # -- actions ------------------------------------------------------------------------------------
 
@@ -172,11 +200,15 @@ class Controller:
         self._auditor.action_recorded(action_id)
         return view
 
-    def claim_if_revision(self, action_id: str, revision: int) -> bool:
-        """Atomically recheck the task and approval and claim the action for dispatch; True if claimed."""
+    def claim_if_revision(self, action_id: str, revision: int) -> str | None:
+        """Atomically recheck the task, the approval and the target, and claim the action for dispatch.
+
+        Returns ``None`` when claimed, else the reason it was refused.
+        """
         action = self.actions[action_id]
         t = self.task
         reason = None
+        older = self.unaccounted_before(action_id)
         if t.revision != revision or action.view.revision != revision:
             reason = f"task is at revision {t.revision}, the action belongs to {action.view.revision}"
         elif t.cancel_requested:
@@ -185,13 +217,29 @@ class Controller:
             reason = "approval missing, revoked or expired"
         elif action.status is not None:
             reason = f"action already accounted for as {action.status}"
+        elif action.held:
+            reason = "dispatch of the action is held"
+        elif older is not None:
+            reason = f"{HELD_TARGET}: {older} is not accounted for"
         if reason is None:
             action.claim = (t.revision, t.version)
         self._history.record(ClaimDecided(action_id=action_id, revision=revision, ok=reason is None, reason=reason))
-        return reason is None
+        return reason
+
+    def unaccounted_before(self, action_id: str) -> str | None:
+        """An older action on the same target that is not accounted for yet, which holds this one's dispatch."""
+        target = self.actions[action_id].view.artifact.target
+        for other_id, other in self.actions.items():
+            if other_id == action_id:
+                return None
+            if other.view.artifact.target == target and other.status is None:
+                return other_id
+        return None
 
     def begin_attempt(self, action_id: str, execution_id: str, idempotency_key: str) -> None:
-        self.actions[action_id].execution_ids.append(execution_id)
+        action = self.actions[action_id]
+        action.execution_ids.append(execution_id)
+        action.recorded_at_s[execution_id] = self._history.now_s()
         self._history.record(
             AttemptRecorded(action_id=action_id, execution_id=execution_id, idempotency_key=idempotency_key)
         )
@@ -202,18 +250,31 @@ class Controller:
         t = self.task
         return (
             action.status is None
+            and not action.held
             and action.claim == (t.revision, t.version)
             and action.view.revision == t.revision
             and not t.cancel_requested
             and self._approval_valid(action.view)
+            and self.unaccounted_before(action_id) is None
         )
 
-    def _write(self, action: _Action, status: Literal["applied", "rejected", "absent"], receipt_id: str | None) -> None:
+    def _write(
+        self, action: _Action, status: Literal["applied", "rejected", "absent"], receipt: Receipt | None
+    ) -> None:
         """One ledger write: a new version of the action's record, and a spent claim."""
         action.version += 1
-        action.status, action.receipt_id = status, receipt_id
+        action.status, action.receipt_id = status, receipt.receipt_id if receipt else None
         action.claim = None  # an accounted action needs a fresh claim before any further dispatch
-        self._auditor.ledger_written(action.view.action_id, status, receipt_id, self._history.now_s())
+        self._auditor.ledger_written(
+            action.view.action_id,
+            status,
+            action.receipt_id,
+            self._history.now_s(),
+            receipt.artifact if receipt else None,
+        )
+        # Wake whoever waits for a held target, with a fresh event for the next wait.
+        woken, self.accounted = self.accounted, self._env.event()
+        woken.succeed()
 
     def record_effect(self, action_id: str, receipt: Receipt, guarded: bool) -> None:
         """Record an observed receipt in the action ledger, then update the task under its own guard."""
@@ -224,7 +285,7 @@ class Controller:
                 conflict(action_id=action_id, receipt_id=receipt.receipt_id, recorded_receipt_id=action.receipt_id)
             )
             return
-        self._write(action, receipt.status, receipt.receipt_id)
+        self._write(action, receipt.status, receipt)
         record = EffectRecorded if receipt.status == "applied" else RejectionRecorded
         self._history.record(
             record(
@@ -270,8 +331,8 @@ class Controller:
             )
         )
 
-    def hold(self, action_id: str, reason: str) -> None:
-        """Record the action as not applied and hold further dispatch of it (only if nothing is recorded yet)."""
+    def record_absent(self, action_id: str, reason: str) -> None:
+        """Record the action as not applied (only if nothing is recorded for it yet)."""
         action = self.actions[action_id]
         if action.status is not None:
             self._history.record(
@@ -279,11 +340,18 @@ class Controller:
             )
             return
         self._write(action, "absent", None)
-        self._history.record(Held(action_id=action_id, reason=reason, version=action.version))
+        self._history.record(AbsenceRecorded(action_id=action_id, reason=reason, version=action.version))
+
+    def hold_dispatch(self, action_id: str, reason: str) -> None:
+        """Refuse every later claim of the action; its outcome stays as recorded (possibly unaccounted for)."""
+        action = self.actions[action_id]
+        action.held = True
+        action.claim = None
+        self._history.record(DispatchHeld(action_id=action_id, reason=reason))
 
     def escalate(self, action_id: str, owner: str, reason: str) -> None:
         self.actions[action_id].escalated = True
-        self._auditor.escalated()
+        self._auditor.escalated(action_id, self._history.now_s())
         self._history.record(Escalated(action_id=action_id, owner=owner, reason=reason))
 
     # -- views for the recovering worker -----------------------------------------------------------

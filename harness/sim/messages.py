@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from harness.model import Artifact, Receipt
+from harness.policy import ResponseStatus
 
 __all__ = ["Reply", "Request"]
 
@@ -24,6 +25,10 @@ class Request:
     idempotency_key: str
     execution_id: str = ""
     artifact: Artifact | None = None
+    #: When the caller sent it: a destination with a request-validity rule refuses it when it arrives too late.
+    sent_at_s: float = 0.0
+    #: The approval the request relies on, which a fencing destination checks on arrival.
+    approval_id: str = ""
     #: Presented to the destination, never recorded anywhere.
     approval_token: str = field(default="", repr=False)
 
@@ -32,6 +37,6 @@ class Request:
 class Reply:
     """``status`` answers a dispatch; ``effect`` answers a lookup."""
 
-    status: Literal["applied", "rejected", "conflict", "pending"] | None = None
+    status: ResponseStatus | None = None
     effect: Literal["applied", "rejected", "pending", "absent", "unknown"] | None = None
     receipt: Receipt | None = None

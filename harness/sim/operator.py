@@ -6,7 +6,7 @@ timeout), so they happen at the same point of the protocol for every policy.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any, assert_never
 
 import simpy
@@ -21,9 +21,16 @@ __all__ = ["Operator"]
 
 class Operator:
     def __init__(
-        self, env: simpy.Environment, events: Sequence[OperatorEvent], history: History, controller: Controller
+        self,
+        env: simpy.Environment,
+        events: Sequence[OperatorEvent],
+        history: History,
+        controller: Controller,
+        dispatch: Callable[[str], None],
     ) -> None:
         self._env = env
+        #: Starts a worker for a new revision's own action.
+        self._dispatch = dispatch
         self._history = history
         self._controller = controller
         self._waiting: list[tuple[OperatorEvent, int]] = []
@@ -50,6 +57,8 @@ class Operator:
             case ChangeTask():
                 self._history.record(ChangeTaskFired())
                 self._controller.change_task(event.model, event.digest, event.approved)
+                if event.action_id is not None:
+                    self._dispatch(event.action_id)
             case RequestCancel():
                 self._history.record(CancelRequestFired())
                 self._controller.request_cancel(event.reason)

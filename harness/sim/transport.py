@@ -15,6 +15,7 @@ import simpy
 from harness.model.events import DispatchSent, LookupSent, ReplyReceived, ReplyUndeliverable
 from harness.scenario import TransportSpec
 from harness.scenario.faults import RequestDelayed, RequestLost, ResponseDelayed, ResponseLost
+from harness.sim.auditor import Auditor
 from harness.sim.faults import Injector
 from harness.sim.history import History
 from harness.sim.messages import Reply, Request
@@ -35,8 +36,12 @@ class Transport:
         history: History,
         injector: Injector,
         destination: Handler,
+        auditor: Auditor,
     ) -> None:
         self._env = env
+        self._auditor = auditor
+        #: Requests sent whose carrying has not finished: the simulation settles until none is left.
+        self.in_flight = 0
         self._spec = spec
         self._rng = rng
         self._history = history
@@ -63,6 +68,7 @@ class Transport:
             self._history.record(
                 LookupSent(n=request.n, action_id=request.action_id, idempotency_key=request.idempotency_key)
             )
+        self.in_flight += 1
         self._env.process(self._carry(request, deliver))
 
     def _crossing_s(
@@ -78,6 +84,12 @@ class Transport:
         return travel_s + late.delay_s if late is not None else travel_s
 
     def _carry(self, request: Request, deliver: Callable[[Reply], bool]) -> Generator[simpy.Event, Any, None]:
+        try:
+            yield from self._cross(request, deliver)
+        finally:
+            self.in_flight -= 1
+
+    def _cross(self, request: Request, deliver: Callable[[Reply], bool]) -> Generator[simpy.Event, Any, None]:
         outbound_s = self._crossing_s(request, RequestLost, RequestDelayed)
         if outbound_s is None:
             return
@@ -91,13 +103,16 @@ class Transport:
         yield self._env.timeout(inbound_s)
         delivered = deliver(reply)
         arrival = ReplyReceived if delivered else ReplyUndeliverable
+        status = reply.status or reply.effect
         self._history.record(
             arrival(
                 kind=request.kind,
                 n=request.n,
                 action_id=request.action_id,
                 execution_id=request.execution_id or None,
-                status=reply.status or reply.effect,
+                status=status,
                 receipt_id=reply.receipt.receipt_id if reply.receipt else None,
             )
         )
+        if delivered:
+            self._auditor.reply_reached_caller(request.action_id, request.kind, status)

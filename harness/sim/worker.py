@@ -1,21 +1,23 @@
-"""The worker: dispatches the action, and when no reply settles it, recovers by asking its policy.
+"""The worker of one action: dispatches it, and when no reply settles it, recovers it by asking its policy.
 
-The first incarnation records the action, claims it and sends it. If the reply settles the action it records
-the receipt (the ordinary path). Otherwise (a timeout, a conflict, a crash) a recovering incarnation starts
-after ``restart_delay_s`` and carries out the policy's commands one at a time until the policy stops, the
-recovery deadline passes, or the command budget runs out. A crashed incarnation's connection is closed and
-its observations are lost: the replacement knows only what the controller recorded.
+The dispatcher records the action, claims it and sends it. If the reply settles the action it records the
+receipt (the ordinary path). If the claim is refused because an older action holds the target, the policy
+takes over at once; any other refusal means nothing was ever sent, and the dispatcher records the action as
+not applied. Otherwise (a timeout, a conflict, a crash) ``recoverers`` recovering incarnations start side by
+side after ``restart_delay_s``, and each carries out the policy's commands one at a time until the policy
+stops, the recovery deadline passes, or the action's command budget runs out. A crashed incarnation's
+connection is closed and its observations are lost: its replacement knows only what the controller recorded.
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, assert_never
 
 import simpy
 
-from harness.model import validated
+from harness.model import Artifact, validated
 from harness.model.events import (
     CommandBudgetExhausted,
     CommandGiven,
@@ -32,6 +34,7 @@ from harness.policy import (
     Action,
     AttemptView,
     Command,
+    CommandResult,
     ContractView,
     Escalate,
     Hold,
@@ -39,8 +42,10 @@ from harness.policy import (
     LookupView,
     Policy,
     Receipt,
+    RecordAbsent,
     RecordEffect,
     RecordRejection,
+    ResendCurrentArguments,
     RetryNewKey,
     RetrySameAction,
     Situation,
@@ -50,7 +55,7 @@ from harness.policy import (
 from harness.scenario import Scenario
 from harness.scenario.faults import CrashAwaitingReply, CrashBeforeSend
 from harness.sim.auditor import Auditor
-from harness.sim.controller import Controller
+from harness.sim.controller import HELD_TARGET, Controller
 from harness.sim.faults import Injector
 from harness.sim.history import History
 from harness.sim.messages import Reply, Request
@@ -64,8 +69,27 @@ class _Crashed(Exception):
 
 
 @dataclass(slots=True)
-class _Connection:
+class _Incarnation:
+    """One worker process: its connections and what it observed. A crash loses all of it.
+
+    After a timeout the same process goes on recovering (a new incarnation number in the history, the same
+    observations: a late reply to its first request still reaches it); after a crash a new process starts
+    knowing only what the controller recorded.
+    """
+
+    number: int
+    started_at_s: float
     open: bool = True
+    attempts: dict[str, AttemptView] = field(default_factory=dict)
+    lookups: list[LookupView] = field(default_factory=list)
+    last: CommandResult | None = None
+    refusals: list[CommandResult] = field(default_factory=list)
+
+    def result(self, kind: str, refused: str | None = None) -> None:
+        """Note what became of a command: carried out, or refused with the reason."""
+        self.last = CommandResult(kind=kind, refused=refused is not None, reason=refused)
+        if refused is not None:
+            self.refusals.append(self.last)
 
 
 class Worker:
@@ -79,6 +103,7 @@ class Worker:
         transport: Transport,
         injector: Injector,
         auditor: Auditor,
+        action_id: str,
     ) -> None:
         self._env = env
         self._scenario = scenario
@@ -88,118 +113,147 @@ class Worker:
         self._transport = transport
         self._injector = injector
         self._auditor = auditor
+        self._action_id = action_id
         self._action: Action | None = None
-        self._incarnation = 0
-        self._connection = _Connection()
-        #: Every connection this worker process opened: a crash or the final report closes them all.
-        self._connections: list[_Connection] = []
+        #: Every incarnation this worker started: a crash closes one, the final report closes them all.
+        self._incarnations: list[_Incarnation] = []
         #: Commands carried out across all incarnations (bounded by ``command_count_max``).
         self._commands = 0
-        self._attempts: dict[str, AttemptView] = {}
-        self._lookups: list[LookupView] = []
         self._dispatch_count = 0
         self._lookup_count = 0
         self._new_key_count = 0
 
+    @property
+    def action(self) -> Action:
+        assert self._action is not None, "the action is recorded when the worker starts"
+        return self._action
+
     # -- the process --------------------------------------------------------------------------------
 
-    def run(self) -> Generator[simpy.Event, Any, None]:
-        self._start("dispatcher")
-        action = self._controller.record_action(self._scenario.action_id)
-        self._action = action
-        settled = False
-        try:
-            if not self._controller.claim_if_revision(action.action_id, action.revision):
-                self._controller.hold(action.action_id, "claim refused before any dispatch")
-                self._report(finished=True, claimed="not dispatched")
-                return
-            attempt = yield from self._dispatch(action.idempotency_key)
-            settled = self._settle_ordinary(attempt)
-        except _Crashed:
-            self._crash()
-        if settled:
+    def run(self, start_at_s: float = 0.0) -> Generator[simpy.Event, Any, None]:
+        if start_at_s > 0:
+            yield self._env.timeout(start_at_s)
+        me = self._start("dispatcher")
+        self._action = self._controller.record_action(self._action_id)
+        action = self._action
+        refused = self._controller.claim_if_revision(action.action_id, action.revision)
+        if refused is not None and not refused.startswith(HELD_TARGET):
+            self._controller.record_absent(action.action_id, f"never dispatched: claim refused ({refused})")
+            self._report(me, finished=True, claimed="not dispatched")
             return
+        if refused is not None:
+            # An older action holds the target: the policy decides what to do while it waits.
+            me.result("dispatch", refused=refused)
+            yield from self._recover_from(me)
+            return
+        survivor: _Incarnation | None = me
+        try:
+            attempt = yield from self._dispatch(me, action.idempotency_key, action.artifact)
+            if self._settle_ordinary(me, attempt):
+                return
+        except _Crashed:
+            self._crash(me)
+            survivor = None
+        yield self._env.timeout(self._scenario.worker.restart_delay_s)
+        # The first recoverer is the dispatcher's own process going on, unless it crashed; the others are new.
+        chains = [
+            self._env.process(self._recovery_chain(survivor if i == 0 else None))
+            for i in range(self._scenario.worker.recoverers)
+        ]
+        yield self._env.all_of(chains)
+
+    def _recovery_chain(self, going_on: _Incarnation | None) -> Generator[simpy.Event, Any, None]:
+        """One recovering worker, replaced by a new process after each crash until it ends."""
         while True:
-            yield self._env.timeout(self._scenario.worker.restart_delay_s)
-            self._start("recovery")
+            me = self._start("recovery", going_on)
+            going_on = None
             try:
-                yield from self._recover()
+                yield from self._recover(me)
                 return
             except _Crashed:
-                self._crash()
+                self._crash(me)
+            yield self._env.timeout(self._scenario.worker.restart_delay_s)
 
-    def _start(self, role: str) -> None:
-        self._incarnation += 1
-        self._connection = _Connection()
-        self._connections.append(self._connection)
-        self._history.record(WorkerStarted(incarnation=self._incarnation, role=role))
+    def _recover_from(self, me: _Incarnation) -> Generator[simpy.Event, Any, None]:
+        """The dispatcher itself turned recoverer: replaced after a crash like any recovering worker."""
+        try:
+            yield from self._recover(me)
+            return
+        except _Crashed:
+            self._crash(me)
+        yield self._env.timeout(self._scenario.worker.restart_delay_s)
+        yield from self._recovery_chain(None)
 
-    def _close_all(self) -> None:
-        for connection in self._connections:
-            connection.open = False
+    def _start(self, role: str, going_on: _Incarnation | None = None) -> _Incarnation:
+        """A new incarnation: the process ``going_on`` under a new number, or a new process."""
+        number = len(self._incarnations) + 1
+        if going_on is not None:
+            going_on.number = number
+            me = going_on
+        else:
+            me = _Incarnation(number=number, started_at_s=self._history.now_s())
+        self._incarnations.append(me)
+        self._history.record(WorkerStarted(action_id=self._action_id, incarnation=me.number, role=role))
+        return me
 
-    def _crash(self) -> None:
-        self._close_all()
-        # What the dead incarnation saw is gone; the attempts themselves are in the controller's ledger.
-        self._attempts = {
-            eid: AttemptView(
-                execution_id=eid,
-                idempotency_key=a.idempotency_key,
-                sent=None,
-                sent_at_s=None,
-                observation="unknown",
-            )
-            for eid, a in self._attempts.items()
-        }
-        self._lookups = []
-        self._history.record(WorkerCrashed(incarnation=self._incarnation))
+    def _crash(self, me: _Incarnation) -> None:
+        # What the dead incarnation saw is gone; its attempts stay in the controller's ledger.
+        me.open = False
+        self._history.record(WorkerCrashed(action_id=self._action_id, incarnation=me.number))
 
-    def _report(self, finished: bool, claimed: str) -> None:
+    def _report(self, me: _Incarnation, finished: bool, claimed: str) -> None:
         """The worker's own account of how it ended: kept for comparison, never read by the checker's verdicts."""
-        self._close_all()
-        self._history.record(WorkerReported(finished=finished, claimed=claimed, incarnation=self._incarnation))
+        me.open = False  # the process ends: its connections close
+        self._history.record(
+            WorkerReported(action_id=self._action_id, finished=finished, claimed=claimed, incarnation=me.number)
+        )
 
-    def _settle_ordinary(self, attempt: AttemptView) -> bool:
+    def _settle_ordinary(self, me: _Incarnation, attempt: AttemptView) -> bool:
         """The ordinary path: a reply with a terminal receipt is recorded and the worker is done."""
-        assert self._action is not None
         if attempt.observation != "response" or attempt.receipt is None:
             return False
-        self._controller.record_effect(self._action.action_id, attempt.receipt, guarded=True)
-        self._report(finished=True, claimed="completed" if attempt.receipt.status == "applied" else "rejected")
+        self._controller.record_effect(self.action.action_id, attempt.receipt, guarded=True)
+        self._report(me, finished=True, claimed="completed" if attempt.receipt.status == "applied" else "rejected")
         return True
 
     # -- protocol steps -----------------------------------------------------------------------------
 
-    def _dispatch(self, key: str) -> Generator[simpy.Event, Any, AttemptView]:
-        action = self._action
-        assert action is not None
+    def _dispatch(self, me: _Incarnation, key: str, artifact: Artifact) -> Generator[simpy.Event, Any, AttemptView]:
+        action = self.action
         self._dispatch_count += 1
         n = self._dispatch_count
         execution_id = f"{action.action_id}-x{n}"
         self._controller.begin_attempt(action.action_id, execution_id, key)
-        self._attempts[execution_id] = AttemptView(
-            execution_id=execution_id, idempotency_key=key, sent=False, sent_at_s=None, observation="in_flight"
+        recorded_at_s = self._history.now_s()
+        me.attempts[execution_id] = AttemptView(
+            execution_id=execution_id,
+            idempotency_key=key,
+            recorded_at_s=recorded_at_s,
+            sent=False,
+            sent_at_s=None,
+            observation="in_flight",
         )
         if self._injector.hit(CrashBeforeSend, action.action_id, n):
             raise _Crashed
-        self._auditor.dispatched(action.action_id, n)
+        self._auditor.dispatched(action.action_id, n, key, artifact)
         reply_event = self._env.event()
-        connection = self._connection
         request = Request(
             kind="dispatch",
             action_id=action.action_id,
             n=n,
             idempotency_key=key,
             execution_id=execution_id,
-            artifact=action.artifact,
+            artifact=artifact,
+            sent_at_s=recorded_at_s,
+            approval_id=action.approval_id,
             approval_token=self._scenario.approval.token.get_secret_value(),
         )
 
         def deliver(reply: Reply) -> bool:
-            if not connection.open:
+            if not me.open:
                 return False
-            previous = self._attempts[execution_id]
-            self._attempts[execution_id] = previous.model_copy(
+            previous = me.attempts[execution_id]
+            me.attempts[execution_id] = previous.model_copy(
                 update={
                     "observation": "response",
                     "late": previous.observation == "timeout",
@@ -212,147 +266,182 @@ class Worker:
             return True
 
         self._transport.send(request, deliver)
-        self._attempts[execution_id] = self._attempts[execution_id].model_copy(
-            update={"sent": True, "sent_at_s": self._history.now_s()}
+        me.attempts[execution_id] = me.attempts[execution_id].model_copy(
+            update={"sent": True, "sent_at_s": recorded_at_s}
         )
         if self._injector.hit(CrashAwaitingReply, action.action_id, n):
             raise _Crashed
         timeout = self._env.timeout(self._scenario.worker.timeout_s)
         yield reply_event | timeout
         if not reply_event.triggered:
-            self._attempts[execution_id] = self._attempts[execution_id].model_copy(update={"observation": "timeout"})
+            me.attempts[execution_id] = me.attempts[execution_id].model_copy(update={"observation": "timeout"})
             self._history.record(ReplyTimedOut(execution_id=execution_id, n=n))
-        return self._attempts[execution_id]
+        return me.attempts[execution_id]
 
-    def _lookup(self) -> Generator[simpy.Event, Any, None]:
-        action = self._action
-        assert action is not None
+    def _lookup(self, me: _Incarnation) -> Generator[simpy.Event, Any, None]:
+        action = self.action
         self._lookup_count += 1
+        n = self._lookup_count
         self._auditor.looked_up()
         answered = self._env.event()
-        connection = self._connection
         expired = [False]
 
         def deliver(reply: Reply) -> bool:
-            if not connection.open or answered.triggered or expired[0]:
+            if not me.open or answered.triggered or expired[0]:
                 return False
             answered.succeed(reply)
             return True
 
         self._transport.send(
-            Request(
-                kind="lookup", action_id=action.action_id, n=self._lookup_count, idempotency_key=action.idempotency_key
-            ),
-            deliver,
+            Request(kind="lookup", action_id=action.action_id, n=n, idempotency_key=action.idempotency_key), deliver
         )
         timeout = self._env.timeout(self._scenario.worker.lookup_timeout_s)
         yield answered | timeout
         if answered.triggered:
             reply = answered.value
             assert isinstance(reply, Reply)
-            self._lookups.append(
+            me.lookups.append(
                 LookupView(at_s=self._history.now_s(), effect=reply.effect or "unknown", receipt=reply.receipt)
             )
         else:
             expired[0] = True
-            self._history.record(LookupTimedOut(n=self._lookup_count))
-            self._lookups.append(LookupView(at_s=self._history.now_s(), effect="unknown"))
+            self._history.record(LookupTimedOut(action_id=self._action_id, n=n))
+            me.lookups.append(LookupView(at_s=self._history.now_s(), effect="unknown"))
 
     # -- recovery -----------------------------------------------------------------------------------
 
-    def _situation(self) -> Situation:
-        action = self._action
-        assert action is not None
+    def _situation(self, me: _Incarnation) -> Situation:
+        action = self.action
         record = self._controller.actions[action.action_id]
         # The controller's ledger lists every attempt; this incarnation adds what it saw of them.
         attempts = tuple(
-            self._attempts.get(eid)
-            or AttemptView(execution_id=eid, idempotency_key="", sent=None, sent_at_s=None, observation="unknown")
+            me.attempts.get(eid)
+            or AttemptView(
+                execution_id=eid,
+                idempotency_key="",
+                recorded_at_s=record.recorded_at_s[eid],
+                sent=None,
+                sent_at_s=None,
+                observation="unknown",
+            )
             for eid in record.execution_ids
         )
         contract = self._scenario.destination
         return Situation(
             now_s=self._history.now_s(),
             deadline_s=self._scenario.recovery_deadline_s,
+            started_at_s=me.started_at_s,
             action=action,
             attempts=attempts,
-            lookups=tuple(self._lookups),
+            lookups=tuple(me.lookups),
             task=self._controller.task_view(),
             approval=self._controller.approval_view(action),
-            contract=ContractView(dedupe_window_s=contract.dedupe_window_s, on_conflict=contract.on_conflict),
+            contract=ContractView(
+                dedupe=contract.dedupe,
+                dedupe_window_s=contract.dedupe_window_s,
+                on_conflict=contract.on_conflict,
+                on_in_flight=contract.on_in_flight,
+                request_validity_s=contract.request_validity_s,
+                fencing=contract.fencing,
+                lookup_lag_s=contract.lookup_lag_s,
+            ),
             recorded=record.status,
             escalated=record.escalated,
+            held=record.held,
+            last=me.last,
+            refusals=tuple(me.refusals),
         )
 
-    def _recover(self) -> Generator[simpy.Event, Any, None]:
+    def _recover(self, me: _Incarnation) -> Generator[simpy.Event, Any, None]:
         bounds = self._scenario.worker
         while self._commands < bounds.command_count_max:
             if self._env.now >= self._scenario.recovery_deadline_s:
-                self._history.record(DeadlineReached())
-                self._report(finished=False, claimed=self._claim())
+                self._history.record(DeadlineReached(action_id=self._action_id))
+                self._report(me, finished=False, claimed=self._claim())
                 return
-            situation = self._situation()
+            situation = self._situation(me)
             self._commands += 1
             try:
                 command = validated(self._policy.decide(situation))
             except Exception as exc:  # a policy bug is a recovery failure, recorded, not a harness crash
-                self._history.record(PolicyFailed(error=f"{type(exc).__name__}: {exc}"[:300]))
-                self._report(finished=False, claimed="policy error")
+                self._history.record(
+                    PolicyFailed(action_id=self._action_id, error=f"{type(exc).__name__}: {exc}"[:300])
+                )
+                self._report(me, finished=False, claimed="policy error")
                 return
-            self._history.record(CommandGiven(command=command))
+            self._history.record(CommandGiven(action_id=self._action_id, command=command))
             if isinstance(command, Stop):
-                self._report(finished=True, claimed=self._claim())
+                self._report(me, finished=True, claimed=self._claim())
                 return
-            yield from self._execute(command)
-        self._history.record(CommandBudgetExhausted(count_max=bounds.command_count_max))
-        self._report(finished=False, claimed=self._claim())
+            yield from self._execute(me, command)
+        self._history.record(CommandBudgetExhausted(action_id=self._action_id, count_max=bounds.command_count_max))
+        self._report(me, finished=False, claimed=self._claim())
 
     def _claim(self) -> str:
-        assert self._action is not None
-        record = self._controller.actions[self._action.action_id]
+        record = self._controller.actions[self.action.action_id]
         if record.status == "applied":
             return "completed"
         if record.status is not None:
             return str(record.status)
         return "escalated" if record.escalated else "gave up"
 
-    def _receipt(self, receipt_id: str, status: str) -> Receipt | None:
-        for attempt in self._attempts.values():
-            if attempt.receipt is not None and attempt.receipt.receipt_id == receipt_id:
-                return attempt.receipt if attempt.receipt.status == status else None
-        for lookup in self._lookups:
-            if lookup.receipt is not None and lookup.receipt.receipt_id == receipt_id:
-                return lookup.receipt if lookup.receipt.status == status else None
+    def _receipt(self, me: _Incarnation, receipt_id: str, status: str) -> Receipt | None:
+        seen = [a.receipt for a in me.attempts.values()] + [lookup.receipt for lookup in me.lookups]
+        for receipt in seen:
+            if receipt is not None and receipt.receipt_id == receipt_id:
+                return receipt if receipt.status == status else None
         return None
 
-    def _execute(self, command: Command) -> Generator[simpy.Event, Any, None]:
-        action = self._action
-        assert action is not None
+    def _ledger_round_trip(self) -> Generator[simpy.Event, Any, None]:
+        """A write to the controller's ledger takes this long to land: time for another worker to race it."""
+        if self._scenario.worker.ledger_write_s > 0:
+            yield self._env.timeout(self._scenario.worker.ledger_write_s)
+
+    def _execute(self, me: _Incarnation, command: Command) -> Generator[simpy.Event, Any, None]:
+        action = self.action
         match command:
             case LookUp():
-                yield from self._lookup()
-            case RetrySameAction() | RetryNewKey():
-                if command.claim and not self._controller.claim_if_revision(action.action_id, action.revision):
+                yield from self._lookup(me)
+                me.result(command.kind)
+            case RetrySameAction() | RetryNewKey() | ResendCurrentArguments():
+                refused = (
+                    self._controller.claim_if_revision(action.action_id, action.revision) if command.claim else None
+                )
+                if refused is not None:
+                    me.result(command.kind, refused=f"claim refused: {refused}")
                     return
+                key, artifact = action.idempotency_key, action.artifact
                 if isinstance(command, RetryNewKey):
                     self._new_key_count += 1
                     key = f"{action.idempotency_key}.k{self._new_key_count}"
-                else:
-                    key = action.idempotency_key
-                yield from self._dispatch(key)
+                elif isinstance(command, ResendCurrentArguments):
+                    artifact = self._controller.task.artifact
+                me.result(command.kind)
+                yield from self._dispatch(me, key, artifact)
             case RecordEffect() | RecordRejection():
+                yield from self._ledger_round_trip()
                 status = "applied" if isinstance(command, RecordEffect) else "rejected"
-                receipt = self._receipt(command.receipt_id, status)
+                receipt = self._receipt(me, command.receipt_id, status)
                 if receipt is None:
-                    self._history.record(CommandRefused(reason=f"no observed {status} receipt {command.receipt_id}"))
+                    reason = f"no observed {status} receipt {command.receipt_id}"
+                    self._history.record(CommandRefused(action_id=self._action_id, reason=reason))
+                    me.result(command.kind, refused=reason)
                     return
                 self._controller.record_effect(action.action_id, receipt, guarded=command.guarded)
+                me.result(command.kind)
+            case RecordAbsent():
+                yield from self._ledger_round_trip()
+                self._controller.record_absent(action.action_id, command.reason)
+                me.result(command.kind)
             case Hold():
-                self._controller.hold(action.action_id, command.reason)
+                self._controller.hold_dispatch(action.action_id, command.reason)
+                me.result(command.kind)
             case Wait():
                 yield self._env.timeout(min(command.duration_s, self._scenario.worker.wait_max_s))
+                me.result(command.kind)
             case Escalate():
                 self._controller.escalate(action.action_id, self._scenario.owner, command.reason)
+                me.result(command.kind)
             case Stop():
                 return  # handled by the recovery loop before a command is carried out
             case _:

@@ -35,19 +35,30 @@ class SimResult:
 
 
 def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
-    """Run one case to the scenario's horizon. Deterministic: same inputs and seed, same result."""
+    """Run one case to its deadline, then while anything is still in flight (bounded by the scenario's
+    ``settle_max_s``), so that late effects are seen. Deterministic: same inputs and seed, same result."""
     env = simpy.Environment()
     history = History(env)
     auditor = Auditor(scenario.recovery_deadline_s)
     injector = Injector(scenario.faults, scenario.action_id, history)
     controller = Controller(env, history, scenario, auditor)
     auditor.watch(controller)
-    destination = Destination(env, scenario.destination, history, injector, auditor)
-    transport = Transport(env, scenario.transport, rng(seed, "transport"), history, injector, destination)
-    Operator(env, scenario.operator, history, controller)
-    worker = Worker(env, scenario, policy, history, controller, transport, injector, auditor)
-    env.process(worker.run())
-    env.run(until=scenario.horizon_s)
+    destination = Destination(
+        env, scenario.destination, history, injector, auditor, approval_in_force=controller.approval_in_force
+    )
+    transport = Transport(env, scenario.transport, rng(seed, "transport"), history, injector, destination, auditor)
+    workers: list[simpy.Process] = []
+
+    def dispatch(action_id: str, start_at_s: float = 0.0) -> None:
+        worker = Worker(env, scenario, policy, history, controller, transport, injector, auditor, action_id)
+        workers.append(env.process(worker.run(start_at_s)))
+
+    Operator(env, scenario.operator, history, controller, dispatch)
+    dispatch(scenario.action_id, scenario.worker.dispatch_at_s)
+    env.run(until=scenario.recovery_deadline_s)
+    horizon = scenario.horizon_s
+    while env.peek() <= horizon and (transport.in_flight or destination.pending or any(w.is_alive for w in workers)):
+        env.step()
 
     visible = scenario.destination.ledger_visible
     evidence = Evidence(
