@@ -206,14 +206,16 @@ def _outcome(path: Path) -> str | None:
 
 def _list() -> int:
     from harness.policy import builtin_policy_names, load_policy
-    from harness.scenario import BOUNDARIES, list_scenarios, load_scenario, resolve_scenario
+    from harness.scenario import BOUNDARIES, list_scenarios, scenario_cases
 
     print("policies:")
     for name in builtin_policy_names():
         print(f"  {name} (revision {load_policy(name).revision})")
     print("scenarios:")
     for name in list_scenarios():
-        print(f"  {name} (revision {load_scenario(resolve_scenario(name)).revision})")
+        cases = scenario_cases(name)
+        variants = f"; {len(cases)} cases: {', '.join(spec for spec, _ in cases)}" if len(cases) > 1 else ""
+        print(f"  {name} (revision {cases[0][1].revision}{variants})")
     print("fault boundaries:")
     for boundary, cls in BOUNDARIES.items():
         doc = " ".join((cls.__doc__ or "").split())

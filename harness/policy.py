@@ -18,6 +18,7 @@ from harness.model import (
     Artifact,
     Command,
     Escalate,
+    FollowJob,
     Frozen,
     Hold,
     LookUp,
@@ -29,6 +30,7 @@ from harness.model import (
     RetryNewKey,
     RetrySameAction,
     Stop,
+    VerifyOutcome,
     Wait,
 )
 
@@ -41,7 +43,9 @@ __all__ = [
     "Command",
     "CommandResult",
     "ContractView",
+    "Effect",
     "Escalate",
+    "FollowJob",
     "Hold",
     "LookUp",
     "LookupView",
@@ -58,15 +62,37 @@ __all__ = [
     "Situation",
     "Stop",
     "TaskView",
+    "Verified",
+    "VerifyOutcome",
     "Wait",
     "builtin_policy_names",
     "load_policy",
 ]
 
-Effect = Literal["applied", "rejected", "pending", "absent", "unknown"]
-#: What a dispatch's reply can say: a receipt's status, a conflict (same key, other arguments), pending or
-#: in progress (the first request under the key is not applied yet), or refused (too old, or fenced).
-ResponseStatus = Literal["applied", "rejected", "conflict", "pending", "in_progress", "refused"]
+#: What a read can answer: the target's durable result (applied, rejected, pending, absent, or unknown: an
+#: unavailable or inconclusive lookup, never evidence of absence), or a connector job's state (running, or
+#: unknown_outcome: started, never completed).
+Effect = Literal["applied", "rejected", "pending", "absent", "unknown", "running", "unknown_outcome"]
+#: What a dispatch's reply can say: a receipt's status; a conflict (same key, other request); pending or in
+#: progress (the first request under the key is not applied yet); refused (too old, or fenced); running (a
+#: connector job outlived the wait: follow it); unknown_outcome (a connector started it and never completed
+#: it); connection_error (the reply was lost in an intermediary: see ``do_not_replay``); blocked (the bridge
+#: refuses mutations until the last uncertain outcome is verified).
+ResponseStatus = Literal[
+    "applied",
+    "rejected",
+    "conflict",
+    "pending",
+    "in_progress",
+    "refused",
+    "running",
+    "unknown_outcome",
+    "connection_error",
+    "blocked",
+]
+#: A verification's verdict on the run: it matches the original expectation (confirmed), another result stands
+#: under its run ID (refuted), nothing is there (absent), or the read could not tell (unknown).
+Verified = Literal["confirmed", "refuted", "absent", "unknown"]
 
 
 class AttemptView(Frozen):
@@ -87,17 +113,25 @@ class AttemptView(Frozen):
     late: bool = False
     response_status: ResponseStatus | None = None
     receipt: Receipt | None = None
+    #: The connector's job for this attempt, when a reply named it.
+    job_id: str | None = None
+    #: The reply was a connection error that an intermediary or the client marked "do not replay automatically".
+    do_not_replay: bool = False
 
 
 class LookupView(Frozen):
-    """One lookup of the action's durable result at the destination.
+    """One read of the action's outcome: a lookup of the target's durable result (``lookup``), a connector job's
+    status (``follow_job``), or a verification through the bridge (``verify``).
 
-    ``unknown`` covers an unavailable, inconclusive or unanswered lookup: it is not evidence of absence.
+    ``unknown`` covers an unavailable, inconclusive or unanswered read: it is not evidence of absence.
     """
 
     at_s: float
     effect: Effect
     receipt: Receipt | None = None
+    source: Literal["lookup", "follow_job", "verify"] = "lookup"
+    job_id: str | None = None
+    verified: Verified | None = None
 
 
 class TaskView(Frozen):
@@ -128,6 +162,8 @@ class ContractView(Frozen):
     request_validity_s: float | None
     fencing: bool
     lookup_lag_s: float
+    #: What stands between the caller and the destination: nothing, a device connector, or a bridge.
+    via: Literal["direct", "connector", "bridge"] = "direct"
 
 
 class CommandResult(Frozen):

@@ -62,11 +62,14 @@ class ReconcileAndReauthorize:
     #: Escalate while at least this much time is left before the deadline.
     escalate_margin_s = 15.0
     retry_count_max = 2
+    #: How this policy reads the outcome: a lookup of the target's durable result.
+    read_command: Command = LookUp()
+    read_source = "lookup"
 
     def matches(self, receipt: Receipt, situation: Situation) -> bool:
-        """Whether the receipt is for the action that was sent: its key and its exact arguments."""
-        action = situation.action
-        return receipt.idempotency_key == action.idempotency_key and receipt.artifact == action.artifact
+        """Whether the receipt is for the action that was sent: one of its attempts' keys, its exact arguments."""
+        keys = {situation.action.idempotency_key, *(a.idempotency_key for a in situation.attempts)}
+        return receipt.idempotency_key in keys and receipt.artifact == situation.action.artifact
 
     def quiet_after_s(self, situation: Situation) -> float | None:
         """From when a lookup's ``absent`` is final: no earlier request can still arrive (each would be refused
@@ -109,15 +112,20 @@ class ReconcileAndReauthorize:
         # A lookup answers for the moment it was made: one older than the last attempt or the last wait is stale.
         # (Half a wait, not a whole one: after waiting exactly wait_s, float arithmetic can land just short.)
         fresh = [
-            lk for lk in situation.lookups if lk.at_s >= latest_attempt and situation.now_s - lk.at_s < self.wait_s / 2
+            lk
+            for lk in situation.lookups
+            if lk.source == self.read_source
+            and lk.at_s >= latest_attempt
+            and situation.now_s - lk.at_s < self.wait_s / 2
         ]
         if not fresh:
-            return LookUp()
+            return self.read_command
         lookup = fresh[-1]
-        if lookup.effect in ("pending", "unknown"):
-            return self._wait_or_escalate(situation, f"outcome still {lookup.effect}")
+        effect = lookup.effect
+        if effect not in ("applied", "rejected", "absent"):
+            return self._wait_or_escalate(situation, f"outcome still {effect}")
         decision = recovery_decision(
-            lookup.effect,
+            effect,
             same_task_revision=situation.task.revision == situation.action.revision
             and not situation.task.cancel_requested,
             authorization_valid=situation.approval.valid and not situation.held,
@@ -128,8 +136,12 @@ class ReconcileAndReauthorize:
             if refused or len(situation.attempts) > self.retry_count_max:
                 why = situation.last.reason if refused and situation.last else "absent after the allowed retries"
                 return self._wait_or_escalate(situation, f"cannot retry yet: {why}")
-            return RetrySameAction(claim=True)
+            return self.retry_command(situation)
         return self._absent_without_retry(situation, lookup.at_s)
+
+    def retry_command(self, situation: Situation) -> Command:
+        """How to send an absent action again, once that is authorized and safe: the same key, after a claim."""
+        return RetrySameAction(claim=True)
 
     def _absent_without_retry(self, situation: Situation, looked_at_s: float) -> Command:
         """Absent, and no retry is authorized or safe: hold dispatch; record the absence once it is final."""
@@ -143,7 +155,7 @@ class ReconcileAndReauthorize:
         if quiet is not None and looked_at_s >= quiet:
             return RecordAbsent(reason="absent at the destination, and no earlier request can still arrive")
         if quiet is not None and situation.now_s >= quiet:
-            return LookUp()  # the last lookup predates the moment its answer became final: ask again
+            return self.read_command  # the last read predates the moment its answer became final: ask again
         if quiet is not None and quiet + 1.0 < situation.deadline_s - self.escalate_margin_s:
             return Wait(duration_s=max(quiet - situation.now_s, 0.0) + 0.001)
         return Escalate(reason="absent so far, but a late request could still arrive before the deadline")

@@ -1,4 +1,5 @@
-"""One-change buggy variants of reconcile_and_reauthorize: the bugs real implementers write (kept for tests only).
+"""One-change buggy variants of the shipped policies that should be safe (reconcile_and_reauthorize and the two
+seed policies): the bugs real implementers write, kept for tests only.
 
 Each variant changes one decision of the correct policy. ``CORPUS`` names, for each, the shipped scenario
 that must catch it and the safety property through which the checker must catch it.
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from harness.policy import (
     Command,
     Escalate,
+    FollowJob,
     LookUp,
     Receipt,
     RecordAbsent,
@@ -19,9 +21,12 @@ from harness.policy import (
     RetrySameAction,
     Situation,
     Stop,
+    VerifyOutcome,
     Wait,
 )
+from policies.follow_and_inspect import FollowAndInspect
 from policies.reconcile_and_reauthorize import ReconcileAndReauthorize
+from policies.verify_before_mutation import VerifyBeforeMutation
 
 
 class _Variant(ReconcileAndReauthorize):
@@ -50,7 +55,10 @@ class ComparesKeyOnly(_Variant):
     """Compares a receipt's idempotency key with the action's, but not its arguments."""
 
     def matches(self, receipt: Receipt, situation: Situation) -> bool:
-        return receipt.idempotency_key == situation.action.idempotency_key
+        return receipt.idempotency_key in {
+            situation.action.idempotency_key,
+            *(a.idempotency_key for a in situation.attempts),
+        }
 
 
 class WindowAtRetryOnly(_Variant):
@@ -123,6 +131,81 @@ class AssumesDurableDedupe(_Variant):
         return super().retry_is_safe(situation.model_copy(update={"contract": durable}), looked_at_s)
 
 
+# -- variants of the seed-000 policy (follow_and_inspect) -----------------------------------------------------
+
+
+class _FollowVariant(FollowAndInspect):
+    def __init__(self, variant: str) -> None:
+        self.name = f"follow_{variant}"
+        self.revision = f"1-{variant}"
+
+
+class StartsAnotherJob(_FollowVariant):
+    """Takes a "running" reply for a failure and starts another job under a new key instead of following it."""
+
+    def decide(self, situation: Situation) -> Command:
+        command = super().decide(situation)
+        running = any(a.response_status == "running" for a in situation.attempts)
+        return RetryNewKey(claim=True) if running and isinstance(command, FollowJob) else command
+
+
+class RetriesUnknownOutcome(_FollowVariant):
+    """On unknown_outcome, sends the same request again instead of stopping to inspect the target."""
+
+    def decide(self, situation: Situation) -> Command:
+        command = super().decide(situation)
+        unknown = any(lk.effect == "unknown_outcome" for lk in situation.lookups)
+        return RetrySameAction(claim=True) if unknown and isinstance(command, LookUp) else command
+
+
+class TrustsConnectorAbsence(_FollowVariant):
+    """Takes the connector's "no record of this key" as proof that nothing happened, without inspecting the target."""
+
+    def decide(self, situation: Situation) -> Command:
+        command = super().decide(situation)
+        absent = any(lk.source == "follow_job" and lk.effect == "absent" for lk in situation.lookups)
+        return RetrySameAction(claim=True) if absent and isinstance(command, LookUp) else command
+
+
+# -- variants of the seed-002 policy (verify_before_mutation) ------------------------------------------------
+
+
+class _VerifyVariant(VerifyBeforeMutation):
+    def __init__(self, variant: str) -> None:
+        self.name = f"verify_{variant}"
+        self.revision = f"1-{variant}"
+
+
+class ReplaysDespiteMarker(_VerifyVariant):
+    """Replays the same call after a connection error marked do-not-replay, before verifying anything."""
+
+    def decide(self, situation: Situation) -> Command:
+        command = super().decide(situation)
+        marked = any(a.do_not_replay for a in situation.attempts)
+        return RetrySameAction(claim=True) if marked and isinstance(command, VerifyOutcome) else command
+
+
+class UnknownVerificationAsAbsent(_VerifyVariant):
+    """Reads a verification that timed out as "not there" and sends the call again."""
+
+    def decide(self, situation: Situation) -> Command:
+        unknown = [lk for lk in situation.lookups if lk.source == "verify" and lk.effect == "unknown"]
+        if (
+            unknown
+            and situation.time_left_s > self.escalate_margin_s
+            and len(situation.attempts) <= self.retry_count_max
+        ):
+            return RetrySameAction(claim=True)
+        return super().decide(situation)
+
+
+class AcceptsWeakerSuccess(_VerifyVariant):
+    """Accepts any applied result under the run ID as success, not only one for the original arguments."""
+
+    def matches(self, receipt: Receipt, situation: Situation) -> bool:
+        return True
+
+
 @dataclass(frozen=True)
 class Catch:
     """Where a variant must be caught: the scenario, and the property whose verdict must be false."""
@@ -145,4 +228,14 @@ CORPUS: tuple[Catch, ...] = (
     Catch(RetriesUnderNewKey("retries_under_new_key"), "late_original_in_window", "duplicate_effects"),
     Catch(GivesUpWhenHeld("gives_up_when_held"), "fenced_late_original", "abandoned_actions"),
     Catch(AssumesDurableDedupe("assumes_durable_dedupe"), "late_original_no_dedupe", "duplicate_effects"),
+    Catch(StartsAnotherJob("starts_another_job"), "connector_wait_expires", "duplicate_effects"),
+    Catch(
+        RetriesUnknownOutcome("retries_unknown_outcome"),
+        "connector_crash_points@after_effect",
+        "retries_after_uncertain",
+    ),
+    Catch(TrustsConnectorAbsence("trusts_connector_absence"), "connector_started_not_durable", "duplicate_effects"),
+    Catch(ReplaysDespiteMarker("replays_despite_marker"), "bridge_error_after_forward", "retries_after_uncertain"),
+    Catch(UnknownVerificationAsAbsent("unknown_as_absent"), "bridge_verify_times_out", "retries_after_uncertain"),
+    Catch(AcceptsWeakerSuccess("accepts_weaker_success"), "foreign_receipt", "mismatched_records"),
 )

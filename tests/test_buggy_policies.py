@@ -1,39 +1,44 @@
-"""Judge the judge: each one-change buggy variant of reconcile_and_reauthorize is caught by a shipped scenario
-through the property its bug breaks, and the correct policy is caught by none."""
+"""Judge the judge: each one-change buggy variant of a safe shipped policy is caught by a shipped scenario
+through the property its bug breaks, and the correct policies are caught by none."""
 
 from __future__ import annotations
 
 import pytest
 from buggy_policies import CORPUS, Catch
-from conftest import SUMMARIES, shipped
+from conftest import SUMMARIES
 
 from harness.check import check
 from harness.policy import load_policy
-from harness.scenario import list_scenarios
+from harness.scenario import list_scenarios, scenario_cases
 from harness.sim import simulate
 
 SEEDS = (1, 2, 3)
 
 
+CASES = {spec: scenario for name in list_scenarios() for spec, scenario in scenario_cases(name)}
+
+
 def judged(catch: Catch, seed: int) -> tuple[str, str]:
-    judgement = check(simulate(shipped(catch.scenario), catch.policy, seed).evidence)
+    judgement = check(simulate(CASES[catch.scenario], catch.policy, seed).evidence)
     return judgement.outcome, judgement.checks.get(catch.property, "missing")
 
 
 @pytest.fixture(scope="module", autouse=True)
 def catch_table() -> None:
     """Which scenario catches which variant through which property, printed at the end of the test run."""
-    rows = [f"{'variant':<36} {'caught by scenario':<28} {'through property':<24} {'verdict':<7} outcome"]
+    rows = [f"{'variant':<36} {'caught by scenario':<38} {'through property':<24} {'verdict':<7} outcome"]
     for catch in CORPUS:
         outcome, verdict = judged(catch, 1)
-        rows.append(f"{catch.policy.name:<36} {catch.scenario:<28} {catch.property:<24} {verdict:<7} {outcome}")
+        rows.append(f"{catch.policy.name:<36} {catch.scenario:<38} {catch.property:<24} {verdict:<7} {outcome}")
     SUMMARIES["buggy-policy catch table (seed 1)"] = "\n".join(rows)
 
 
 def test_the_corpus_has_at_least_twelve_distinct_variants() -> None:
     """Twelve one-change variants at least, each its own bug, each caught in a shipped scenario."""
     assert len({c.policy.name for c in CORPUS}) == len(CORPUS) >= 12
-    assert {c.scenario for c in CORPUS} <= set(list_scenarios())
+    assert {c.scenario for c in CORPUS} <= set(CASES)
+    for prefix in ("reconcile_", "follow_", "verify_"):
+        assert sum(c.policy.name.startswith(prefix) for c in CORPUS) >= 3, prefix
 
 
 @pytest.mark.parametrize("catch", CORPUS, ids=[c.policy.name for c in CORPUS])
@@ -45,10 +50,14 @@ def test_each_variant_is_caught_through_its_property(catch: Catch, seed: int) ->
     assert outcome in ("incorrect", "abandoned")
 
 
+SAFE = ("reconcile_and_reauthorize", "follow_and_inspect", "verify_before_mutation")
+
+
+@pytest.mark.parametrize("policy", SAFE)
 @pytest.mark.parametrize("scenario", sorted({c.scenario for c in CORPUS}))
 @pytest.mark.parametrize("seed", SEEDS)
-def test_the_correct_policy_is_caught_by_none_of_those_scenarios(scenario: str, seed: int) -> None:
-    """reconcile_and_reauthorize itself is correct or escalated, with every property true, where the variants fail."""
-    judgement = check(simulate(shipped(scenario), load_policy("reconcile_and_reauthorize"), seed).evidence)
+def test_the_correct_policies_are_caught_by_none_of_those_scenarios(policy: str, scenario: str, seed: int) -> None:
+    """The safe policies themselves are correct or escalated, every property true, where the variants fail."""
+    judgement = check(simulate(CASES[scenario], load_policy(policy), seed).evidence)
     assert judgement.outcome in ("correct", "escalated")
     assert set(judgement.checks.values()) == {"true"}

@@ -15,7 +15,7 @@ from conftest import run_into
 from harness.cli import main
 from harness.model import OUTCOMES
 from harness.policy import builtin_policy_names
-from harness.scenario import list_scenarios
+from harness.scenario import list_scenarios, scenario_cases
 
 ROOT = Path(__file__).resolve().parent.parent
 #: For tests about the cases themselves: no per-cell lines, no Polyaxon runs.
@@ -27,7 +27,7 @@ def test_default_grid_writes_every_case_and_a_summary(tmp_path: Path, capsys: py
     out = tmp_path / "run"
     assert main(["run", "--out", str(out), "--quiet"]) == 0
     cases = sorted((out / "cases").rglob("recovery.json"))
-    expected = len(builtin_policy_names()) * len(list_scenarios()) * 3
+    expected = len(builtin_policy_names()) * sum(len(scenario_cases(s)) for s in list_scenarios()) * 3
     assert len(cases) == expected
     # Offline tracking by default: one Polyaxon run per cell, holding the same files.
     assert len(list((out / "polyaxon" / "runs").iterdir())) == len(builtin_policy_names()) * len(list_scenarios())

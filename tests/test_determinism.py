@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conftest import shipped
 
-from harness.policy import load_policy
+from harness.policy import builtin_policy_names, load_policy
 from harness.sim import simulate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,6 +52,6 @@ def test_recovery_json_is_byte_identical_across_processes(tmp_path: Path) -> Non
         )
         outs.append(out)
     files = sorted(p.relative_to(outs[0]) for p in (outs[0] / "cases").rglob("recovery.json"))
-    assert len(files) == 8
+    assert len(files) == 2 * len(builtin_policy_names())
     for rel in files:
         assert (outs[0] / rel).read_bytes() == (outs[1] / rel).read_bytes(), rel

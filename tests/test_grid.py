@@ -32,7 +32,7 @@ from harness.policy import (
     builtin_policy_names,
     load_policy,
 )
-from harness.scenario import list_scenarios
+from harness.scenario import list_scenarios, scenario_cases
 from harness.sim import SimResult, simulate
 
 SEEDS = (1, 2, 3, 17)
@@ -41,6 +41,8 @@ POLICIES = {
     "same_key": "retry_same_key",
     "reconcile": "reconcile_and_reauthorize",
     "new_key": "retry_new_key",
+    "follow": "follow_and_inspect",
+    "verify": "verify_before_mutation",
 }
 
 #: scenario -> policy -> (outcome, the safety properties whose verdict is false)
@@ -50,168 +52,333 @@ EXPECTED: dict[str, dict[str, tuple[str, set[str]]]] = {
         same_key=("correct", set()),
         reconcile=("correct", set()),
         new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
     ),
     "approval_expired_before_dispatch": dict(
         stop=("correct", set()),
         same_key=("correct", set()),
         reconcile=("correct", set()),
         new_key=("correct", set()),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
+    "bridge_blocked_after_uncertain": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"abandoned_actions", "retries_after_uncertain"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"abandoned_actions", "retries_after_uncertain"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
+    "bridge_error_after_forward": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"retries_after_uncertain"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects", "retries_after_uncertain"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
+    "bridge_error_before_forward": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"retries_after_uncertain"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"retries_after_uncertain"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
+    "bridge_restart_forgets_receipts": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"duplicate_effects", "retries_after_uncertain"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects", "retries_after_uncertain"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
+    "bridge_user_stop": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"retries_after_uncertain", "unauthorized_dispatches"}),
+        reconcile=("correct", set()),
+        new_key=(
+            "incorrect",
+            {"duplicate_effects", "effects_after_cancel", "retries_after_uncertain", "unauthorized_dispatches"},
+        ),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
+    "bridge_verify_times_out": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"retries_after_uncertain"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects", "retries_after_uncertain"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
     ),
     "cancel_before_dispatch": dict(
         stop=("correct", set()),
         same_key=("correct", set()),
         reconcile=("correct", set()),
         new_key=("correct", set()),
+        follow=("correct", set()),
+        verify=("correct", set()),
     ),
     "cancel_inflight": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("incorrect", {"unauthorized_dispatches"}),
         reconcile=("correct", set()),
         new_key=("incorrect", {"duplicate_effects", "effects_after_cancel", "unauthorized_dispatches"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
     ),
     "changed_task": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("incorrect", {"unauthorized_dispatches"}),
         reconcile=("correct", set()),
         new_key=("incorrect", {"duplicate_effects", "effects_after_cancel", "unauthorized_dispatches"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
     ),
     "conflict_rejected": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("incorrect", {"unauthorized_dispatches"}),
         reconcile=("correct", set()),
         new_key=("incorrect", {"duplicate_effects", "unauthorized_dispatches"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
     ),
     "conflict_replayed": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("incorrect", {"unauthorized_dispatches"}),
         reconcile=("correct", set()),
         new_key=("incorrect", {"duplicate_effects", "unauthorized_dispatches"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
+    "connector_crash_points@before_started": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("correct", set()),
+        reconcile=("correct", set()),
+        new_key=("correct", set()),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
+    "connector_crash_points@after_started": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"abandoned_actions", "retries_after_uncertain"}),
+        reconcile=("escalated", set()),
+        new_key=("correct", set()),
+        follow=("correct", set()),
+        verify=("escalated", set()),
+    ),
+    "connector_crash_points@after_effect": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"abandoned_actions", "retries_after_uncertain"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
+    "connector_crash_points@after_completed": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("correct", set()),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
+    "connector_crash_while_running": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("abandoned", {"abandoned_actions"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"abandoned_actions", "duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
+    "connector_started_not_durable": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"duplicate_effects"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
+    "connector_unknown_outcome_uninspectable": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"abandoned_actions", "retries_after_uncertain"}),
+        reconcile=("escalated", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
+    ),
+    "connector_wait_expires": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("abandoned", {"abandoned_actions"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"abandoned_actions", "duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
     ),
     "crash_awaiting_reply": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("correct", set()),
         reconcile=("correct", set()),
         new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
     ),
     "dedupe_forgotten_on_restart": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("incorrect", {"duplicate_effects"}),
         reconcile=("correct", set()),
         new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
     ),
     "duplicate_receipt": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("correct", set()),
         reconcile=("correct", set()),
         new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
     ),
     "fenced_late_original": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("incorrect", {"abandoned_actions", "unauthorized_dispatches"}),
         reconcile=("correct", set()),
         new_key=("incorrect", {"abandoned_actions", "unauthorized_dispatches"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
     ),
     "foreign_receipt": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("correct", set()),
         reconcile=("escalated", set()),
         new_key=("incorrect", {"duplicate_effects"}),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
     ),
     "in_progress_duplicate": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("abandoned", {"abandoned_actions"}),
         reconcile=("correct", set()),
         new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
     ),
     "late_original_after_cancel": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("incorrect", {"effects_after_cancel", "unauthorized_dispatches"}),
         reconcile=("correct", set()),
         new_key=("incorrect", {"duplicate_effects", "effects_after_cancel", "unauthorized_dispatches"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
     ),
     "late_original_in_window": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("correct", set()),
         reconcile=("correct", set()),
         new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
     ),
     "late_original_no_dedupe": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("incorrect", {"duplicate_effects"}),
         reconcile=("correct", set()),
         new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
     ),
     "late_original_past_window": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("incorrect", {"duplicate_effects"}),
         reconcile=("correct", set()),
         new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
     ),
     "lost_response": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("correct", set()),
         reconcile=("correct", set()),
         new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
     ),
     "newer_write_held": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("incorrect", {"unauthorized_dispatches"}),
         reconcile=("correct", set()),
         new_key=("incorrect", {"duplicate_effects", "unauthorized_dispatches"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
     ),
     "no_dedupe_flaky_lookup": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("incorrect", {"duplicate_effects"}),
         reconcile=("correct", set()),
         new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
     ),
     "pending_applies_late": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("abandoned", {"abandoned_actions"}),
         reconcile=("correct", set()),
         new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
     ),
     "request_lost": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("correct", set()),
         reconcile=("correct", set()),
         new_key=("correct", set()),
+        follow=("correct", set()),
+        verify=("correct", set()),
     ),
     "stale_lookup_after_cancel": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("incorrect", {"unauthorized_dispatches"}),
         reconcile=("escalated", set()),
         new_key=("incorrect", {"duplicate_effects", "effects_after_cancel", "unauthorized_dispatches"}),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
     ),
     "two_recoverers": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("correct", set()),
         reconcile=("correct", set()),
         new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
     ),
     "uncertain_lookup": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("abandoned", {"abandoned_actions"}),
         reconcile=("escalated", set()),
         new_key=("abandoned", {"abandoned_actions"}),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
     ),
 }
 
 
+#: Every case a shipped scenario stands for (a crash-point scenario stands for one per phase boundary).
+CASES = {spec: scenario for name in list_scenarios() for spec, scenario in scenario_cases(name)}
+
+
 def run(policy: str, scenario: str, seed: int) -> tuple[SimResult, Judgement]:
-    result = simulate(shipped(scenario), load_policy(policy), seed)
+    result = simulate(CASES[scenario], load_policy(policy), seed)
     return result, check(result.evidence)
 
 
 def test_the_table_covers_every_shipped_policy_and_scenario() -> None:
-    """No shipped cell is left without an expected outcome."""
-    assert set(EXPECTED) == set(list_scenarios())
-    assert set(POLICIES.values()) == set(builtin_policy_names()) - set(OTHER_POLICIES)
+    """No shipped cell is left without an expected outcome: every policy, every case of every scenario."""
+    assert set(EXPECTED) == set(CASES)
+    assert set(POLICIES.values()) == set(builtin_policy_names())
     assert all(set(row) == set(POLICIES) for row in EXPECTED.values())
-
-
-#: Shipped policies whose expectations live in their own seed's table (tests/test_grid_seeds.py).
-OTHER_POLICIES: tuple[str, ...] = ()
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -229,6 +396,18 @@ def test_reconcile_is_correct_or_escalated_everywhere() -> None:
     """The reference policy is never incorrect, abandoned or undecided in a shipped scenario."""
     assert {EXPECTED[s]["reconcile"][0] for s in EXPECTED} <= {"correct", "escalated"}
     assert all(not EXPECTED[s]["reconcile"][1] for s in EXPECTED)
+
+
+@pytest.mark.parametrize(
+    ("short", "seed_file"), [("follow", "000_f559b52831aece0e.txt"), ("verify", "002_da4aea13207d68c7.txt")]
+)
+def test_seed_policies_are_correct_or_escalated_in_their_seeds_scenarios(short: str, seed_file: str) -> None:
+    """follow_and_inspect in every scenario citing seed 000, verify_before_mutation in every one citing seed 002
+    (at least five each), and neither violates anything anywhere."""
+    own = [spec for spec, scenario in CASES.items() if seed_file in scenario.description]
+    assert len({spec.partition("@")[0] for spec in own}) >= 5
+    assert {EXPECTED[s][short][0] for s in own} <= {"correct", "escalated"}
+    assert all(not EXPECTED[s][short][1] for s in EXPECTED)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -48,6 +48,20 @@ FAULTS: dict[str, list[dict[str, Any]]] = {
     "apply_delayed": [{"boundary": "apply_delayed", "delay_s": 30.0}],
     "destination_restart": [{"boundary": "response_lost"}, {"boundary": "destination_restart"}],
     "lookup_foreign_receipt": [{"boundary": "response_lost"}, {"boundary": "lookup_foreign_receipt"}],
+    "connector_crash": [{"boundary": "connector_crash", "phase": "after_effect"}],
+    "started_not_durable": [
+        {"boundary": "started_not_durable"},
+        {"boundary": "connector_crash", "phase": "after_effect"},
+    ],
+    "bridge_connection_error": [{"boundary": "bridge_connection_error"}],
+    "bridge_restart": [{"boundary": "bridge_restart"}],
+}
+#: What a boundary needs in the path besides its faults.
+NEEDS: dict[str, dict[str, Any]] = {
+    "connector_crash": {"connector": {}},
+    "started_not_durable": {"connector": {}},
+    "bridge_connection_error": {"bridge": {}},
+    "bridge_restart": {"bridge": {}},
 }
 
 
@@ -68,7 +82,7 @@ def test_every_boundary_is_covered_here() -> None:
 @pytest.mark.parametrize("boundary", sorted(FAULTS))
 def test_each_boundary_is_injected_recorded_and_judged_soundly(boundary: str) -> None:
     """A fault at each boundary is injected, recorded in the history, and every known metric is true."""
-    scenario = with_changes(shipped("lost_response"), faults=FAULTS[boundary])
+    scenario = with_changes(shipped("lost_response"), faults=FAULTS[boundary], **NEEDS.get(boundary, {}))
     result = simulate(scenario, load_policy("reconcile_and_reauthorize"), 4)
     injected = {e.boundary for e in result.evidence.history if isinstance(e, FaultInjected)}
     assert boundary in injected

@@ -11,7 +11,6 @@ import dataclasses
 import random
 
 import pytest
-from conftest import shipped
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +18,7 @@ from harness.check import METRICS, check
 from harness.policy import (
     Command,
     Escalate,
+    FollowJob,
     Hold,
     LookUp,
     RecordAbsent,
@@ -29,11 +29,12 @@ from harness.policy import (
     RetrySameAction,
     Situation,
     Stop,
+    VerifyOutcome,
     Wait,
     builtin_policy_names,
     load_policy,
 )
-from harness.scenario import list_scenarios
+from harness.scenario import list_scenarios, scenario_cases
 from harness.seeds import SEED_MAX
 from harness.sim import GroundTruth, simulate
 
@@ -54,10 +55,28 @@ class RandomPolicy:
         rng = self._rng
         receipts = [r.receipt_id for r in situation.observed_receipts()] + ["r999"]
         choice = rng.choice(
-            ["look_up", "retry", "new_key", "resend", "record", "reject", "hold", "absent", "wait", "escalate", "stop"]
+            [
+                "look_up",
+                "follow",
+                "verify",
+                "retry",
+                "new_key",
+                "resend",
+                "record",
+                "reject",
+                "hold",
+                "absent",
+                "wait",
+                "escalate",
+                "stop",
+            ]
         )
         if choice == "look_up":
             return LookUp()
+        if choice == "follow":
+            return FollowJob()
+        if choice == "verify":
+            return VerifyOutcome()
         if choice == "retry":
             return RetrySameAction(claim=rng.random() < 0.5)
         if choice == "new_key":
@@ -79,9 +98,13 @@ class RandomPolicy:
         return Stop() if rng.random() < 0.3 else LookUp()
 
 
+#: Every case of every shipped scenario (a crash-point scenario stands for one case per phase).
+CASES = {spec: scenario for name in list_scenarios() for spec, scenario in scenario_cases(name)}
+
+
 def assert_sound(policy: str | RandomPolicy, scenario: str, seed: int) -> int:
     chosen = load_policy(policy) if isinstance(policy, str) else policy
-    result = simulate(shipped(scenario), chosen, seed)
+    result = simulate(CASES[scenario], chosen, seed)
     judgement = check(result.evidence)
     truth = dataclasses.asdict(result.truth)
     known = 0
@@ -105,7 +128,7 @@ def test_the_auditor_audits_every_audited_metric() -> None:
     assert "false_records" in COMPARED and "executor_finished" not in COMPARED
 
 
-@pytest.mark.parametrize("scenario", list_scenarios())
+@pytest.mark.parametrize("scenario", sorted(CASES))
 @pytest.mark.parametrize("policy", builtin_policy_names())
 def test_known_values_equal_ground_truth(policy: str, scenario: str) -> None:
     """In every shipped cell, at seeds 1 to 3, each known metric equals the ground truth."""
@@ -116,7 +139,7 @@ def test_known_values_equal_ground_truth(policy: str, scenario: str) -> None:
 @settings(max_examples=40, deadline=None)
 @given(
     policy=st.sampled_from(builtin_policy_names()),
-    scenario=st.sampled_from(list_scenarios()),
+    scenario=st.sampled_from(sorted(CASES)),
     seed=st.integers(min_value=0, max_value=SEED_MAX),
 )
 def test_soundness_holds_for_any_seed(policy: str, scenario: str, seed: int) -> None:
@@ -124,9 +147,9 @@ def test_soundness_holds_for_any_seed(policy: str, scenario: str, seed: int) -> 
     assert_sound(policy, scenario, seed)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(
-    scenario=st.sampled_from(list_scenarios()),
+    scenario=st.sampled_from(sorted(CASES)),
     policy_seed=st.integers(min_value=0, max_value=2**32),
     seed=st.integers(min_value=0, max_value=SEED_MAX),
 )
@@ -137,6 +160,6 @@ def test_soundness_holds_for_any_commands(scenario: str, policy_seed: int, seed:
 
 def test_duplicates_hidden_only_where_truth_could_differ() -> None:
     """Where the ledger is withheld and duplicates are unknown, the truth really is not derivable from one dispatch."""
-    result = simulate(shipped("uncertain_lookup"), load_policy("retry_same_key"), 1)
+    result = simulate(CASES["uncertain_lookup"], load_policy("retry_same_key"), 1)
     judgement = check(result.evidence)
     assert judgement.metrics["duplicate_effects"] is None and result.truth.dispatches > 1

@@ -168,13 +168,15 @@ def test_harness_error_ends_the_run_failed_and_the_grid_goes_on(
 def test_local_grid_is_the_matrix(tmp_path: Path) -> None:
     """The default run expands polyaxonfiles/grid.yaml: the cells it runs are the matrix's cells."""
     from harness.plx.plxfile import default_grid_file, load_grid_file
+    from harness.scenario import scenario_cases
 
     out = tmp_path / "run"
     proc = harness("run", "--out", str(out), "--quiet", "--tracking", "none", "--seed", "1")
     assert proc.returncode == 0, proc.stderr
-    ran = {(p.parent.parent.parent.name, p.parent.parent.name) for p in out.rglob("recovery.json")}
+    ran = {(p.parent.parent.parent.name, p.parent.parent.name) for p in (out / "cases").rglob("recovery.json")}
     grid = load_grid_file(default_grid_file())
-    assert ran == {(c["policy"], c["scenario"]) for c in grid.cells}
+    expected = {(c["policy"], s.name) for c in grid.cells for _, s in scenario_cases(str(c["scenario"]))}
+    assert ran == expected
     assert json.loads((out / "run.json").read_text())["concurrency"] == grid.concurrency
 
 

@@ -27,11 +27,13 @@ from harness.model.events import (
     EffectRecorded,
     Escalated,
     Event,
+    JobFollowSent,
     LookupSent,
     RejectionRecorded,
     ReplyReceived,
     TaskCompleted,
     TaskRevisionRecorded,
+    VerifySent,
     WorkerReported,
 )
 
@@ -46,7 +48,8 @@ E = TypeVar("E", bound=Event)
 class Facts:
     evidence: Evidence
     dispatches: list[DispatchSent] = field(default_factory=list)
-    lookups: list[LookupSent] = field(default_factory=list)
+    #: Reads the caller sent: lookups of the target, job follows, verifications.
+    reads: list[LookupSent | JobFollowSent | VerifySent] = field(default_factory=list)
     revisions: list[TaskRevisionRecorded] = field(default_factory=list)
     approvals: list[ApprovalGranted] = field(default_factory=list)
     approval_revocations: dict[str, ApprovalExpired | ApprovalRevoked] = field(default_factory=dict)
@@ -112,8 +115,8 @@ def facts(evidence: Evidence) -> Facts:
         match event:
             case DispatchSent():
                 out.dispatches.append(event)
-            case LookupSent():
-                out.lookups.append(event)
+            case LookupSent() | JobFollowSent() | VerifySent():
+                out.reads.append(event)
             case TaskRevisionRecorded():
                 out.revisions.append(event)
             case ApprovalGranted():

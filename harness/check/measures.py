@@ -9,15 +9,15 @@ from __future__ import annotations
 from harness.check.facts import Facts
 from harness.check.finding import HIDDEN, Finding, counted
 from harness.check.properties import effects_by_action
-from harness.model import Anomaly
+from harness.model import Anomaly, conclusive
 from harness.model.events import EffectRecorded
 
 __all__ = [
     "dispatches",
     "escalations",
     "executor_finished",
-    "lookups",
     "new_keys_while_unknown",
+    "reads",
     "task_completed",
     "time_to_account_s",
     "unresolved_actions",
@@ -63,14 +63,14 @@ def new_keys_while_unknown(f: Facts) -> Finding:
 
 
 def _known_to_caller(f: Facts, action_id: str, last_dispatch: int, index: int) -> bool:
-    """Whether, before entry ``index``, a receipt for the action reached the caller, or a lookup answering
-    ``absent`` did after its dispatch at ``last_dispatch``."""
+    """Whether, before entry ``index``, a receipt for the action reached the caller (in a reply, or a conclusive
+    read), or a conclusive read answering ``absent`` did after its dispatch at ``last_dispatch``."""
     for reply in f.replies:
         if reply.index >= index or reply.action_id != action_id:
             continue
         if reply.kind == "dispatch" and reply.status in ("applied", "rejected"):
             return True
-        if reply.kind == "lookup" and reply.status == "absent" and reply.index > last_dispatch:
+        if conclusive(reply.kind, reply.status) and (reply.status != "absent" or reply.index > last_dispatch):
             return True
     return False
 
@@ -85,9 +85,9 @@ def dispatches(f: Facts) -> Finding:
     return Finding(len(f.dispatches))
 
 
-def lookups(f: Facts) -> Finding:
-    """Lookups of durable results the caller sent."""
-    return Finding(len(f.lookups))
+def reads(f: Facts) -> Finding:
+    """Reads the caller sent (lookups of the target, job follows, verifications): never mutations."""
+    return Finding(len(f.reads))
 
 
 def task_completed(f: Facts) -> Finding:

@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 
 from harness.check.facts import Facts
 from harness.check.finding import HIDDEN, Finding, counted
-from harness.model import Anomaly, Artifact
+from harness.model import UNCERTAIN_REPLIES, Anomaly, Artifact, conclusive
 from harness.model.events import (
     AbsenceRecorded,
     ActionRecorded,
@@ -19,6 +19,7 @@ from harness.model.events import (
     DispatchSent,
     EffectRecorded,
     RejectionRecorded,
+    ReplyReceived,
 )
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "effects_by_action",
     "false_records",
     "mismatched_records",
+    "retries_after_uncertain",
     "unauthorized_dispatches",
     "wrong_revision_completions",
 ]
@@ -325,3 +327,34 @@ def abandoned_actions(f: Facts) -> Finding:
             )
         )
     return counted(anomalies)
+
+
+def retries_after_uncertain(f: Facts) -> Finding:
+    """Mutations sent after the caller was told the outcome is uncertain (a connection error marked "do not
+    replay", a connector's ``unknown_outcome``) and before a read settled it: automatic retries must stop
+    until the original expectation has been checked against what is there now."""
+    anomalies = []
+    for action_id in sorted(f.actions):
+        told: ReplyReceived | None = None
+        replies = [r for r in f.replies if r.action_id == action_id]
+        timeline: list[ReplyReceived | DispatchSent] = sorted([*replies, *f.dispatches_of(action_id)], key=_index)
+        for event in timeline:
+            if isinstance(event, DispatchSent):
+                if told is not None:
+                    anomalies.append(
+                        Anomaly(
+                            kind="retry_after_uncertain",
+                            witnesses=(told.index, event.index),
+                            detail=f"{event.execution_id} sent after {told.execution_id or action_id} was answered "
+                            f"{told.status}, before any read settled it",
+                        )
+                    )
+            elif (event.kind == "dispatch" and event.status in UNCERTAIN_REPLIES) or event.status == "unknown_outcome":
+                told = told or event
+            elif conclusive(event.kind, event.status):
+                told = None
+    return counted(anomalies)
+
+
+def _index(event: ReplyReceived | DispatchSent) -> int:
+    return event.index

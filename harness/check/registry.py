@@ -65,7 +65,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("escalations", measures.escalations, "measure", "count", "none", shown=True),
     Metric("time_to_account_s", measures.time_to_account_s, "measure", "duration", "none", shown=True),
     Metric("dispatches", measures.dispatches, "measure", "count", "none", shown=True),
-    Metric("lookups", measures.lookups, "measure", "count", "none"),
+    Metric("reads", measures.reads, "measure", "count", "none", shown=True),
     Metric("new_keys_while_unknown", measures.new_keys_while_unknown, "measure", "count", "none", shown=True),
     _property("unauthorized_dispatches", properties.unauthorized_dispatches),
     _property("duplicate_effects", properties.duplicate_effects),
@@ -75,6 +75,7 @@ METRICS: tuple[Metric, ...] = (
     _property("false_records", properties.false_records),
     _property("mismatched_records", properties.mismatched_records),
     _property("changed_arguments", properties.changed_arguments),
+    _property("retries_after_uncertain", properties.retries_after_uncertain),
     _property("abandoned_actions", properties.abandoned_actions, effect="abandoned"),
 )
 

@@ -5,11 +5,24 @@ This package imports nothing of ours beyond itself. Everything downstream (simul
 tracking) speaks in these types, so the arrows between stages stay one-way.
 """
 
-from harness.model.base import OUTCOMES, Actor, Frozen, MetricValue, Outcome, Scalar, Verdict
+from harness.model.base import (
+    CONCLUSIVE_READS,
+    OUTCOMES,
+    UNCERTAIN_REPLIES,
+    Actor,
+    Frozen,
+    MetricValue,
+    Outcome,
+    RequestKind,
+    Scalar,
+    Verdict,
+    conclusive,
+)
 from harness.model.commands import (
     COMMAND_TYPES,
     Command,
     Escalate,
+    FollowJob,
     Hold,
     LookUp,
     RecordAbsent,
@@ -19,6 +32,7 @@ from harness.model.commands import (
     RetryNewKey,
     RetrySameAction,
     Stop,
+    VerifyOutcome,
     Wait,
     validated,
 )
@@ -36,8 +50,10 @@ from harness.model.report import (
 
 __all__ = [
     "COMMAND_TYPES",
+    "CONCLUSIVE_READS",
     "OUTCOMES",
     "SCHEMA_VERSION",
+    "UNCERTAIN_REPLIES",
     "Action",
     "Actor",
     "Anomaly",
@@ -48,6 +64,7 @@ __all__ = [
     "Entry",
     "Escalate",
     "Evidence",
+    "FollowJob",
     "Frozen",
     "Hold",
     "LookUp",
@@ -57,13 +74,16 @@ __all__ = [
     "RecordAbsent",
     "RecordEffect",
     "RecordRejection",
+    "RequestKind",
     "ResendCurrentArguments",
     "RetryNewKey",
     "RetrySameAction",
     "Scalar",
     "Stop",
     "Verdict",
+    "VerifyOutcome",
     "Wait",
+    "conclusive",
     "entries",
     "events",
     "validated",

@@ -6,13 +6,45 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["OUTCOMES", "Actor", "Frozen", "MetricValue", "Outcome", "Scalar", "Verdict"]
+__all__ = [
+    "CONCLUSIVE_READS",
+    "OUTCOMES",
+    "UNCERTAIN_REPLIES",
+    "Actor",
+    "Frozen",
+    "MetricValue",
+    "Outcome",
+    "RequestKind",
+    "Scalar",
+    "Verdict",
+    "conclusive",
+]
 
 Scalar = str | int | float | bool | None
 MetricValue = int | float | bool | None
 
-#: Who recorded an entry. ``injector`` records faults in the same history as the operations they disturb.
-Actor = Literal["worker", "transport", "destination", "controller", "operator", "injector"]
+#: Who recorded an entry. ``injector`` records faults in the same history as the operations they disturb;
+#: ``connector`` (a device connector, seed 000) and ``bridge`` (a client-to-tool-server bridge, seed 002) stand
+#: between the caller and the destination when a scenario puts them there.
+Actor = Literal["worker", "transport", "connector", "bridge", "destination", "controller", "operator", "injector"]
+
+#: What a request asks: a side effect (``dispatch``) or one of the reads: the target's durable result
+#: (``lookup``), a connector job's status (``follow_job``), or a verification of the original expectation
+#: through the bridge (``verify``).
+RequestKind = Literal["dispatch", "lookup", "follow_job", "verify"]
+
+#: Dispatch replies that tell the caller its outcome is uncertain (an intermediary's connection error marked
+#: "do not replay", a connector's unknown outcome): automatic retries stop until a read settles it.
+UNCERTAIN_REPLIES = frozenset({"connection_error", "unknown_outcome"})
+#: Read answers that settle an outcome: a receipt's status, an absence, or a verification's comparison.
+CONCLUSIVE_READS = frozenset({"applied", "rejected", "absent", "confirmed", "refuted"})
+
+
+def conclusive(kind: RequestKind, status: str | None) -> bool:
+    """Whether a read's answer settles the outcome at the target. A connector's "absent" says only that its own
+    ledger holds no record (it may have lost one), so it settles nothing."""
+    return kind != "dispatch" and status in CONCLUSIVE_READS and not (kind == "follow_job" and status == "absent")
+
 
 #: Jepsen-style verdicts: composing them, false beats unknown beats true.
 Verdict = Literal["true", "false", "unknown"]

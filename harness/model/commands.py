@@ -17,6 +17,7 @@ __all__ = [
     "COMMAND_TYPES",
     "Command",
     "Escalate",
+    "FollowJob",
     "Hold",
     "LookUp",
     "RecordAbsent",
@@ -26,6 +27,7 @@ __all__ = [
     "RetryNewKey",
     "RetrySameAction",
     "Stop",
+    "VerifyOutcome",
     "Wait",
     "validated",
 ]
@@ -35,6 +37,25 @@ class LookUp(Frozen):
     """Ask the destination for the action's durable result by its action ID."""
 
     kind: Literal["look_up"] = "look_up"
+
+
+class FollowJob(Frozen):
+    """Read the status of the action's job at the device connector (``task wait JOB_ID``): a read, never a new run.
+
+    The connector answers from its ledger: completed (with the recorded receipt), running, ``unknown_outcome``
+    (started, never completed: only inspecting the target can tell), or absent (no record of the key).
+    """
+
+    kind: Literal["follow_job"] = "follow_job"
+
+
+class VerifyOutcome(Frozen):
+    """Read the run's current state through the bridge and compare it with the original expectation.
+
+    It never sends the input again: a confirmed result allows progress, another timeout keeps the block.
+    """
+
+    kind: Literal["verify_outcome"] = "verify_outcome"
 
 
 class RetrySameAction(Frozen):
@@ -132,6 +153,8 @@ class Stop(Frozen):
 
 Command = Annotated[
     LookUp
+    | FollowJob
+    | VerifyOutcome
     | RetrySameAction
     | RetryNewKey
     | ResendCurrentArguments

@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel
 
-from harness.model.base import Actor, Scalar
+from harness.model.base import Actor, RequestKind, Scalar
 from harness.model.commands import _COMMAND, Command
 from harness.model.records import Artifact
 
@@ -37,6 +37,11 @@ __all__ = [
     "ApprovalGranted",
     "ApprovalRevoked",
     "AttemptRecorded",
+    "BridgeRestarted",
+    "CallBlocked",
+    "CallConflict",
+    "CallForwarded",
+    "CallReplayed",
     "CancelRequestFired",
     "CancelRequested",
     "ChangeTaskFired",
@@ -45,6 +50,9 @@ __all__ = [
     "CommandGiven",
     "CommandRefused",
     "Conflicted",
+    "ConnectionBroken",
+    "ConnectorCrashed",
+    "ConnectorRestarted",
     "DeadlineReached",
     "DestinationRestarted",
     "DispatchHeld",
@@ -55,9 +63,18 @@ __all__ = [
     "EventError",
     "FaultInjected",
     "InProgress",
+    "JobAbsent",
+    "JobCompleted",
+    "JobConflict",
+    "JobFollowSent",
+    "JobReplayed",
+    "JobStarted",
+    "JobStillRunning",
+    "JobUnknownOutcome",
     "LookupAnswered",
     "LookupSent",
     "LookupTimedOut",
+    "OutcomeVerified",
     "PolicyFailed",
     "Received",
     "RecordConflict",
@@ -72,6 +89,7 @@ __all__ = [
     "TaskCompleted",
     "TaskNotCompleted",
     "TaskRevisionRecorded",
+    "VerifySent",
     "WorkerCrashed",
     "WorkerReported",
     "WorkerStarted",
@@ -235,12 +253,37 @@ class LookupSent(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class JobFollowSent(Event):
+    """A read of the action's job status at the device connector left the caller."""
+
+    actor: ClassVar[Actor] = "transport"
+    event: ClassVar[str] = "send"
+    kind: Literal["follow_job"] = "follow_job"
+    n: int
+    action_id: str
+    idempotency_key: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VerifySent(Event):
+    """A verification of the run against the original expectation (``artifact``) left the caller."""
+
+    actor: ClassVar[Actor] = "transport"
+    event: ClassVar[str] = "send"
+    kind: Literal["verify"] = "verify"
+    n: int
+    action_id: str
+    idempotency_key: str
+    artifact: Artifact
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ReplyReceived(Event):
     """A reply reached the caller. ``status`` is a dispatch's status or a lookup's effect."""
 
     actor: ClassVar[Actor] = "transport"
     event: ClassVar[str] = "receive"
-    kind: Literal["dispatch", "lookup"]
+    kind: RequestKind
     n: int
     action_id: str
     execution_id: str | None
@@ -254,12 +297,179 @@ class ReplyUndeliverable(Event):
 
     actor: ClassVar[Actor] = "transport"
     event: ClassVar[str] = "undeliverable"
-    kind: Literal["dispatch", "lookup"]
+    kind: RequestKind
     n: int
     action_id: str
     execution_id: str | None
     status: str | None
     receipt_id: str | None
+
+
+# -- the device connector (seed 000) --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobStarted(Event):
+    """The connector reserved the request's identity in its local ledger before any side effect (``durable``:
+    written with fsync and an atomic rename; otherwise a crash loses it)."""
+
+    actor: ClassVar[Actor] = "connector"
+    event: ClassVar[str] = "started"
+    idempotency_key: str
+    execution_id: str
+    job_id: str
+    durable: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobCompleted(Event):
+    """The executor returned: the connector persisted the receipt before reporting it."""
+
+    actor: ClassVar[Actor] = "connector"
+    event: ClassVar[str] = "completed"
+    idempotency_key: str
+    job_id: str
+    receipt_id: str
+    status: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobReplayed(Event):
+    """A matching completed record answered a request (``execution_id``) or a follow (``None``): the recorded
+    result, without executing again."""
+
+    actor: ClassVar[Actor] = "connector"
+    event: ClassVar[str] = "replayed"
+    idempotency_key: str
+    execution_id: str | None
+    job_id: str
+    receipt_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobConflict(Event):
+    """The same key with a changed request identity (arguments or execution budget): a conflict."""
+
+    actor: ClassVar[Actor] = "connector"
+    event: ClassVar[str] = "conflict"
+    idempotency_key: str
+    execution_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobUnknownOutcome(Event):
+    """A started record without a completed one: the outcome is unknown, and automatic retries stop."""
+
+    actor: ClassVar[Actor] = "connector"
+    event: ClassVar[str] = "unknown_outcome"
+    idempotency_key: str
+    job_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobStillRunning(Event):
+    """The job has not completed yet: the wait ended (``task wait --wait``) or a follow found it running."""
+
+    actor: ClassVar[Actor] = "connector"
+    event: ClassVar[str] = "running"
+    idempotency_key: str
+    job_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobAbsent(Event):
+    """A follow asked about a key the connector's ledger does not hold (never started, or the record was lost)."""
+
+    actor: ClassVar[Actor] = "connector"
+    event: ClassVar[str] = "absent"
+    idempotency_key: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectorCrashed(Event):
+    """The device connector died at ``phase``; ``lost_records`` started records that were not yet durable are gone."""
+
+    actor: ClassVar[Actor] = "connector"
+    event: ClassVar[str] = "crashed"
+    phase: str
+    lost_records: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectorRestarted(Event):
+    """The connector runs again, with its durable ledger; a job it was running is not resumed."""
+
+    actor: ClassVar[Actor] = "connector"
+    event: ClassVar[str] = "restarted"
+
+
+# -- the bridge (seed 002) ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallForwarded(Event):
+    """The bridge forwarded a call to the tool server: pipe request UUID ``idempotency_key``, JSON-RPC ``rpc_id``."""
+
+    actor: ClassVar[Actor] = "bridge"
+    event: ClassVar[str] = "forwarded"
+    idempotency_key: str
+    execution_id: str
+    rpc_id: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallReplayed(Event):
+    """A call under a UUID the bridge process holds a receipt for, with the same content: answered from it."""
+
+    actor: ClassVar[Actor] = "bridge"
+    event: ClassVar[str] = "replayed"
+    idempotency_key: str
+    execution_id: str
+    receipt_id: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallConflict(Event):
+    """A call under a known UUID with other content: refused as a conflict."""
+
+    actor: ClassVar[Actor] = "bridge"
+    event: ClassVar[str] = "conflict"
+    idempotency_key: str
+    execution_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectionBroken(Event):
+    """The connection broke before the caller got a complete reply; the error says: do not replay automatically.
+
+    ``forwarded``: whether the call had reached the tool server (the caller cannot tell).
+    """
+
+    actor: ClassVar[Actor] = "bridge"
+    event: ClassVar[str] = "connection_error"
+    idempotency_key: str
+    execution_id: str
+    forwarded: bool
+    do_not_replay: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallBlocked(Event):
+    """A mutation refused by the bridge: the task's last outcome is uncertain and not verified yet (reads pass)."""
+
+    actor: ClassVar[Actor] = "bridge"
+    event: ClassVar[str] = "blocked"
+    idempotency_key: str
+    execution_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BridgeRestarted(Event):
+    """The bridge process restarted: receipts it kept for request UUIDs are forgotten."""
+
+    actor: ClassVar[Actor] = "bridge"
+    event: ClassVar[str] = "restarted"
+    forgotten_receipts: int
 
 
 # -- the destination ------------------------------------------------------------------------------------
@@ -359,6 +569,17 @@ class DestinationRestarted(Event):
     actor: ClassVar[Actor] = "destination"
     event: ClassVar[str] = "restarted"
     forgotten_keys: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutcomeVerified(Event):
+    """The destination read the run's durable state and compared it with the original expectation."""
+
+    actor: ClassVar[Actor] = "destination"
+    event: ClassVar[str] = "verified"
+    idempotency_key: str
+    result: Literal["confirmed", "refuted", "absent", "unknown"]
+    receipt_id: str | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -635,8 +856,26 @@ AnyEvent = (
     | LookupTimedOut
     | DispatchSent
     | LookupSent
+    | JobFollowSent
+    | VerifySent
     | ReplyReceived
     | ReplyUndeliverable
+    | JobStarted
+    | JobCompleted
+    | JobReplayed
+    | JobConflict
+    | JobUnknownOutcome
+    | JobStillRunning
+    | JobAbsent
+    | ConnectorCrashed
+    | ConnectorRestarted
+    | CallForwarded
+    | CallReplayed
+    | CallConflict
+    | ConnectionBroken
+    | CallBlocked
+    | BridgeRestarted
+    | OutcomeVerified
     | Received
     | Accepted
     | Applied

@@ -185,19 +185,27 @@ def track_cell(cell: CellRecord, out: Path, project: str, write: Callable[[Path,
 
 def _log_cell(tracking: ModuleType, cell: CellRecord, write: Callable[[Path, str], None]) -> str | None:
     first = cell.reports[0]
+    variants = list(dict.fromkeys(r.scenario for r in cell.reports))
+    inputs: dict[str, Any] = {}
+    if len(variants) > 1:
+        # A scenario that stands for several cases (one per connector crash point): step i is the i-th case.
+        inputs["variants"] = variants
+        inputs["cases"] = [f"{r.scenario}/seed-{r.seed}" for r in cell.reports]
     tracking.log_inputs(
-        scenario=first.scenario,
+        scenario=cell.scenario,
         scenario_revision=first.scenario_revision,
         policy=first.policy,
         policy_revision=first.policy_revision,
         task_id=first.task_id,
         action_id=first.action_id,
-        seeds=[r.seed for r in cell.reports],
+        seeds=list(dict.fromkeys(r.seed for r in cell.reports)),
         harness_version=__version__,
+        **inputs,
     )
     outputs = Path(tracking.get_outputs_path())
     for report, text in zip(cell.reports, cell.texts, strict=True):
-        write(outputs / f"seed-{report.seed}" / "recovery.json", text)
+        folder = outputs / report.scenario if len(variants) > 1 else outputs
+        write(folder / f"seed-{report.seed}" / "recovery.json", text)
     for step, report in enumerate(cell.reports):
         metrics = tracked_metrics(report)
         if metrics:

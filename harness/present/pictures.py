@@ -46,7 +46,7 @@ COLOURS = {
     "mixed": "#8e7cc3",
 }
 #: One lane per actor, left to right in the order a request travels.
-LANES = ("operator", "controller", "worker", "transport", "destination")
+LANES = ("operator", "controller", "worker", "transport", "bridge", "connector", "destination")
 
 
 def heatmap(frame: pd.DataFrame, title: str = "Outcome per policy x scenario") -> Figure:

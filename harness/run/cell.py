@@ -10,6 +10,7 @@ from harness.plx.tracking import Tracked, TrackingMode
 from harness.run.case import run_case
 from harness.run.files import case_path, recovery_json, write_atomic
 from harness.run.plan import load_grid
+from harness.scenario.faults import CONNECTOR_PHASES
 
 __all__ = ["CellJob", "CellResult", "execute_cell"]
 
@@ -58,6 +59,14 @@ def execute_cell(job: CellJob) -> CellResult:
     if job.tracking != "none":
         from harness.plx.tracking import CellRecord, track_cell
 
-        cell = CellRecord(grid.policies[0], grid.scenarios[0], tuple(reports), tuple(texts))
+        cell = CellRecord(grid.policies[0], _cell_scenario(grid.scenarios), tuple(reports), tuple(texts))
         tracked = track_cell(cell, job.out, job.project, write_atomic)
     return CellResult(tuple(reports), tracked)
+
+
+def _cell_scenario(scenarios: tuple[str, ...]) -> str:
+    """The cell's scenario: its one scenario, or the name its variants share (they are ``<name>-<phase>``)."""
+    if len(scenarios) == 1:
+        return scenarios[0]
+    first = scenarios[0]
+    return next((first.removesuffix(f"-{p}") for p in CONNECTOR_PHASES if first.endswith(f"-{p}")), first)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from harness.errors import InputError
 from harness.policy import Policy, PolicyError, builtin_policy_names, load_policy
-from harness.scenario import SAFE_NAME, Scenario, list_scenarios, load_scenario, resolve_scenario
+from harness.scenario import SAFE_NAME, Scenario, list_scenarios, scenario_cases
 from harness.seeds import DEFAULT_SEEDS
 
 __all__ = ["Case", "Cell", "Grid", "Plan", "UsageError", "load_grid", "plan_cells", "reproduce_command"]
@@ -52,7 +52,9 @@ def load_grid(policy_specs: Sequence[str], scenario_specs: Sequence[str], seeds:
                 f"policy '{spec}': name '{policy.name}' is not safe for file and run names; "
                 "fix: use lower case letters, digits, '_' or '-'"
             )
-    scenarios = {spec: load_scenario(resolve_scenario(spec)) for spec in dict.fromkeys(scenario_specs)}
+    scenarios = {
+        case_spec: scenario for spec in dict.fromkeys(scenario_specs) for case_spec, scenario in scenario_cases(spec)
+    }
     _unique("policy", {s: p.name for s, p in policies.items()})
     _unique("scenario", {s: sc.name for s, sc in scenarios.items()})
     seeds = tuple(dict.fromkeys(seeds))

@@ -15,11 +15,24 @@ from pydantic import Field, ValidationError, model_validator
 
 from harness.errors import InputError
 from harness.model import Frozen
-from harness.scenario.faults import BOUNDARIES, FAULT_TYPES, Fault, FaultBase, Side
+from harness.scenario.faults import (
+    BOUNDARIES,
+    CONNECTOR_PHASES,
+    FAULT_TYPES,
+    BridgeConnectionError,
+    BridgeRestart,
+    ConnectorCrash,
+    Fault,
+    FaultBase,
+    Side,
+    StartedNotDurable,
+)
 from harness.scenario.operator import ChangeTask, EventRef, ExpireApproval, OperatorEvent, RequestCancel, Trigger
 from harness.scenario.specs import (
     SAFE_NAME,
     ApprovalSpec,
+    BridgeSpec,
+    ConnectorSpec,
     DestinationSpec,
     PositiveSeconds,
     SafeName,
@@ -33,7 +46,9 @@ __all__ = [
     "FAULT_TYPES",
     "SAFE_NAME",
     "ApprovalSpec",
+    "BridgeSpec",
     "ChangeTask",
+    "ConnectorSpec",
     "DestinationSpec",
     "EventRef",
     "ExpireApproval",
@@ -52,6 +67,7 @@ __all__ = [
     "list_scenarios",
     "load_scenario",
     "resolve_scenario",
+    "scenario_cases",
 ]
 
 
@@ -76,6 +92,10 @@ class Scenario(Frozen):
     #: late effects are counted; at most this long.
     settle_max_s: PositiveSeconds = 600.0
     destination: DestinationSpec = DestinationSpec()
+    #: A device connector in the path between the caller and the destination (seed 000).
+    connector: ConnectorSpec | None = None
+    #: A bridge in the path between the caller's client and the tool server (seed 002).
+    bridge: BridgeSpec | None = None
     transport: TransportSpec = TransportSpec()
     worker: WorkerSpec = WorkerSpec()
     operator: tuple[OperatorEvent, ...] = ()
@@ -92,6 +112,35 @@ class Scenario(Frozen):
                     f"faults.{i}.action_id '{fault.action_id}' is not an action of this scenario ({', '.join(actions)})"
                 )
         return self
+
+    @model_validator(mode="after")
+    def _faults_have_their_actor(self) -> Scenario:
+        if self.connector is not None and self.bridge is not None:
+            raise ValueError("give a connector or a bridge, not both")
+        for i, fault in enumerate(self.faults):
+            if isinstance(fault, ConnectorCrash | StartedNotDurable) and self.connector is None:
+                raise ValueError(f"faults.{i}: '{fault.boundary}' needs a connector in the path; add 'connector: {{}}'")
+            if isinstance(fault, BridgeConnectionError | BridgeRestart) and self.bridge is None:
+                raise ValueError(f"faults.{i}: '{fault.boundary}' needs a bridge in the path; add 'bridge: {{}}'")
+        return self
+
+    def variants(self) -> tuple[Scenario, ...]:
+        """The cases this scenario stands for: itself, or, when a connector crash says ``phase: every``, one
+        scenario per phase boundary, named ``<name>-<phase>`` (exhaustive, not sampled)."""
+        every = {i for i, f in enumerate(self.faults) if isinstance(f, ConnectorCrash) and f.phase == "every"}
+        if not every:
+            return (self,)
+        return tuple(
+            self.model_copy(
+                update={
+                    "name": f"{self.name}-{phase}",
+                    "faults": tuple(
+                        f.model_copy(update={"phase": phase}) if i in every else f for i, f in enumerate(self.faults)
+                    ),
+                }
+            )
+            for phase in CONNECTOR_PHASES
+        )
 
     @property
     def action_ids(self) -> tuple[str, ...]:
@@ -158,6 +207,31 @@ def list_scenarios(directory: Path | None = None) -> list[str]:
     """Names of the shipped scenarios, sorted."""
     directory = directory or default_scenario_dir()
     return sorted(p.stem for p in directory.glob("*.yaml"))
+
+
+#: Separates a scenario spec from the variant it picks: ``connector_crash_points@after_started``.
+VARIANT = "@"
+
+
+def scenario_cases(spec: str, directory: Path | None = None) -> tuple[tuple[str, Scenario], ...]:
+    """The (spec, scenario) pairs a scenario spec stands for: one per variant (``SPEC@variant`` picks one)."""
+    base, sep, chosen = spec.rpartition(VARIANT)
+    if not sep:
+        base = spec
+    scenario = load_scenario(resolve_scenario(base, directory))
+    variants = scenario.variants()
+    if len(variants) == 1:
+        if sep:
+            raise ScenarioError(f"scenario '{base}' has no variants; fix: drop '{VARIANT}{chosen}'")
+        return ((spec, scenario),)
+    pairs = tuple((f"{base}{VARIANT}{v.name.removeprefix(scenario.name + '-')}", v) for v in variants)
+    if not sep:
+        return pairs
+    picked = tuple(p for p in pairs if p[0] == spec)
+    if not picked:
+        names = ", ".join(p[0].rpartition(VARIANT)[2] for p in pairs)
+        raise ScenarioError(f"scenario '{base}' has no variant '{chosen}'; fix: use one of {names}")
+    return picked
 
 
 def resolve_scenario(spec: str, directory: Path | None = None) -> Path:

@@ -17,9 +17,13 @@ from harness.model import Frozen
 
 __all__ = [
     "BOUNDARIES",
+    "CONNECTOR_PHASES",
     "FAULT_TYPES",
     "AcceptedNotApplied",
     "ApplyDelayed",
+    "BridgeConnectionError",
+    "BridgeRestart",
+    "ConnectorCrash",
     "CrashAwaitingReply",
     "CrashBeforeSend",
     "DestinationRestart",
@@ -32,6 +36,7 @@ __all__ = [
     "ResponseDelayed",
     "ResponseLost",
     "Side",
+    "StartedNotDurable",
 ]
 
 PositiveSeconds = Annotated[float, Field(gt=0, le=86_400)]
@@ -110,6 +115,48 @@ class DestinationRestart(FaultBase):
     boundary: Literal["destination_restart"] = "destination_restart"
 
 
+#: The phase boundaries of the connector's two-phase ledger, in order.
+CONNECTOR_PHASES = ("before_started", "after_started", "after_effect", "after_completed")
+
+
+class ConnectorCrash(FaultBase):
+    """The device connector crashes at one boundary of its two-phase ledger: ``before_started``, ``after_started``
+    (before the effect), ``after_effect`` (before ``completed``) or ``after_completed`` (before the report reaches
+    the service). ``every``: the grid holds one case per boundary, each named by it."""
+
+    side: ClassVar[Side] = "destination"
+    counted: ClassVar[Literal["dispatch", "lookup"]] = "dispatch"
+    boundary: Literal["connector_crash"] = "connector_crash"
+    phase: Literal["before_started", "after_started", "after_effect", "after_completed", "every"]
+
+
+class StartedNotDurable(FaultBase):
+    """The connector's ``started`` record is written but not yet durable (no fsync): a crash before ``completed``
+    loses it, and the connector forgets it ever started the job."""
+
+    side: ClassVar[Side] = "destination"
+    counted: ClassVar[Literal["dispatch", "lookup"]] = "dispatch"
+    boundary: Literal["started_not_durable"] = "started_not_durable"
+
+
+class BridgeConnectionError(FaultBase):
+    """The connection through the bridge breaks and the caller gets an error marked "do not replay": ``before`` the
+    call reaches the tool server, or ``after`` it (the tool ran; only the reply is lost)."""
+
+    side: ClassVar[Side] = "wire"
+    counted: ClassVar[Literal["dispatch", "lookup"]] = "dispatch"
+    boundary: Literal["bridge_connection_error"] = "bridge_connection_error"
+    forwarded: bool = True
+
+
+class BridgeRestart(FaultBase):
+    """The bridge process restarts right after it handled the dispatch: its receipts per request UUID are gone."""
+
+    side: ClassVar[Side] = "wire"
+    counted: ClassVar[Literal["dispatch", "lookup"]] = "dispatch"
+    boundary: Literal["bridge_restart"] = "bridge_restart"
+
+
 class ResponseLost(FaultBase):
     """The destination applied the dispatch and recorded its receipt; the response is lost on the way back."""
 
@@ -173,7 +220,11 @@ Fault = Annotated[
     | CrashBeforeSend
     | CrashAwaitingReply
     | LookupUnavailable
-    | LookupForeignReceipt,
+    | LookupForeignReceipt
+    | ConnectorCrash
+    | StartedNotDurable
+    | BridgeConnectionError
+    | BridgeRestart,
     Field(discriminator="boundary"),
 ]
 #: Every fault class, derived from ``Fault``.

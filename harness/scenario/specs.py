@@ -11,6 +11,8 @@ from harness.model import Artifact, Frozen
 __all__ = [
     "SAFE_NAME",
     "ApprovalSpec",
+    "BridgeSpec",
+    "ConnectorSpec",
     "DestinationSpec",
     "PositiveSeconds",
     "SafeName",
@@ -90,6 +92,28 @@ class DestinationSpec(Frozen):
     #: False when the service's ledger cannot be read after the run: its entries are withheld from the
     #: checker, which must then say ``unknown`` where only that ledger could tell.
     ledger_visible: bool = True
+
+
+class ConnectorSpec(Frozen):
+    """A device connector between the caller and the target (seed 000): it runs the side effect through a local
+    two-phase ledger (``started`` before the effect, ``completed`` with the receipt before reporting)."""
+
+    #: How long a dispatch waits for the job before the reply says "running" with its job ID
+    #: (``task wait JOB_ID --wait 4000``): a wait that ends is not a failure.
+    wait_s: PositiveSeconds = 4.0
+    #: How long a crashed connector takes to run again (with its durable ledger).
+    restart_s: PositiveSeconds = 10.0
+    #: The execution budget each request carries: part of the request's identity, with its arguments.
+    budget_s: PositiveSeconds = 30.0
+
+
+class BridgeSpec(Frozen):
+    """A bridge between the agent's client and the tool server (seed 002): it numbers calls twice (a JSON-RPC id
+    per call, a pipe request UUID per request) and keeps receipts per UUID for the life of its process."""
+
+    #: The convenience API: after an uncertain outcome, the bridge refuses further mutations of the task until a
+    #: verification settles it (reads stay possible).
+    block_after_uncertain: bool = False
 
 
 class TransportSpec(Frozen):

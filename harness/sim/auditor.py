@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from harness.model import Artifact
+from harness.model import UNCERTAIN_REPLIES, Artifact, RequestKind, conclusive
 
 if TYPE_CHECKING:
     from harness.sim.controller import Controller
@@ -27,7 +27,7 @@ class GroundTruth:
     """What really happened in one case. Each field is named after the metric it audits."""
 
     dispatches: int
-    lookups: int
+    reads: int
     duplicate_effects: int
     unauthorized_dispatches: int
     effects_after_cancel: int
@@ -40,6 +40,7 @@ class GroundTruth:
     unresolved_actions: int
     escalations: int
     new_keys_while_unknown: int
+    retries_after_uncertain: int
     task_completed: bool
     time_to_account_s: float | None
 
@@ -90,6 +91,8 @@ class _Caller:
     settled: bool = False
     #: A lookup answered ``absent`` has reached the caller since the action's last dispatch.
     absent_since_dispatch: bool = False
+    #: The caller was told the outcome is uncertain (do not replay, unknown outcome), and no read settled it since.
+    uncertain: bool = False
 
 
 @dataclass(slots=True)
@@ -100,7 +103,7 @@ class Auditor:
     controller: Controller | None = None
     actions: list[str] = field(default_factory=list)
     dispatches: list[_Dispatch] = field(default_factory=list)
-    lookups: int = 0
+    reads: int = 0
     effects: list[_Effect] = field(default_factory=list)
     accepted: dict[str, float] = field(default_factory=dict)
     writes: list[_Write] = field(default_factory=list)
@@ -112,6 +115,7 @@ class Auditor:
     first_use: dict[str, Artifact] = field(default_factory=dict)
     changed_arguments: int = 0
     new_keys_while_unknown: int = 0
+    retries_after_uncertain: int = 0
 
     def watch(self, controller: Controller) -> None:
         """The controller whose live state judges dispatches and the final task."""
@@ -135,22 +139,28 @@ class Auditor:
         caller = self.callers[action_id]
         if caller.keys and key not in caller.keys and not (caller.settled or caller.absent_since_dispatch):
             self.new_keys_while_unknown += 1
+        self.retries_after_uncertain += caller.uncertain
         caller.keys.add(key)
         caller.last_artifact = artifact
         caller.absent_since_dispatch = False
         first = self.first_use.setdefault(key, artifact)
         self.changed_arguments += first != artifact
 
-    def reply_reached_caller(self, action_id: str, kind: Literal["dispatch", "lookup"], status: str | None) -> None:
+    def reply_reached_caller(self, action_id: str, kind: RequestKind, status: str | None) -> None:
         """A reply was delivered to a caller that was still listening."""
         caller = self.callers[action_id]
-        if kind == "dispatch" and status in ("applied", "rejected"):
-            caller.settled = True
-        elif kind == "lookup" and status == "absent":
-            caller.absent_since_dispatch = True
+        if kind == "dispatch":
+            caller.settled |= status in ("applied", "rejected")
+            caller.uncertain |= status in UNCERTAIN_REPLIES
+        elif status == "unknown_outcome":
+            caller.uncertain = True
+        elif conclusive(kind, status):
+            caller.uncertain = False
+            caller.settled |= status != "absent"
+            caller.absent_since_dispatch |= status == "absent"
 
-    def looked_up(self) -> None:
-        self.lookups += 1
+    def read(self) -> None:
+        self.reads += 1
 
     def accepted_operation(self, action_id: str, at_s: float) -> None:
         """The destination accepted a new operation for the action (it may apply later, or never)."""
@@ -207,7 +217,7 @@ class Auditor:
         )
         return GroundTruth(
             dispatches=len(self.dispatches),
-            lookups=self.lookups,
+            reads=self.reads,
             duplicate_effects=sum(n - 1 for n in effects_per_action.values()),
             unauthorized_dispatches=sum(1 for d in self.dispatches if not d.authorized),
             effects_after_cancel=sum(1 for e in self.effects if (e.action_id, e.dispatch_n) in after_cancel),
@@ -222,6 +232,7 @@ class Auditor:
             unresolved_actions=len(unaccounted),
             escalations=self.escalations,
             new_keys_while_unknown=self.new_keys_while_unknown,
+            retries_after_uncertain=self.retries_after_uncertain,
             task_completed=task_completed,
             time_to_account_s=self._time_to_account_s(),
         )

@@ -76,8 +76,9 @@ class _Action:
     #: Further dispatch refused (a ``Hold``): claims of the action are refused from then on.
     held: bool = False
     execution_ids: list[str] = field(default_factory=list)
-    #: When each attempt was recorded, by execution ID.
+    #: When each attempt was recorded, and under which key, by execution ID.
     recorded_at_s: dict[str, float] = field(default_factory=dict)
+    keys: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -240,6 +241,7 @@ class Controller:
         action = self.actions[action_id]
         action.execution_ids.append(execution_id)
         action.recorded_at_s[execution_id] = self._history.now_s()
+        action.keys[execution_id] = idempotency_key
         self._history.record(
             AttemptRecorded(action_id=action_id, execution_id=execution_id, idempotency_key=idempotency_key)
         )

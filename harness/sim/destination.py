@@ -23,11 +23,13 @@ from harness.model.events import (
     DestinationRestarted,
     InProgress,
     LookupAnswered,
+    OutcomeVerified,
     Received,
     Rejected,
     ReplayedByDestination,
     RequestRefused,
 )
+from harness.policy import Verified
 from harness.scenario import DestinationSpec
 from harness.scenario.faults import (
     AcceptedNotApplied,
@@ -95,6 +97,10 @@ class Destination:
         """Process one request; return its reply, or ``None`` when the destination never answers."""
         if request.kind == "lookup":
             return (yield from self._lookup(request))
+        if request.kind == "verify":
+            return (yield from self._verify(request))
+        if request.kind != "dispatch":
+            return None  # a job follow reaches a destination only when no connector stands in front: unanswered
         reply = yield from self._dispatch(request)
         if self._injector.hit(DestinationRestart, request.action_id, request.n):
             self._restart()
@@ -125,6 +131,29 @@ class Destination:
             LookupAnswered(idempotency_key=key, effect=status, receipt_id=recorded.receipt_id if recorded else None)
         )
         return Reply(effect=status, receipt=recorded)
+
+    def _verify(self, request: Request) -> Generator[simpy.Event, Any, Reply]:
+        """Read the run's durable state by its key and compare it with the original expectation (the request's
+        artifact): confirmed only by a receipt for exactly those arguments."""
+        answer = yield from self._lookup(request)
+        receipt = answer.receipt
+        verified: Verified
+        if answer.effect == "applied" and receipt is not None:
+            verified = "confirmed" if receipt.artifact == request.artifact else "refuted"
+        elif answer.effect == "rejected":
+            verified = "refuted"
+        elif answer.effect == "absent":
+            verified = "absent"
+        else:
+            verified = "unknown"
+        self._history.record(
+            OutcomeVerified(
+                idempotency_key=request.idempotency_key,
+                result=verified,
+                receipt_id=receipt.receipt_id if receipt else None,
+            )
+        )
+        return Reply(effect=answer.effect, receipt=receipt, verified=verified)
 
     def _as_of(self, key: str, at_s: float) -> tuple[Status, Receipt | None] | None:
         """The newest operation under ``key`` as the ledger stood at ``at_s``."""

@@ -8,7 +8,7 @@ by elapsed time.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from harness.model.events import FaultInjected
@@ -26,10 +26,13 @@ class Injector:
         self._default_action_id = default_action_id
         self._history = history
 
-    def hit(self, boundary: type[F], action_id: str, occurrence: int) -> F | None:
-        """Return the fault of class ``boundary`` that applies to this occurrence for ``action_id``, recording it."""
+    def hit(
+        self, boundary: type[F], action_id: str, occurrence: int, where: Callable[[F], bool] | None = None
+    ) -> F | None:
+        """Return the fault of class ``boundary`` that applies to this occurrence for ``action_id`` (and that
+        ``where`` accepts, for a boundary with several points), recording it."""
         for fault in self._faults:
-            if not isinstance(fault, boundary):
+            if not isinstance(fault, boundary) or (where is not None and not where(fault)):
                 continue
             if (fault.action_id or self._default_action_id) != action_id or not fault.hits(occurrence):
                 continue

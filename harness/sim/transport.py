@@ -12,7 +12,14 @@ from typing import Any, Protocol
 
 import simpy
 
-from harness.model.events import DispatchSent, LookupSent, ReplyReceived, ReplyUndeliverable
+from harness.model.events import (
+    DispatchSent,
+    JobFollowSent,
+    LookupSent,
+    ReplyReceived,
+    ReplyUndeliverable,
+    VerifySent,
+)
 from harness.scenario import TransportSpec
 from harness.scenario.faults import RequestDelayed, RequestLost, ResponseDelayed, ResponseLost
 from harness.sim.auditor import Auditor
@@ -37,8 +44,11 @@ class Transport:
         injector: Injector,
         destination: Handler,
         auditor: Auditor,
+        intermediary: Handler | None = None,
     ) -> None:
         self._env = env
+        #: Where dispatches, job follows and verifications go: a connector or bridge if one is in the path.
+        self._first_hop = intermediary or destination
         self._auditor = auditor
         #: Requests sent whose carrying has not finished: the simulation settles until none is left.
         self.in_flight = 0
@@ -53,21 +63,28 @@ class Transport:
 
     def send(self, request: Request, deliver: Callable[[Reply], bool]) -> None:
         """Record the request leaving the caller and carry it; ``deliver`` returns False if the caller is gone."""
-        if request.kind == "dispatch":
-            assert request.artifact is not None
-            self._history.record(
-                DispatchSent(
-                    n=request.n,
-                    action_id=request.action_id,
-                    execution_id=request.execution_id,
-                    idempotency_key=request.idempotency_key,
-                    artifact=request.artifact,
+        n, action_id, key = request.n, request.action_id, request.idempotency_key
+        match request.kind:
+            case "dispatch":
+                assert request.artifact is not None
+                self._history.record(
+                    DispatchSent(
+                        n=n,
+                        action_id=action_id,
+                        execution_id=request.execution_id,
+                        idempotency_key=key,
+                        artifact=request.artifact,
+                    )
                 )
-            )
-        else:
-            self._history.record(
-                LookupSent(n=request.n, action_id=request.action_id, idempotency_key=request.idempotency_key)
-            )
+            case "lookup":
+                self._history.record(LookupSent(n=n, action_id=action_id, idempotency_key=key))
+            case "follow_job":
+                self._history.record(JobFollowSent(n=n, action_id=action_id, idempotency_key=key))
+            case "verify":
+                assert request.artifact is not None
+                self._history.record(
+                    VerifySent(n=n, action_id=action_id, idempotency_key=key, artifact=request.artifact)
+                )
         self.in_flight += 1
         self._env.process(self._carry(request, deliver))
 
@@ -94,7 +111,9 @@ class Transport:
         if outbound_s is None:
             return
         yield self._env.timeout(outbound_s)
-        reply = yield from self._destination.handle(request)
+        # A lookup inspects the target itself; everything else goes through whatever stands in the path.
+        hop = self._destination if request.kind == "lookup" else self._first_hop
+        reply = yield from hop.handle(request)
         if reply is None:
             return
         inbound_s = self._crossing_s(request, ResponseLost, ResponseDelayed)
@@ -103,7 +122,7 @@ class Transport:
         yield self._env.timeout(inbound_s)
         delivered = deliver(reply)
         arrival = ReplyReceived if delivered else ReplyUndeliverable
-        status = reply.status or reply.effect
+        status = reply.verified or reply.status or reply.effect
         self._history.record(
             arrival(
                 kind=request.kind,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any, assert_never
+from typing import Any, Literal, assert_never
 
 import simpy
 
@@ -37,6 +37,7 @@ from harness.policy import (
     CommandResult,
     ContractView,
     Escalate,
+    FollowJob,
     Hold,
     LookUp,
     LookupView,
@@ -50,6 +51,7 @@ from harness.policy import (
     RetrySameAction,
     Situation,
     Stop,
+    VerifyOutcome,
     Wait,
 )
 from harness.scenario import Scenario
@@ -244,6 +246,7 @@ class Worker:
             idempotency_key=key,
             execution_id=execution_id,
             artifact=artifact,
+            budget_s=self._scenario.connector.budget_s if self._scenario.connector else 0.0,
             sent_at_s=recorded_at_s,
             approval_id=action.approval_id,
             approval_token=self._scenario.approval.token.get_secret_value(),
@@ -259,6 +262,8 @@ class Worker:
                     "late": previous.observation == "timeout",
                     "response_status": reply.status,
                     "receipt": reply.receipt,
+                    "job_id": reply.job_id,
+                    "do_not_replay": reply.do_not_replay,
                 }
             )
             if not reply_event.triggered:
@@ -278,11 +283,15 @@ class Worker:
             self._history.record(ReplyTimedOut(execution_id=execution_id, n=n))
         return me.attempts[execution_id]
 
-    def _lookup(self, me: _Incarnation) -> Generator[simpy.Event, Any, None]:
+    def _read(
+        self, me: _Incarnation, source: Literal["lookup", "follow_job", "verify"]
+    ) -> Generator[simpy.Event, Any, None]:
+        """A read of the action's outcome: the target's durable result, the connector's job, or a verification
+        of the original expectation through the bridge. Never a mutation."""
         action = self.action
         self._lookup_count += 1
         n = self._lookup_count
-        self._auditor.looked_up()
+        self._auditor.read()
         answered = self._env.event()
         expired = [False]
 
@@ -292,21 +301,40 @@ class Worker:
             answered.succeed(reply)
             return True
 
-        self._transport.send(
-            Request(kind="lookup", action_id=action.action_id, n=n, idempotency_key=action.idempotency_key), deliver
+        expectation = action.artifact if source == "verify" else None
+        request = Request(
+            kind=source, action_id=action.action_id, n=n, idempotency_key=action.idempotency_key, artifact=expectation
         )
-        timeout = self._env.timeout(self._scenario.worker.lookup_timeout_s)
-        yield answered | timeout
+        self._transport.send(request, deliver)
+        # A job follow waits at the connector up to its wait: the caller allows for that on top of its read timeout.
+        patience_s = self._scenario.worker.lookup_timeout_s
+        if source == "follow_job" and self._scenario.connector is not None:
+            patience_s += self._scenario.connector.wait_s
+        yield answered | self._env.timeout(patience_s)
         if answered.triggered:
             reply = answered.value
             assert isinstance(reply, Reply)
             me.lookups.append(
-                LookupView(at_s=self._history.now_s(), effect=reply.effect or "unknown", receipt=reply.receipt)
+                LookupView(
+                    at_s=self._history.now_s(),
+                    effect=reply.effect or "unknown",
+                    receipt=reply.receipt,
+                    source=source,
+                    job_id=reply.job_id,
+                    verified=reply.verified,
+                )
             )
         else:
             expired[0] = True
             self._history.record(LookupTimedOut(action_id=self._action_id, n=n))
-            me.lookups.append(LookupView(at_s=self._history.now_s(), effect="unknown"))
+            me.lookups.append(
+                LookupView(
+                    at_s=self._history.now_s(),
+                    effect="unknown",
+                    source=source,
+                    verified="unknown" if source == "verify" else None,
+                )
+            )
 
     # -- recovery -----------------------------------------------------------------------------------
 
@@ -318,7 +346,7 @@ class Worker:
             me.attempts.get(eid)
             or AttemptView(
                 execution_id=eid,
-                idempotency_key="",
+                idempotency_key=record.keys[eid],
                 recorded_at_s=record.recorded_at_s[eid],
                 sent=None,
                 sent_at_s=None,
@@ -344,6 +372,7 @@ class Worker:
                 request_validity_s=contract.request_validity_s,
                 fencing=contract.fencing,
                 lookup_lag_s=contract.lookup_lag_s,
+                via="connector" if self._scenario.connector else "bridge" if self._scenario.bridge else "direct",
             ),
             recorded=record.status,
             escalated=record.escalated,
@@ -401,7 +430,13 @@ class Worker:
         action = self.action
         match command:
             case LookUp():
-                yield from self._lookup(me)
+                yield from self._read(me, "lookup")
+                me.result(command.kind)
+            case FollowJob():
+                yield from self._read(me, "follow_job")
+                me.result(command.kind)
+            case VerifyOutcome():
+                yield from self._read(me, "verify")
                 me.result(command.kind)
             case RetrySameAction() | RetryNewKey() | ResendCurrentArguments():
                 refused = (

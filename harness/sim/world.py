@@ -16,6 +16,8 @@ from harness.policy import Policy
 from harness.scenario import BOUNDARIES, Scenario
 from harness.seeds import rng
 from harness.sim.auditor import Auditor, GroundTruth
+from harness.sim.bridge import Bridge
+from harness.sim.connector import Connector
 from harness.sim.controller import Controller
 from harness.sim.destination import Destination
 from harness.sim.faults import Injector
@@ -46,7 +48,18 @@ def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
     destination = Destination(
         env, scenario.destination, history, injector, auditor, approval_in_force=controller.approval_in_force
     )
-    transport = Transport(env, scenario.transport, rng(seed, "transport"), history, injector, destination, auditor)
+    connector = Connector(env, scenario.connector, history, injector, destination) if scenario.connector else None
+    bridge = Bridge(env, scenario.bridge, history, injector, destination) if scenario.bridge else None
+    transport = Transport(
+        env,
+        scenario.transport,
+        rng(seed, "transport"),
+        history,
+        injector,
+        destination,
+        auditor,
+        intermediary=connector or bridge,
+    )
     workers: list[simpy.Process] = []
 
     def dispatch(action_id: str, start_at_s: float = 0.0) -> None:
@@ -72,8 +85,8 @@ def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
 
 
 def _caller_side(event: Event) -> bool:
-    """What remains when the destination's ledger is withheld: its own entries go, and so do faults injected
-    on the wire or inside it, whose timing alone would tell when it applied something."""
-    if event.actor == "destination":
+    """What remains when the destination's ledger is withheld: its own entries and the device connector's go,
+    and so do faults injected on the wire or inside it, whose timing alone would tell when it applied something."""
+    if event.actor in ("destination", "connector"):
         return False
     return not isinstance(event, FaultInjected) or BOUNDARIES[event.boundary].side == "caller"

@@ -1,0 +1,60 @@
+"""Follow the existing job; on an unknown outcome, inspect the target (seed 000's device connector).
+
+A reply that says "running" means the wait ended, not that the request failed: follow the job it names
+(``task wait``) instead of starting another. A job whose connector started it and never completed it has an
+unknown outcome: stop retrying it and inspect the target. If the effect is there, record it; if the target
+shows it absent, that job died with its connector and will never apply, so a new operation (a new key) may
+follow; if the connector holds no record of the key at all, the same key is sent again. Anything else is
+reconciled as ``reconcile_and_reauthorize`` does: verified receipts recorded, no dispatch without a valid
+revision, approval and claim, uncertainty waited out and escalated before the deadline.
+"""
+
+from __future__ import annotations
+
+from harness.policy import Command, FollowJob, LookupView, RetryNewKey, RetrySameAction, Situation
+from policies.reconcile_and_reauthorize import ReconcileAndReauthorize
+
+
+class FollowAndInspect(ReconcileAndReauthorize):
+    name = "follow_and_inspect"
+    revision = "1"
+
+    def decide(self, situation: Situation) -> Command:
+        if situation.contract.via != "connector" or situation.recorded or situation.escalated:
+            return super().decide(situation)
+        if situation.observed_receipts():
+            return super().decide(situation)
+        job = self._latest_job(situation)
+        last = situation.attempts[-1] if situation.attempts else None
+        unanswered = last is not None and last.observation != "response"
+        named_running = last is not None and last.response_status == "running"
+        if job is None and (unanswered or named_running):
+            return FollowJob()
+        if job is not None and job.effect == "running" and situation.time_left_s > self.escalate_margin_s:
+            return FollowJob()
+        return super().decide(situation)
+
+    def _latest_job(self, situation: Situation) -> LookupView | None:
+        """The last follow of the job since the last attempt was sent."""
+        since = situation.last_sent_bound_s or 0.0
+        follows = [lk for lk in situation.lookups if lk.source == "follow_job" and lk.at_s >= since]
+        return follows[-1] if follows else None
+
+    def retry_command(self, situation: Situation) -> Command:
+        """Absent at the target: a job the connector started and lost is dead, so only a new operation can
+        follow it; a key the connector never recorded can simply be sent again."""
+        dead = any(a.response_status == "unknown_outcome" for a in situation.attempts) or any(
+            lk.source == "follow_job" and lk.effect == "unknown_outcome" for lk in situation.lookups
+        )
+        return RetryNewKey(claim=True) if dead else RetrySameAction(claim=True)
+
+    def retry_is_safe(self, situation: Situation, looked_at_s: float) -> bool:
+        """Behind a connector, the target showing the effect absent after the connector reported the job dead
+        (unknown outcome) or unknown to it (absent) means no earlier request is still running."""
+        follows = [lk.effect for lk in situation.lookups if lk.source == "follow_job"]
+        replies = [a.response_status for a in situation.attempts]
+        settled_by_connector = any(e in ("unknown_outcome", "absent") for e in follows) or "unknown_outcome" in replies
+        return settled_by_connector or super().retry_is_safe(situation, looked_at_s)
+
+
+POLICY = FollowAndInspect()

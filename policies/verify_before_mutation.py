@@ -1,0 +1,24 @@
+"""Verify the original expectation before any further mutation (seed 002's bridge).
+
+A connection error says only that the caller did not receive a complete reply: the call may or may not have
+run. Before anything is sent again, the run is read through the bridge and compared with the original
+expectation (``verify_outcome``), never by sending the input again: a confirmed result is recorded, another
+timeout keeps the block (wait, verify again, escalate before the deadline), a result for other arguments is
+never accepted as a weaker success, and a user's stop stays a stop (nothing more is sent). Only a verified
+absence may be followed by sending the same call again, under the same request UUID, after a claim.
+"""
+
+from __future__ import annotations
+
+from harness.policy import Command, VerifyOutcome
+from policies.reconcile_and_reauthorize import ReconcileAndReauthorize
+
+
+class VerifyBeforeMutation(ReconcileAndReauthorize):
+    name = "verify_before_mutation"
+    revision = "1"
+    read_command: Command = VerifyOutcome()
+    read_source = "verify"
+
+
+POLICY = VerifyBeforeMutation()
