@@ -32,9 +32,13 @@ Exit statuses:
      written
   3  the cases are complete on disk, but Polyaxon tracking or the push to the server failed (the message says
      how to send the runs later)
+  4  everything is written, but a fault a scenario declares fired in no case (the scenario tested nothing it
+     claims to; the message names the scenario and the fault)
+explore: 0 no finding, 1 findings (each a runnable file), 2 bad usage or input, 4 a coverage failure.
+replay: 0 the case came out the same as recorded, 1 it did not, 2 bad input.
 """
 
-EXIT_OK, EXIT_HARNESS_ERROR, EXIT_USAGE, EXIT_TRACKING = 0, 1, 2, 3
+EXIT_OK, EXIT_HARNESS_ERROR, EXIT_USAGE, EXIT_TRACKING, EXIT_COVERAGE = 0, 1, 2, 3, 4
 
 
 class _Parser(argparse.ArgumentParser):
@@ -64,6 +68,14 @@ COUNT_MAX = 10_000
 _seed = _whole(0, SEED_MAX, "seed")
 _positive = _whole(1, COUNT_MAX, "count")
 _port = _whole(1, 65535, "port")
+
+
+def _shard(text: str) -> tuple[int, int]:
+    """An argparse type: ``I/N`` with 0 <= I < N."""
+    index, sep, count = text.partition("/")
+    if not sep or not index.isdigit() or not count.isdigit() or not 0 <= int(index) < int(count) <= COUNT_MAX:
+        raise argparse.ArgumentTypeError(f"shard '{text}' is not I/N with 0 <= I < N")
+    return int(index), int(count)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -116,6 +128,50 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--quiet", action="store_true", help="no per-cell progress lines")
     run.add_argument("--no-report", action="store_true", help="skip report.html, heatmap.png and the timelines")
+    explore = sub.add_parser(
+        "explore", help="explore fault schedules from scenarios, shrink every violation to a minimal runnable file"
+    )
+    explore.add_argument(
+        "--policy", action="append", metavar="NAME|MODULE:ATTR", help="a policy (repeatable; default: all shipped)"
+    )
+    explore.add_argument(
+        "--scenario", action="append", metavar="NAME|PATH", help="a template (repeatable; default: all shipped)"
+    )
+    explore.add_argument(
+        "--depth", type=_whole(1, 3, "depth"), default=2, metavar="K", help="combine up to K added elements (default 2)"
+    )
+    explore.add_argument(
+        "--swarm",
+        type=_whole(0, COUNT_MAX, "swarm"),
+        default=20,
+        metavar="N",
+        help="random swarm schedules per template (default 20)",
+    )
+    explore.add_argument(
+        "--seed-count",
+        type=_whole(1, 100, "seed count"),
+        default=1,
+        metavar="S",
+        help="seeds 1..S for every schedule (default 1)",
+    )
+    explore.add_argument(
+        "--concurrency", type=_positive, default=1, metavar="N", help="processes side by side (default 1)"
+    )
+    explore.add_argument(
+        "--shard",
+        type=_shard,
+        default=(0, 1),
+        metavar="I/N",
+        help="explore only shard I of N of every template's schedules (0-based)",
+    )
+    explore.add_argument("--out", type=Path, metavar="DIR", help="output folder (default: reports/runs/<run-id>)")
+    explore.add_argument("--quiet", action="store_true", help="no progress lines")
+    replay = sub.add_parser(
+        "replay", help="re-run a recorded case (recovery.json or a finding) and check it is the same"
+    )
+    replay.add_argument(
+        "case", type=Path, metavar="CASE", help="a recovery.json, or a scenario file written by explore"
+    )
     report = sub.add_parser("report", help="write report.html for a run folder (tables, heatmap, timelines)")
     report.add_argument(
         "run_dir",
@@ -161,8 +217,16 @@ def _run(args: argparse.Namespace) -> int:
         print(summary.tracking.message, file=sys.stdout if summary.tracking.ok else sys.stderr)
     if summary.report_html is not None:
         print(f"report: {summary.report_html}")
+    for c in summary.unfired:
+        print(
+            f"harness: scenario {c.scenario} declares fault {c.fault}, which fired in no case of this run (its site "
+            f"was reached in {c.reached}); fix: make the fault reachable, or run a policy that reaches it",
+            file=sys.stderr,
+        )
     if summary.errors:
         return EXIT_HARNESS_ERROR
+    if summary.unfired:
+        return EXIT_COVERAGE
     return EXIT_OK if summary.tracking.ok else EXIT_TRACKING
 
 
@@ -171,6 +235,73 @@ def _progress(done: int, total: int, job: CellJob, result: CellResult) -> None:
     counts = ", ".join(f"{o} {outcomes.count(o)}" for o in dict.fromkeys(outcomes))
     width = len(str(total))
     print(f"[{done:>{width}}/{total}] {job.policy_spec} x {job.scenario_spec}: {counts}", file=sys.stderr)
+
+
+def _explore(args: argparse.Namespace) -> int:
+    from harness.explore import ExploreOptions, explore
+    from harness.policy import builtin_policy_names
+    from harness.scenario import list_scenarios
+
+    options = ExploreOptions(
+        out=args.out,
+        depth=args.depth,
+        swarm=args.swarm,
+        seeds=tuple(range(1, args.seed_count + 1)),
+        concurrency=args.concurrency,
+        shard=args.shard[0],
+        shards=args.shard[1],
+    )
+    summary = explore(
+        args.policy or builtin_policy_names(),
+        args.scenario or list_scenarios(),
+        options,
+        progress=None if args.quiet else _explore_progress,
+    )
+    rate = summary.schedules / summary.elapsed_s if summary.elapsed_s else 0.0
+    print(
+        f"{summary.schedules} schedules, {summary.cases} cases in {summary.elapsed_s:.1f} s ({rate:,.0f} schedules/s); "
+        f"{summary.violating} violating cases, {len(summary.findings)} findings in {summary.out}"
+    )
+    for name, count in sorted(summary.violations.items()):
+        print(f"  {name}: {count} violating cases")
+    for finding, path in summary.findings:
+        print(f"  {finding.outcome:<10} {', '.join(finding.properties)}: python -m harness replay {path}")
+    for scenario, fault in summary.unfired:
+        print(
+            f"harness: scenario {scenario} declares fault {fault}, which fired in no case; fix: make it reachable",
+            file=sys.stderr,
+        )
+    if summary.unfired:
+        return EXIT_COVERAGE
+    return EXIT_HARNESS_ERROR if summary.findings else EXIT_OK
+
+
+def _explore_progress(done: int, total: int, result: object) -> None:
+    from harness.explore.search import JobResult
+
+    assert isinstance(result, JobResult)
+    found = len(result.findings)
+    print(
+        f"[{done:>{len(str(total))}}/{total}] {result.scenario}: {result.schedules} schedules, {found} findings",
+        file=sys.stderr,
+    )
+
+
+def _replay(case: Path) -> int:
+    from harness.run.replay import replay, timeline_text
+
+    result = replay(case)
+    print(timeline_text(result.report))
+    report = result.report
+    print(f"\n{report.policy} x {report.scenario} seed {report.seed}: {report.outcome} (verdict {report.verdict})")
+    for anomaly in report.anomalies:
+        print(f"  {anomaly.kind}: {anomaly.detail} (entries {', '.join(map(str, anomaly.witnesses))})")
+    if result.same:
+        print("replayed: the same as recorded")
+        return EXIT_OK
+    for difference in result.differences:
+        print(f"harness: replay differs: {difference}", file=sys.stderr)
+    return EXIT_HARNESS_ERROR
 
 
 def _report(run_dir: Path) -> int:
@@ -252,6 +383,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return view(args.run_dir, args.port)
         if args.command == "report":
             return _report(args.run_dir)
+        if args.command == "explore":
+            return _explore(args)
+        if args.command == "replay":
+            return _replay(args.case)
         return _schema(args)
     except InputError as exc:
         print(f"harness: {exc}", file=sys.stderr)

@@ -112,6 +112,8 @@ class AttemptView(Frozen):
     observation: Literal["response", "timeout", "unknown", "in_flight"]
     late: bool = False
     response_status: ResponseStatus | None = None
+    #: When the reply reached this worker.
+    replied_at_s: float | None = None
     receipt: Receipt | None = None
     #: The connector's job for this attempt, when a reply named it.
     job_id: str | None = None
@@ -126,10 +128,13 @@ class LookupView(Frozen):
     ``unknown`` covers an unavailable, inconclusive or unanswered read: it is not evidence of absence.
     """
 
+    #: When the answer reached this worker.
     at_s: float
     effect: Effect
     receipt: Receipt | None = None
     source: Literal["lookup", "follow_job", "verify"] = "lookup"
+    #: When the read was sent: the answer describes the target no earlier than this (``None``: as ``at_s``).
+    sent_at_s: float | None = None
     job_id: str | None = None
     verified: Verified | None = None
 
@@ -211,10 +216,13 @@ class Situation(Frozen):
 
     @property
     def last_sent_bound_s(self) -> float | None:
-        """The latest moment an attempt may have been sent: its send time when this worker saw it, else this
-        incarnation's start (an attempt of a crashed incarnation was sent, if at all, before that)."""
+        """The latest moment an attempt may have been sent: its send time when this worker saw it; else, for an
+        attempt another worker made, no earlier than this incarnation's start (a crashed one sent it before
+        that) nor than when the controller recorded it (a concurrent one sends it then)."""
         times = [
-            a.sent_at_s if a.sent_at_s is not None else self.started_at_s for a in self.attempts if a.sent is not False
+            a.sent_at_s if a.sent_at_s is not None else max(a.recorded_at_s, self.started_at_s)
+            for a in self.attempts
+            if a.sent is not False
         ]
         return max(times) if times else None
 

@@ -40,21 +40,38 @@ class FollowAndInspect(ReconcileAndReauthorize):
         follows = [lk for lk in situation.lookups if lk.source == "follow_job" and lk.at_s >= since]
         return follows[-1] if follows else None
 
+    def _dead(self, situation: Situation) -> bool:
+        """Whether the connector reported the latest attempt's job started and never completed."""
+        last = situation.attempts[-1] if situation.attempts else None
+        job = self._latest_job(situation)
+        return (last is not None and last.response_status == "unknown_outcome") or (
+            job is not None and job.effect == "unknown_outcome"
+        )
+
     def retry_command(self, situation: Situation) -> Command:
         """Absent at the target: a job the connector started and lost is dead, so only a new operation can
         follow it; a key the connector never recorded can simply be sent again."""
-        dead = any(a.response_status == "unknown_outcome" for a in situation.attempts) or any(
-            lk.source == "follow_job" and lk.effect == "unknown_outcome" for lk in situation.lookups
-        )
-        return RetryNewKey(claim=True) if dead else RetrySameAction(claim=True)
+        return RetryNewKey(claim=True) if self._dead(situation) else RetrySameAction(claim=True)
 
     def retry_is_safe(self, situation: Situation, looked_at_s: float) -> bool:
-        """Behind a connector, the target showing the effect absent after the connector reported the job dead
-        (unknown outcome) or unknown to it (absent) means no earlier request is still running."""
-        follows = [lk.effect for lk in situation.lookups if lk.source == "follow_job"]
-        replies = [a.response_status for a in situation.attempts]
-        settled_by_connector = any(e in ("unknown_outcome", "absent") for e in follows) or "unknown_outcome" in replies
-        return settled_by_connector or super().retry_is_safe(situation, looked_at_s)
+        """A dead job is followed only by a new operation, safe once the target, as it stood after the connector
+        reported the job dead (allowing for a lagging lookup), shows the effect absent. A key the connector
+        holds no record of is safe to send again when the target, up to date, shows it absent."""
+        lag = situation.contract.lookup_lag_s
+        if self._dead(situation):
+            return looked_at_s - lag >= self._died_by(situation)
+        job = self._latest_job(situation)
+        if job is not None and job.effect == "absent" and lag == 0:
+            return True
+        return super().retry_is_safe(situation, looked_at_s)
+
+    def _died_by(self, situation: Situation) -> float:
+        """When the connector had reported the latest job dead (the job had died by then)."""
+        job = self._latest_job(situation)
+        if job is not None and job.effect == "unknown_outcome":
+            return job.at_s
+        last = situation.attempts[-1]
+        return last.replied_at_s if last.replied_at_s is not None else situation.now_s
 
 
 POLICY = FollowAndInspect()

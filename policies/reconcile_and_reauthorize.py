@@ -9,9 +9,11 @@ request can still arrive; until then, and while a result is pending or unknown, 
 allows, then escalates to the owner before the deadline: a failed lookup is not evidence that nothing
 happened. A refused claim is not retried at once: it is waited out, or escalated.
 
-Revision 3: checks the window against late originals (not only at the moment of the retry), never records
-an absence a late original could still contradict, holds further dispatch when it is no longer authorized,
-and reads refusals instead of repeating a refused command.
+Revision 3 checks the window against late originals (not only at the moment of the retry), never records an
+absence a late original could still contradict, holds further dispatch when it is no longer authorized, and
+reads refusals instead of repeating a refused command. Revision 4 (from what ``harness explore`` found): the
+window must outlast the late arrival of every earlier attempt, not only the first; a read sent before (or in the
+same instant as) the last send is stale; and an attempt another worker recorded counts as sent then.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ def recovery_decision(
 
 class ReconcileAndReauthorize:
     name = "reconcile_and_reauthorize"
-    revision = "3"
+    revision = "4"
     #: Time between lookups while the result is pending or unknown.
     wait_s = 10.0
     #: Escalate while at least this much time is left before the deadline.
@@ -89,11 +91,12 @@ class ReconcileAndReauthorize:
         quiet = self.quiet_after_s(situation)
         if quiet is not None and looked_at_s >= quiet:
             return True
-        first_sent = situation.first_sent_at_s
+        last_sent = situation.last_sent_bound_s
         contract = situation.contract
-        if first_sent is None or contract.dedupe != "durable" or contract.request_validity_s is None:
-            return first_sent is None
-        return first_sent + contract.request_validity_s <= situation.now_s + contract.dedupe_window_s
+        if last_sent is None or contract.dedupe != "durable" or contract.request_validity_s is None:
+            return last_sent is None
+        # Every earlier request can still arrive until it is too old; the retry's window must outlast them all.
+        return last_sent + contract.request_validity_s <= situation.now_s + contract.dedupe_window_s
 
     def decide(self, situation: Situation) -> Command:
         if situation.recorded is not None:
@@ -108,19 +111,22 @@ class ReconcileAndReauthorize:
             if settled.status == "applied":
                 return RecordEffect(receipt_id=settled.receipt_id)
             return RecordRejection(receipt_id=settled.receipt_id)
-        latest_attempt = situation.last_sent_bound_s or 0.0
-        # A lookup answers for the moment it was made: one older than the last attempt or the last wait is stale.
-        # (Half a wait, not a whole one: after waiting exactly wait_s, float arithmetic can land just short.)
+        latest_attempt = situation.last_sent_bound_s
+        # A read answers for the moment it was made: one sent before the last attempt (even in the same instant)
+        # or answered before the last wait is stale. (Half a wait, not a whole one: after waiting exactly wait_s,
+        # float arithmetic can land just short.)
         fresh = [
             lk
             for lk in situation.lookups
             if lk.source == self.read_source
-            and lk.at_s >= latest_attempt
+            and (latest_attempt is None or (lk.sent_at_s if lk.sent_at_s is not None else lk.at_s) > latest_attempt)
             and situation.now_s - lk.at_s < self.wait_s / 2
         ]
         if not fresh:
             return self.read_command
         lookup = fresh[-1]
+        # The read describes the target as it stood no earlier than when it was sent.
+        looked_at = lookup.sent_at_s if lookup.sent_at_s is not None else lookup.at_s
         effect = lookup.effect
         if effect not in ("applied", "rejected", "absent"):
             return self._wait_or_escalate(situation, f"outcome still {effect}")
@@ -129,7 +135,7 @@ class ReconcileAndReauthorize:
             same_task_revision=situation.task.revision == situation.action.revision
             and not situation.task.cancel_requested,
             authorization_valid=situation.approval.valid and not situation.held,
-            deduplication_valid=self.retry_is_safe(situation, lookup.at_s),
+            deduplication_valid=self.retry_is_safe(situation, looked_at),
         )
         if decision == "retry_same_action":
             refused = situation.last is not None and situation.last.refused
@@ -137,7 +143,7 @@ class ReconcileAndReauthorize:
                 why = situation.last.reason if refused and situation.last else "absent after the allowed retries"
                 return self._wait_or_escalate(situation, f"cannot retry yet: {why}")
             return self.retry_command(situation)
-        return self._absent_without_retry(situation, lookup.at_s)
+        return self._absent_without_retry(situation, looked_at)
 
     def retry_command(self, situation: Situation) -> Command:
         """How to send an absent action again, once that is authorized and safe: the same key, after a claim."""

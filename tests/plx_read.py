@@ -82,9 +82,12 @@ def server(project: str, download: Path) -> list[dict[str, object]]:
 def children(project: str, parent: str) -> list[dict[str, object]]:
     owner, name = project.split("/")
     client = RunClient(owner=owner, project=name, run_uuid=parent)
-    return [
-        {"uuid": r.uuid, "status": str(r.status), "inputs": r.inputs} for r in client.list_children(limit=200).results
-    ]
+    found: list[dict[str, object]] = []
+    while True:  # the server answers at most a page of children at a time
+        page = client.list_children(limit=100, offset=len(found)).results or []
+        found += [{"uuid": r.uuid, "status": str(r.status), "inputs": r.inputs} for r in page]
+        if len(page) < 100:
+            return found
 
 
 def submit(project: str, polyaxonfile: str, expected: int) -> list[dict[str, object]]:

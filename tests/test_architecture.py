@@ -1,6 +1,6 @@
 """The import arrows point one way, in the source and at run time, for every module of the harness.
 
-model <- scenario, policy <- sim; model <- check; check.registry <- plx, present; everything <- run <- cli.
+model <- scenario, policy <- sim; model <- check; check.registry <- plx, present; everything <- run <- explore <- cli.
 The checker never sees the simulator or a policy; the lower layers load no simpy, pandas, matplotlib or
 Polyaxon when imported; ``harness list`` starts without pandas, matplotlib or Polyaxon.
 """
@@ -42,7 +42,18 @@ ALLOWED: dict[str, set[str]] = {
         "harness.present",
         *_BASE,
     },
+    "harness.explore": {
+        "harness.model",
+        "harness.scenario",
+        "harness.policy",
+        "harness.seeds",
+        "harness.sim",
+        "harness.check",
+        "harness.run",
+        *_BASE,
+    },
     "harness.cli": {
+        "harness.explore",
         "harness.model",
         "harness.scenario",
         "harness.policy",

@@ -95,6 +95,14 @@ EXPECTED: dict[str, dict[str, tuple[str, set[str]]]] = {
         follow=("correct", set()),
         verify=("correct", set()),
     ),
+    "bridge_second_connection_error": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"retries_after_uncertain"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects", "retries_after_uncertain"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
     "bridge_user_stop": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("incorrect", {"retries_after_uncertain", "unauthorized_dispatches"}),
@@ -193,6 +201,22 @@ EXPECTED: dict[str, dict[str, tuple[str, set[str]]]] = {
         new_key=("incorrect", {"abandoned_actions", "duplicate_effects"}),
         follow=("correct", set()),
         verify=("correct", set()),
+    ),
+    "connector_dead_job_lagging_lookup": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"abandoned_actions", "retries_after_uncertain"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
+    "connector_new_operation_pending": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"abandoned_actions", "retries_after_uncertain"}),
+        reconcile=("escalated", set()),
+        new_key=("incorrect", {"effects_after_cancel", "unauthorized_dispatches"}),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
     ),
     "connector_started_not_durable": dict(
         stop=("abandoned", {"abandoned_actions"}),
@@ -330,6 +354,14 @@ EXPECTED: dict[str, dict[str, tuple[str, set[str]]]] = {
         follow=("correct", set()),
         verify=("correct", set()),
     ),
+    "racing_recoverers_no_dedupe": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"duplicate_effects"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
     "request_lost": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("correct", set()),
@@ -337,6 +369,14 @@ EXPECTED: dict[str, dict[str, tuple[str, set[str]]]] = {
         new_key=("correct", set()),
         follow=("correct", set()),
         verify=("correct", set()),
+    ),
+    "retry_delayed_past_window": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"duplicate_effects"}),
+        reconcile=("escalated", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
     ),
     "stale_lookup_after_cancel": dict(
         stop=("abandoned", {"abandoned_actions"}),

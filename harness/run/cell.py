@@ -10,9 +10,10 @@ from harness.plx.tracking import Tracked, TrackingMode
 from harness.run.case import run_case
 from harness.run.files import case_path, recovery_json, write_atomic
 from harness.run.plan import load_grid
+from harness.scenario import FaultBase
 from harness.scenario.faults import CONNECTOR_PHASES
 
-__all__ = ["CellJob", "CellResult", "execute_cell"]
+__all__ = ["CellJob", "CellResult", "FaultCoverage", "describe", "execute_cell"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,9 +31,34 @@ class CellJob:
 
 
 @dataclass(frozen=True, slots=True)
+class FaultCoverage:
+    """How one declared fault of a scenario fared over a set of cases."""
+
+    scenario: str
+    index: int
+    fault: str
+    #: Cases in which the fault's site (its boundary, action and occurrence) was reached.
+    reached: int
+    #: Cases in which it fired.
+    fired: int
+
+    def plus(self, other: FaultCoverage) -> FaultCoverage:
+        return FaultCoverage(
+            self.scenario, self.index, self.fault, self.reached + other.reached, self.fired + other.fired
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class CellResult:
     reports: tuple[CaseReport, ...]
     tracked: Tracked | None
+    coverage: tuple[FaultCoverage, ...] = ()
+
+
+def describe(fault: FaultBase) -> str:
+    """A fault in one line: its boundary and the fields it sets (``request_delayed nth=2 delay_s=30.0``)."""
+    fields = fault.model_dump(exclude={"boundary"}, exclude_defaults=True)
+    return " ".join([fault.boundary, *(f"{k}={'null' if v is None else v}" for k, v in fields.items())])
 
 
 def execute_cell(job: CellJob) -> CellResult:
@@ -43,8 +69,14 @@ def execute_cell(job: CellJob) -> CellResult:
     """
     grid = load_grid([job.policy_spec], [job.scenario_spec], job.seeds)
     reports, texts = [], []
+    coverage: dict[tuple[str, int], FaultCoverage] = {}
     for case in grid.cases:
-        report, _ = run_case(case)
+        report, result = run_case(case)
+        for i, fault in enumerate(case.scenario.faults):
+            reached, fired = result.coverage[i] if result is not None else (0, 0)
+            seen = FaultCoverage(case.scenario.name, i, describe(fault), int(reached > 0), int(fired > 0))
+            key = (case.scenario.name, i)
+            coverage[key] = coverage[key].plus(seen) if key in coverage else seen
         text = recovery_json(report, secrets=[case.scenario.approval.token.get_secret_value()])
         path = case_path(job.out, report)
         write_atomic(path, text)
@@ -61,7 +93,7 @@ def execute_cell(job: CellJob) -> CellResult:
 
         cell = CellRecord(grid.policies[0], _cell_scenario(grid.scenarios), tuple(reports), tuple(texts))
         tracked = track_cell(cell, job.out, job.project, write_atomic)
-    return CellResult(tuple(reports), tracked)
+    return CellResult(tuple(reports), tracked, tuple(coverage.values()))
 
 
 def _cell_scenario(scenarios: tuple[str, ...]) -> str:

@@ -11,7 +11,7 @@ import multiprocessing
 import re
 import shlex
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,7 +27,7 @@ from harness.plx.tracking import (
     push_runs,
     split_project,
 )
-from harness.run.cell import CellJob, CellResult, execute_cell
+from harness.run.cell import CellJob, CellResult, FaultCoverage, execute_cell
 from harness.run.files import write_atomic, write_summary
 from harness.run.plan import Plan, UsageError, load_grid
 
@@ -61,10 +61,17 @@ class GridSummary:
     summary_csv: Path
     tracking: TrackingNote
     report_html: Path | None
+    #: Every declared fault of every scenario run, with the cases that reached it and those it fired in.
+    coverage: tuple[FaultCoverage, ...] = ()
 
     @property
     def errors(self) -> tuple[CaseReport, ...]:
         return tuple(r for r in self.reports if r.outcome == "harness_error")
+
+    @property
+    def unfired(self) -> tuple[FaultCoverage, ...]:
+        """Declared faults that fired in no case of the run: scenarios that tested nothing they claim to."""
+        return tuple(c for c in self.coverage if c.fired == 0)
 
 
 def new_out(out: Path | None) -> Path:
@@ -125,6 +132,8 @@ def run_grid(
     results = _execute(jobs, plan.concurrency, progress)
     reports = tuple(r for result in results for r in result.reports)
     summary = write_summary(out, reports)
+    coverage = merge_coverage(c for result in results for c in result.coverage)
+    write_atomic(out / "coverage.json", coverage_json(coverage))
     tracked = [(job, result.tracked) for job, result in zip(jobs, results, strict=True) if result.tracked]
     write_atomic(
         out / "run.json",
@@ -148,7 +157,25 @@ def run_grid(
         from harness.present.html_report import write_report
 
         page = write_report(out)
-    return GridSummary(out, reports, grid.policies, grid.scenarios, summary, note, page)
+    return GridSummary(out, reports, grid.policies, grid.scenarios, summary, note, page, coverage)
+
+
+def merge_coverage(parts: Iterable[FaultCoverage]) -> tuple[FaultCoverage, ...]:
+    """One entry per (scenario, declared fault), summed over cells, in the order first seen."""
+    merged: dict[tuple[str, int], FaultCoverage] = {}
+    for c in parts:
+        key = (c.scenario, c.index)
+        merged[key] = merged[key].plus(c) if key in merged else c
+    return tuple(merged.values())
+
+
+def coverage_json(coverage: Sequence[FaultCoverage]) -> str:
+    """``coverage.json``: for every declared fault, the cases that reached its site and those it fired in."""
+    rows = [
+        {"scenario": c.scenario, "fault": c.fault, "index": c.index, "reached": c.reached, "fired": c.fired}
+        for c in coverage
+    ]
+    return json.dumps({"faults": rows, "unfired": sum(1 for c in coverage if c.fired == 0)}, indent=2) + "\n"
 
 
 def _execute(

@@ -19,13 +19,10 @@ from harness.scenario.faults import (
     BOUNDARIES,
     CONNECTOR_PHASES,
     FAULT_TYPES,
-    BridgeConnectionError,
-    BridgeRestart,
     ConnectorCrash,
     Fault,
     FaultBase,
     Side,
-    StartedNotDurable,
 )
 from harness.scenario.operator import ChangeTask, EventRef, ExpireApproval, OperatorEvent, RequestCancel, Trigger
 from harness.scenario.specs import (
@@ -55,6 +52,7 @@ __all__ = [
     "Fault",
     "FaultBase",
     "OperatorEvent",
+    "Reproduction",
     "RequestCancel",
     "Scenario",
     "ScenarioError",
@@ -73,6 +71,17 @@ __all__ = [
 
 class ScenarioError(InputError):
     """A scenario file that cannot be used; the message is one line naming the file, the field and the fix."""
+
+
+class Reproduction(Frozen):
+    """What a scenario file written for one case reproduces: ``harness replay FILE`` runs this policy at this
+    seed and checks it ends as recorded here (explore writes one per finding)."""
+
+    policy: str
+    policy_revision: str
+    seed: Annotated[int, Field(ge=0)]
+    outcome: str
+    properties: tuple[str, ...] = ()
 
 
 class Scenario(Frozen):
@@ -100,6 +109,8 @@ class Scenario(Frozen):
     worker: WorkerSpec = WorkerSpec()
     operator: tuple[OperatorEvent, ...] = ()
     faults: tuple[Fault, ...] = ()
+    #: Set in files written for one case (a finding, a failing case): the simulator ignores it.
+    reproduces: Reproduction | None = None
 
     @model_validator(mode="after")
     def _faults_name_an_action(self) -> Scenario:
@@ -118,11 +129,15 @@ class Scenario(Frozen):
         if self.connector is not None and self.bridge is not None:
             raise ValueError("give a connector or a bridge, not both")
         for i, fault in enumerate(self.faults):
-            if isinstance(fault, ConnectorCrash | StartedNotDurable) and self.connector is None:
-                raise ValueError(f"faults.{i}: '{fault.boundary}' needs a connector in the path; add 'connector: {{}}'")
-            if isinstance(fault, BridgeConnectionError | BridgeRestart) and self.bridge is None:
-                raise ValueError(f"faults.{i}: '{fault.boundary}' needs a bridge in the path; add 'bridge: {{}}'")
+            if fault.needs is not None and not self.has(fault.needs):
+                raise ValueError(
+                    f"faults.{i}: '{fault.boundary}' needs a {fault.needs} in the path; add '{fault.needs}: {{}}'"
+                )
         return self
+
+    def has(self, part: str) -> bool:
+        """Whether a connector or a bridge stands in this scenario's path."""
+        return (self.connector if part == "connector" else self.bridge) is not None
 
     def variants(self) -> tuple[Scenario, ...]:
         """The cases this scenario stands for: itself, or, when a connector crash says ``phase: every``, one

@@ -57,6 +57,8 @@ class FaultBase(Frozen):
 
     side: ClassVar[Side]
     counted: ClassVar[Literal["dispatch", "lookup"]]
+    #: What must stand in the path for the boundary to exist (a connector or a bridge), if anything.
+    needs: ClassVar[Literal["connector", "bridge"] | None] = None
 
     #: The boundary's name: each subclass fixes it to one literal, the tag of ``Fault``.
     boundary: str
@@ -124,6 +126,7 @@ class ConnectorCrash(FaultBase):
     (before the effect), ``after_effect`` (before ``completed``) or ``after_completed`` (before the report reaches
     the service). ``every``: the grid holds one case per boundary, each named by it."""
 
+    needs: ClassVar[Literal["connector", "bridge"] | None] = "connector"
     side: ClassVar[Side] = "destination"
     counted: ClassVar[Literal["dispatch", "lookup"]] = "dispatch"
     boundary: Literal["connector_crash"] = "connector_crash"
@@ -134,6 +137,7 @@ class StartedNotDurable(FaultBase):
     """The connector's ``started`` record is written but not yet durable (no fsync): a crash before ``completed``
     loses it, and the connector forgets it ever started the job."""
 
+    needs: ClassVar[Literal["connector", "bridge"] | None] = "connector"
     side: ClassVar[Side] = "destination"
     counted: ClassVar[Literal["dispatch", "lookup"]] = "dispatch"
     boundary: Literal["started_not_durable"] = "started_not_durable"
@@ -143,6 +147,7 @@ class BridgeConnectionError(FaultBase):
     """The connection through the bridge breaks and the caller gets an error marked "do not replay": ``before`` the
     call reaches the tool server, or ``after`` it (the tool ran; only the reply is lost)."""
 
+    needs: ClassVar[Literal["connector", "bridge"] | None] = "bridge"
     side: ClassVar[Side] = "wire"
     counted: ClassVar[Literal["dispatch", "lookup"]] = "dispatch"
     boundary: Literal["bridge_connection_error"] = "bridge_connection_error"
@@ -152,6 +157,7 @@ class BridgeConnectionError(FaultBase):
 class BridgeRestart(FaultBase):
     """The bridge process restarts right after it handled the dispatch: its receipts per request UUID are gone."""
 
+    needs: ClassVar[Literal["connector", "bridge"] | None] = "bridge"
     side: ClassVar[Side] = "wire"
     counted: ClassVar[Literal["dispatch", "lookup"]] = "dispatch"
     boundary: Literal["bridge_restart"] = "bridge_restart"

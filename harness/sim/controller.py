@@ -179,13 +179,15 @@ class Controller:
     def record_action(self, action_id: str) -> Action:
         """Record the logical action for the task's current revision, before anything is sent."""
         t = self.task
-        approval = self._approvals[t.revision]
+        # A revision nobody approved yet still gets its action recorded: its claim is then refused.
+        approval = self._approvals.get(t.revision)
+        approval_id = approval.approval_id if approval else ""
         view = Action(
             action_id=action_id,
             task_id=t.task_id,
             revision=t.revision,
             artifact=t.artifact,
-            approval_id=approval.approval_id,
+            approval_id=approval_id,
             idempotency_key=action_id,
         )
         self.actions[action_id] = _Action(view)
@@ -195,7 +197,7 @@ class Controller:
                 task_id=t.task_id,
                 revision=t.revision,
                 artifact=t.artifact,
-                approval_id=approval.approval_id,
+                approval_id=approval_id,
             )
         )
         self._auditor.action_recorded(action_id)

@@ -25,17 +25,25 @@ class Injector:
         self._faults = tuple(faults)
         self._default_action_id = default_action_id
         self._history = history
+        #: Per declared fault (in the scenario's order): how often its site was reached, and how often it fired.
+        self.reached = [0] * len(self._faults)
+        self.fired = [0] * len(self._faults)
 
     def hit(
         self, boundary: type[F], action_id: str, occurrence: int, where: Callable[[F], bool] | None = None
     ) -> F | None:
         """Return the fault of class ``boundary`` that applies to this occurrence for ``action_id`` (and that
         ``where`` accepts, for a boundary with several points), recording it."""
-        for fault in self._faults:
+        chosen = None
+        for i, fault in enumerate(self._faults):
             if not isinstance(fault, boundary) or (where is not None and not where(fault)):
                 continue
             if (fault.action_id or self._default_action_id) != action_id or not fault.hits(occurrence):
                 continue
-            self._history.record(FaultInjected(boundary=fault.boundary, action_id=action_id, occurrence=occurrence))
-            return fault
-        return None
+            self.reached[i] += 1
+            if chosen is None:
+                chosen = fault
+                self.fired[i] += 1
+        if chosen is not None:
+            self._history.record(FaultInjected(boundary=chosen.boundary, action_id=action_id, occurrence=occurrence))
+        return chosen

@@ -261,6 +261,7 @@ class Worker:
                     "observation": "response",
                     "late": previous.observation == "timeout",
                     "response_status": reply.status,
+                    "replied_at_s": self._history.now_s(),
                     "receipt": reply.receipt,
                     "job_id": reply.job_id,
                     "do_not_replay": reply.do_not_replay,
@@ -302,9 +303,11 @@ class Worker:
             return True
 
         expectation = action.artifact if source == "verify" else None
-        request = Request(
-            kind=source, action_id=action.action_id, n=n, idempotency_key=action.idempotency_key, artifact=expectation
-        )
+        # A read asks about the key of the action's latest attempt: after a retry under a new key, that operation.
+        keys = self._controller.actions[action.action_id].keys
+        key = keys[next(reversed(keys))] if keys else action.idempotency_key
+        request = Request(kind=source, action_id=action.action_id, n=n, idempotency_key=key, artifact=expectation)
+        sent_at_s = self._history.now_s()
         self._transport.send(request, deliver)
         # A job follow waits at the connector up to its wait: the caller allows for that on top of its read timeout.
         patience_s = self._scenario.worker.lookup_timeout_s
@@ -322,6 +325,7 @@ class Worker:
                     source=source,
                     job_id=reply.job_id,
                     verified=reply.verified,
+                    sent_at_s=sent_at_s,
                 )
             )
         else:
@@ -333,6 +337,7 @@ class Worker:
                     effect="unknown",
                     source=source,
                     verified="unknown" if source == "verify" else None,
+                    sent_at_s=sent_at_s,
                 )
             )
 

@@ -34,6 +34,8 @@ class SimResult:
     evidence: Evidence
     truth: GroundTruth
     attempts: tuple[str, ...]
+    #: Per declared fault, in the scenario's order: (times its site was reached, times it fired).
+    coverage: tuple[tuple[int, int], ...] = ()
 
 
 def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
@@ -80,8 +82,9 @@ def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
         destination_visible=visible,
         history=tuple(e for e in history.entries if visible or _caller_side(e)),
     )
-    action = controller.actions.get(scenario.action_id)
-    return SimResult(evidence=evidence, truth=auditor.truth(), attempts=tuple(action.execution_ids) if action else ())
+    attempts = tuple(eid for action in controller.actions.values() for eid in action.execution_ids)
+    coverage = tuple(zip(injector.reached, injector.fired, strict=True))
+    return SimResult(evidence=evidence, truth=auditor.truth(), attempts=attempts, coverage=coverage)
 
 
 def _caller_side(event: Event) -> bool:

@@ -1,0 +1,213 @@
+"""``harness explore``: find what no one wrote down.
+
+From each scenario used as a template, exploration runs every single fault at every (boundary, occurrence)
+the runs reach, every operator event inserted after each kind of history entry, every other value of each
+field of the destination's contract, every combination of those up to a depth, and swarm schedules that each
+enable a random subset of kinds. Every policy meets the same schedules. Each distinct violation is shrunk to a
+1-minimal schedule and written as a runnable scenario file; ``explore.json`` sums it up.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.explore.schedule import apply, element_dict
+from harness.explore.search import ExploreJob, Finding, JobResult, explore_job, shape
+from harness.run.files import write_atomic
+from harness.run.grid import new_out
+from harness.run.plan import load_grid
+from harness.scenario import Scenario, scenario_cases
+
+__all__ = ["ExploreOptions", "ExploreSummary", "explore", "finding_yaml"]
+
+
+@dataclass(frozen=True, slots=True)
+class ExploreOptions:
+    out: Path | None = None
+    depth: int = 2
+    swarm: int = 20
+    seeds: tuple[int, ...] = (1,)
+    concurrency: int = 1
+    #: Run only this shard of every template's schedules (a Polyaxon grid runs the shards apart).
+    shard: int = 0
+    shards: int = 1
+
+
+@dataclass(slots=True)
+class ExploreSummary:
+    out: Path
+    schedules: int = 0
+    cases: int = 0
+    violating: int = 0
+    violations: Counter[str] = field(default_factory=Counter)
+    #: (finding, the file it was written to)
+    findings: list[tuple[Finding, Path]] = field(default_factory=list)
+    coverage: dict[str, list[int]] = field(default_factory=dict)
+    #: (scenario, fault) for every fault a template declares that fired in no case
+    unfired: list[tuple[str, str]] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+
+def explore(
+    policy_specs: Sequence[str],
+    scenario_specs: Sequence[str],
+    options: ExploreOptions,
+    progress: Callable[[int, int, JobResult], None] | None = None,
+) -> ExploreSummary:
+    """Explore every scenario (every case of each) for every policy; write findings and ``explore.json``.
+
+    Raises ``InputError`` for bad input before anything is written.
+    """
+    grid = load_grid(policy_specs, scenario_specs, options.seeds)  # checks every policy and scenario first
+    specs = list(dict.fromkeys(c.policy_spec for c in grid.cases))
+    cases = list(dict.fromkeys(case for spec in dict.fromkeys(scenario_specs) for case, _ in scenario_cases(spec)))
+    templates = {case: scenario for spec in dict.fromkeys(scenario_specs) for case, scenario in scenario_cases(spec)}
+    out = new_out(options.out)
+    started = time.perf_counter()
+    split = options.shards if options.shards > 1 else max(1, options.concurrency)
+    jobs = [
+        ExploreJob(
+            tuple(specs),
+            case,
+            options.depth,
+            options.swarm,
+            options.seeds,
+            shard=options.shard if options.shards > 1 else i,
+            shards=split,
+        )
+        for case in cases
+        for i in ([options.shard] if options.shards > 1 else range(split))
+    ]
+    results = _run(jobs, options.concurrency, progress)
+    summary = ExploreSummary(out)
+    merged: dict[tuple[str, str, str], Finding] = {}
+    for job, result in zip(jobs, results, strict=True):
+        summary.schedules += result.schedules
+        summary.cases += sum(result.cases.values())
+        summary.violating += sum(result.violating.values())
+        for counts in result.violations.values():
+            summary.violations.update(counts)
+        for boundary, (reached, fired) in result.coverage.items():
+            site = summary.coverage.setdefault(boundary, [0, 0])
+            site[0] += reached
+            site[1] += fired
+        summary.unfired += [(result.scenario, f) for f in result.unfired]
+        for finding in result.findings:
+            key = (finding.policy, job.scenario_spec, shape(finding.schedule))
+            if key not in merged or finding.first_seen < merged[key].first_seen:
+                merged[key] = finding
+    numbered: Counter[tuple[str, str]] = Counter()
+    for finding in sorted(merged.values(), key=lambda f: (f.policy, f.scenario, f.first_seen)):
+        numbered[(finding.policy, finding.scenario)] += 1
+        n = numbered[(finding.policy, finding.scenario)]
+        path = out / "findings" / finding.policy / f"{finding.scenario}-{n}.yaml"
+        write_atomic(path, finding_yaml(templates[finding.scenario_spec], finding, n))
+        summary.findings.append((finding, path))
+    summary.elapsed_s = round(time.perf_counter() - started, 3)
+    write_atomic(out / "explore.json", explore_json(summary, options, specs, cases))
+    return summary
+
+
+def _run(
+    jobs: Sequence[ExploreJob], concurrency: int, progress: Callable[[int, int, JobResult], None] | None
+) -> list[JobResult]:
+    results: dict[int, JobResult] = {}
+
+    def done(i: int, result: JobResult) -> None:
+        results[i] = result
+        if progress is not None:
+            progress(len(results), len(jobs), result)
+
+    if concurrency <= 1 or len(jobs) <= 1:
+        for i, job in enumerate(jobs):
+            done(i, explore_job(job))
+    else:
+        with ProcessPoolExecutor(max_workers=concurrency, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {pool.submit(explore_job, job): i for i, job in enumerate(jobs)}
+            for future in as_completed(futures):
+                done(futures[future], future.result())
+    return [results[i] for i in range(len(jobs))]
+
+
+def finding_yaml(template: Scenario, finding: Finding, n: int) -> str:
+    """The finding as a runnable scenario: the template with exactly the minimal schedule, named ``<scenario>-<n>``,
+    with how to reproduce it (policy, revision, seed) in ``reproduces`` and in its description."""
+    scenario = apply(template, finding.schedule)
+    data: dict[str, Any] = scenario.model_dump(mode="json", exclude_defaults=True, exclude={"approval"})
+    data["approval"] = template.approval.model_dump(mode="json", exclude={"token"}, exclude_defaults=True)
+    data["name"] = f"{template.name}-{n}"
+    data["revision"] = f"{template.revision}+explore"
+    shown = "; ".join(_show(e) for e in finding.schedule.elements) or "(the template's own schedule)"
+    data["description"] = (
+        f"Found by harness explore from {template.name}: {finding.policy} (revision {finding.policy_revision}) at "
+        f"seed {finding.seed} is {finding.outcome}, violating {', '.join(finding.properties)}. Minimal schedule: "
+        f"{shown}. Template: {template.description.strip()}"
+    )
+    data["faults"] = [element_dict(e) for e in finding.schedule.elements if e.kind == "fault"]
+    data["operator"] = [element_dict(e) for e in finding.schedule.elements if e.kind == "operator"]
+    data["reproduces"] = {
+        "policy": finding.policy_spec,
+        "policy_revision": finding.policy_revision,
+        "seed": finding.seed,
+        "outcome": finding.outcome,
+        "properties": list(finding.properties),
+    }
+    order = ["name", "revision", "description", "reproduces"]
+    ordered = {k: data[k] for k in order} | {k: v for k, v in data.items() if k not in order}
+    return yaml.safe_dump(ordered, sort_keys=False, width=110)
+
+
+def _show(e: Any) -> str:
+    data = element_dict(e)
+    head = data.pop("boundary", None) or data.pop("do", None) or "contract"
+    return f"{head} " + " ".join(f"{k}={v}" for k, v in data.items())
+
+
+def explore_json(
+    summary: ExploreSummary, options: ExploreOptions, policies: Sequence[str], cases: Sequence[str]
+) -> str:
+    """``explore.json``: what was explored, what was found, and fault-site coverage."""
+    return (
+        json.dumps(
+            {
+                "policies": list(policies),
+                "scenarios": list(cases),
+                "depth": options.depth,
+                "swarm": options.swarm,
+                "seeds": list(options.seeds),
+                "shard": options.shard,
+                "shards": options.shards,
+                "schedules": summary.schedules,
+                "cases": summary.cases,
+                "violating_cases": summary.violating,
+                "violations_by_property": dict(sorted(summary.violations.items())),
+                "findings": [
+                    {
+                        "policy": f.policy,
+                        "scenario": f.scenario,
+                        "properties": list(f.properties),
+                        "outcome": f.outcome,
+                        "seed": f.seed,
+                        "file": str(path.relative_to(summary.out)),
+                        "schedule": [_show(e) for e in f.schedule.elements],
+                    }
+                    for f, path in summary.findings
+                ],
+                "coverage": {b: {"reached": r, "fired": x} for b, (r, x) in sorted(summary.coverage.items())},
+                "unfired": [{"scenario": s, "fault": f} for s, f in summary.unfired],
+                "elapsed_s": summary.elapsed_s,
+            },
+            indent=2,
+        )
+        + "\n"
+    )

@@ -1,0 +1,215 @@
+"""Fault schedules: what exploration adds to a template scenario, one element at a time.
+
+A schedule is a set of elements applied to a template: a fault at a (boundary, occurrence), an operator
+event inserted after a kind of history entry, or one field of the destination's contract changed. Elements are
+data with a stable key, so a schedule can be deduplicated, shrunk one element at a time, and written back as
+a runnable scenario file.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import TypeAdapter
+
+from harness.model.events import VOCABULARY
+from harness.scenario import DestinationSpec, Fault, OperatorEvent, Scenario
+from harness.scenario.faults import BOUNDARIES, CONNECTOR_PHASES
+
+__all__ = [
+    "Element",
+    "Observed",
+    "Schedule",
+    "apply",
+    "contract_variants",
+    "elements_of",
+    "fault_elements",
+    "operator_elements",
+    "pairs",
+    "singles",
+]
+
+_FAULT: TypeAdapter[Fault] = TypeAdapter(Fault)
+_OPERATOR: TypeAdapter[OperatorEvent] = TypeAdapter(OperatorEvent)
+
+#: Delays tried for the boundaries that delay something: past the caller's timeout and restart, and past the
+#: default request validity (where a late request is refused).
+DELAYS_S = (20.0, 70.0)
+#: At most this many occurrences of a boundary are tried, whatever the runs reached.
+OCCURRENCE_MAX = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Element:
+    """One thing a schedule changes: ``kind`` says which, ``data`` holds it as scenario YAML would."""
+
+    kind: Literal["fault", "operator", "contract"]
+    data: tuple[tuple[str, Any], ...]
+
+    @property
+    def key(self) -> str:
+        """A stable text for deduplicating and sorting elements."""
+        return f"{self.kind}:" + ",".join(f"{k}={v}" for k, v in self.data)
+
+
+def _frozen(value: Any) -> Any:
+    if isinstance(value, dict):
+        return tuple((k, _frozen(v)) for k, v in value.items())
+    return value
+
+
+def element(kind: Literal["fault", "operator", "contract"], data: dict[str, Any]) -> Element:
+    """An element from its YAML form; faults and operator events are normalized (defaults left out), so the
+    same fault written two ways is one element."""
+    if kind == "fault":
+        fault = _FAULT.validate_python(data)
+        data = {"boundary": fault.boundary} | fault.model_dump(mode="json", exclude={"boundary"}, exclude_defaults=True)
+    elif kind == "operator":
+        event = _OPERATOR.validate_python(data)
+        data = {"do": event.do} | event.model_dump(mode="json", exclude={"do"}, exclude_defaults=True)
+    return Element(kind, tuple((k, _frozen(v)) for k, v in data.items()))
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, tuple) and value and all(isinstance(p, tuple) and len(p) == 2 for p in value):
+        return {k: _thaw(v) for k, v in value}
+    return value
+
+
+def element_dict(e: Element) -> dict[str, Any]:
+    """The element as the scenario YAML writes it."""
+    return {k: _thaw(v) for k, v in e.data}
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """A set of elements, in a canonical order (so equal sets are equal schedules)."""
+
+    elements: tuple[Element, ...]
+
+    @staticmethod
+    def of(elements: Iterable[Element]) -> Schedule:
+        unique = {e.key: e for e in elements}
+        return Schedule(tuple(unique[k] for k in sorted(unique)))
+
+    @property
+    def key(self) -> str:
+        return "|".join(e.key for e in self.elements)
+
+    def without(self, drop: Element) -> Schedule:
+        return Schedule(tuple(e for e in self.elements if e.key != drop.key))
+
+    def replacing(self, old: Element, new: Element) -> Schedule:
+        return Schedule.of([new if e.key == old.key else e for e in self.elements])
+
+
+def elements_of(template: Scenario) -> list[Element]:
+    """The template's own faults and operator events, as elements (exploration may shrink them away too)."""
+    out = [element("fault", f.model_dump(mode="json")) for f in template.faults]
+    out += [element("operator", e.model_dump(mode="json")) for e in template.operator]
+    return out
+
+
+def apply(template: Scenario, schedule: Schedule) -> Scenario:
+    """The template with exactly the schedule's faults and operator events, and its contract changes."""
+    faults = tuple(_FAULT.validate_python(element_dict(e)) for e in schedule.elements if e.kind == "fault")
+    operator = tuple(_OPERATOR.validate_python(element_dict(e)) for e in schedule.elements if e.kind == "operator")
+    contract = {k: v for e in schedule.elements if e.kind == "contract" for k, v in element_dict(e).items()}
+    destination = DestinationSpec.model_validate(template.destination.model_dump() | contract)
+    return template.model_copy(update={"faults": faults, "operator": operator, "destination": destination})
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """What baseline runs of the template reached: the most dispatches and reads of any action, and every
+    (actor, event) kind recorded."""
+
+    dispatches: int
+    reads: int
+    kinds: tuple[tuple[str, str], ...]
+
+
+def fault_elements(template: Scenario, seen: Observed) -> list[Element]:
+    """Every single fault at every (boundary, occurrence) the runs reach, for every action of the template."""
+    out = []
+    for name, cls in BOUNDARIES.items():
+        if cls.needs is not None and not template.has(cls.needs):
+            continue
+        reached = seen.dispatches if cls.counted == "dispatch" else seen.reads
+        for action_id in template.action_ids:
+            for nth in range(1, min(reached, OCCURRENCE_MAX) + 1):
+                base = {"boundary": name, "nth": nth} | (
+                    {} if action_id == template.action_id else {"action_id": action_id}
+                )
+                for extra in _variants_of(name):
+                    out.append(element("fault", base | extra))
+    return out
+
+
+def _variants_of(boundary: str) -> list[dict[str, Any]]:
+    if boundary in ("request_delayed", "response_delayed", "apply_delayed"):
+        return [{"delay_s": d} for d in DELAYS_S]
+    if boundary == "connector_crash":
+        return [{"phase": p} for p in CONNECTOR_PHASES]
+    if boundary == "bridge_connection_error":
+        return [{"forwarded": True}, {"forwarded": False}]
+    return [{}]
+
+
+#: The operator events exploration inserts: a change to another model (not approved), a cancellation, and
+#: the approval running out.
+OPERATOR_EVENTS: tuple[dict[str, Any], ...] = (
+    {"do": "change_task", "model": "m9", "digest": "sha256:d9d9d9"},
+    {"do": "request_cancel"},
+    {"do": "expire_approval"},
+)
+
+
+def operator_elements(seen: Observed) -> list[Element]:
+    """Every operator event inserted right after the first entry of each kind the runs recorded."""
+    out = []
+    for actor, event in seen.kinds:
+        if actor in ("operator", "injector") or event not in VOCABULARY.get(actor, frozenset()):  # type: ignore[call-overload]
+            continue
+        for op in OPERATOR_EVENTS:
+            out.append(element("operator", op | {"when": {"after": {"actor": actor, "event": event, "nth": 1}}}))
+    return out
+
+
+def contract_variants(template: Scenario) -> list[Element]:
+    """Each field of the destination's contract changed to another value it could have."""
+    d = template.destination
+    changes: list[dict[str, Any]] = [{"dedupe": v} for v in ("durable", "process", "none") if v != d.dedupe]
+    changes.append({"on_conflict": "replay" if d.on_conflict == "reject" else "reject"})
+    changes.append({"on_in_flight": "in_progress" if d.on_in_flight == "pending" else "pending"})
+    changes.append({"fencing": not d.fencing})
+    changes.append({"request_validity_s": None if d.request_validity_s is not None else 60.0})
+    changes.append({"lookup_lag_s": 20.0 if d.lookup_lag_s == 0 else 0.0})
+    changes.append({"dedupe_window_s": 10.0 if d.dedupe_window_s > 10.0 else 300.0})
+    return [element("contract", c) for c in changes]
+
+
+def singles(template: Scenario, seen: Observed) -> list[Element]:
+    """Every element exploration may add to the template, without repeats of what the template has."""
+    own = {e.key for e in elements_of(template)}
+    candidates = fault_elements(template, seen) + operator_elements(seen) + contract_variants(template)
+    unique = {e.key: e for e in candidates if e.key not in own}
+    return [unique[k] for k in sorted(unique)]
+
+
+def _compatible(a: Element, b: Element) -> bool:
+    """Two changes to the same contract field cannot stand together."""
+    if a.kind == b.kind == "contract":
+        return {k for k, _ in a.data}.isdisjoint(k for k, _ in b.data)
+    return True
+
+
+def pairs(added: Sequence[Element], depth: int) -> Iterator[tuple[Element, ...]]:
+    """Every combination of 1 to ``depth`` added elements, lazily, without impossible ones."""
+    for size in range(1, depth + 1):
+        for combo in itertools.combinations(added, size):
+            if all(_compatible(a, b) for a, b in itertools.combinations(combo, 2)):
+                yield combo

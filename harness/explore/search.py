@@ -1,0 +1,264 @@
+"""Exploring one template: every schedule it allows up to a depth, and swarm schedules, for every policy.
+
+One job explores one case of one scenario (a template) for every policy given, over one shard of its
+schedules: the shard is the schedule index modulo the shard count, so shards split the work exactly and a
+Polyaxon grid can run them apart. Every violation is shrunk to a 1-minimal schedule (removing any one element
+makes it disappear; delays are shortened while it stays), and each distinct minimal schedule is a finding.
+Nothing is kept per schedule but counts: memory is flat in the number of schedules.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from harness.check import check
+from harness.explore.schedule import (
+    Element,
+    Observed,
+    Schedule,
+    apply,
+    element,
+    element_dict,
+    elements_of,
+    pairs,
+    singles,
+)
+from harness.model.events import DispatchSent, JobFollowSent, LookupSent, VerifySent
+from harness.policy import Policy, load_policy
+from harness.run.cell import describe
+from harness.scenario import Scenario, scenario_cases
+from harness.seeds import rng
+from harness.sim import simulate
+
+__all__ = ["ExploreJob", "Finding", "JobResult", "explore_job", "schedules", "shape", "shrink"]
+
+#: Swarm schedules draw at most this many elements each.
+SWARM_SIZE_MAX = 4
+
+
+@dataclass(frozen=True, slots=True)
+class ExploreJob:
+    """One shard of one template's exploration, for every policy given. Picklable for a process pool."""
+
+    policy_specs: tuple[str, ...]
+    scenario_spec: str
+    depth: int
+    swarm: int
+    seeds: tuple[int, ...]
+    shard: int = 0
+    shards: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A distinct violation: a policy, the properties it breaks, and the 1-minimal schedule that shows it."""
+
+    policy: str
+    policy_spec: str
+    policy_revision: str
+    scenario: str
+    scenario_spec: str
+    properties: tuple[str, ...]
+    outcome: str
+    seed: int
+    schedule: Schedule
+    #: The index of the schedule that first showed it (findings are numbered in this order).
+    first_seen: int
+
+
+@dataclass(slots=True)
+class JobResult:
+    """Counts for one job, per policy, and its findings."""
+
+    scenario: str
+    schedules: int = 0
+    cases: Counter[str] = field(default_factory=Counter)
+    violating: Counter[str] = field(default_factory=Counter)
+    violations: dict[str, Counter[str]] = field(default_factory=dict)
+    #: Per fault boundary: (cases in which its site was reached, cases in which it fired).
+    coverage: dict[str, list[int]] = field(default_factory=dict)
+    #: Faults the template declares that fired in no baseline case (shard 0 only).
+    unfired: list[str] = field(default_factory=list)
+    #: Harness failures on some schedules (the exploration went on).
+    errors: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def observe(template: Scenario, policies: list[Policy], seeds: tuple[int, ...]) -> tuple[Observed, list[str]]:
+    """Run the template as it is: what the runs reach, and which declared faults never fired."""
+    dispatches = reads = 0
+    kinds: set[tuple[str, str]] = set()
+    fired = [0] * len(template.faults)
+    for policy in policies:
+        for seed in seeds:
+            result = simulate(template, policy, seed)
+            for event in result.evidence.history:
+                kinds.add((event.actor, event.event))
+                if isinstance(event, DispatchSent):
+                    dispatches = max(dispatches, event.n)
+                elif isinstance(event, LookupSent | JobFollowSent | VerifySent):
+                    reads = max(reads, event.n)
+            for i, (_, times) in enumerate(result.coverage):
+                fired[i] += times > 0
+    unfired = [describe(f) for f, n in zip(template.faults, fired, strict=True) if n == 0]
+    return Observed(dispatches, reads, tuple(sorted(kinds))), unfired
+
+
+def schedules(template: Scenario, seen: Observed, depth: int, swarm: int) -> Iterator[Schedule]:
+    """The template itself, then every combination of up to ``depth`` added elements, then ``swarm`` random
+    mixes (each enabling a random subset of kinds), without repeats."""
+    own = elements_of(template)
+    added = singles(template, seen)
+    emitted: set[str] = set()
+    for combo in itertools.chain([()], pairs(added, depth)):
+        schedule = Schedule.of([*own, *combo])
+        if schedule.key not in emitted:
+            emitted.add(schedule.key)
+            yield schedule
+    kinds = sorted({_kind(e) for e in added})
+    for n in range(1, swarm + 1):
+        draw = rng(n, f"swarm:{template.name}")
+        enabled = {k for k in kinds if draw.random() < 0.5} or {draw.choice(kinds)} if kinds else set()
+        pool = [e for e in added if _kind(e) in enabled]
+        if not pool:
+            continue
+        picked = draw.sample(pool, min(len(pool), draw.randint(1, SWARM_SIZE_MAX)))
+        schedule = Schedule.of([*own, *picked])
+        if schedule.key not in emitted and _consistent(schedule):
+            emitted.add(schedule.key)
+            yield schedule
+
+
+def _kind(e: Element) -> str:
+    """What a swarm seed turns on or off: a fault boundary, an operator event, or a contract field."""
+    data = element_dict(e)
+    if e.kind == "fault":
+        return f"fault:{data['boundary']}"
+    if e.kind == "operator":
+        return f"operator:{data['do']}"
+    return f"contract:{next(iter(data))}"
+
+
+def _consistent(schedule: Schedule) -> bool:
+    fields = [next(iter(element_dict(e))) for e in schedule.elements if e.kind == "contract"]
+    return len(fields) == len(set(fields))
+
+
+class _Judge:
+    """Runs (policy, schedule, seed) once and remembers the violated properties: shrinking asks again and again."""
+
+    def __init__(self, template: Scenario) -> None:
+        self._template = template
+        #: Harness failures met on the way, one line each.
+        self.errors: list[str] = []
+        self._seen: dict[tuple[str, str, int], tuple[str, tuple[str, ...], tuple[tuple[int, int], ...]]] = {}
+
+    def __call__(
+        self, policy: Policy, schedule: Schedule, seed: int
+    ) -> tuple[str, tuple[str, ...], tuple[tuple[int, int], ...]]:
+        key = (policy.name, schedule.key, seed)
+        if key not in self._seen:
+            try:
+                scenario = apply(self._template, schedule)
+                result = simulate(scenario, policy, seed)
+                judgement = check(result.evidence)
+            except Exception as exc:  # a harness failure on one schedule is reported, and exploration goes on
+                self.errors.append(f"{policy.name} seed {seed} [{schedule.key}]: {type(exc).__name__}: {exc}"[:500])
+                self._seen[key] = ("harness_error", (), ())
+                return self._seen[key]
+            violated = tuple(name for name, verdict in judgement.checks.items() if verdict == "false")
+            if len(self._seen) > 50_000:  # bounded: a shrink asks about a handful of neighbours only
+                self._seen.clear()
+            self._seen[key] = (judgement.outcome, violated, result.coverage)
+        return self._seen[key]
+
+
+def shrink(judge: _Judge, policy: Policy, schedule: Schedule, seed: int) -> Schedule:
+    """A 1-minimal schedule that still shows a violation: no single element can be removed without losing
+    every violation, and each delay is as short as halving keeps it."""
+    current = schedule
+    while True:
+        smaller = next(
+            (current.without(e) for e in current.elements if judge(policy, current.without(e), seed)[1]), None
+        )
+        if smaller is not None:
+            current = smaller
+            continue
+        shorter = _shorter_delay(judge, policy, current, seed)
+        if shorter is None:
+            return current
+        current = shorter
+
+
+def _shorter_delay(judge: _Judge, policy: Policy, schedule: Schedule, seed: int) -> Schedule | None:
+    for e in schedule.elements:
+        data = element_dict(e)
+        delay = data.get("delay_s")
+        if e.kind != "fault" or not isinstance(delay, float) or delay <= 1.0:
+            continue
+        halved = schedule.replacing(e, element("fault", data | {"delay_s": max(1.0, round(delay / 2, 3))}))
+        if judge(policy, halved, seed)[1]:
+            return halved
+    return None
+
+
+def shape(schedule: Schedule) -> str:
+    """A schedule without its delays' lengths: findings that differ only in how long a delay is are one."""
+    return "|".join(
+        e.key if e.kind != "fault" else ",".join(p for p in e.key.split(",") if not p.startswith("delay_s="))
+        for e in schedule.elements
+    )
+
+
+def explore_job(job: ExploreJob) -> JobResult:
+    """Explore one shard of one template for every policy; return counts and findings."""
+    policies = [(spec, load_policy(spec)) for spec in job.policy_specs]
+    ((case_spec, template),) = scenario_cases(job.scenario_spec)  # one case: the planner expands variants
+    seen, unfired = observe(template, [p for _, p in policies], job.seeds)
+    out = JobResult(scenario=template.name, unfired=unfired if job.shard == 0 else [])
+    judge = _Judge(template)
+    found: dict[tuple[str, str], Finding] = {}
+    shrunk: dict[tuple[str, str], Schedule] = {}
+    for index, schedule in enumerate(schedules(template, seen, job.depth, job.swarm)):
+        if index % job.shards != job.shard:
+            continue
+        out.schedules += 1
+        boundaries = [element_dict(e)["boundary"] for e in schedule.elements if e.kind == "fault"]
+        for spec, policy in policies:
+            for seed in job.seeds:
+                _, violated, coverage = judge(policy, schedule, seed)
+                out.cases[policy.name] += 1
+                for boundary, (reached, fired) in zip(boundaries, coverage, strict=False):
+                    site = out.coverage.setdefault(boundary, [0, 0])
+                    site[0] += reached > 0
+                    site[1] += fired > 0
+                if not violated:
+                    continue
+                out.violating[policy.name] += 1
+                counts = out.violations.setdefault(policy.name, Counter())
+                counts.update(violated)
+                key = (policy.name, schedule.key)
+                if key not in shrunk:
+                    shrunk[key] = shrink(judge, policy, schedule, seed)
+                minimal = shrunk[key]
+                if (policy.name, shape(minimal)) in found:
+                    continue
+                final_outcome, final_violated, _ = judge(policy, minimal, seed)
+                found[(policy.name, shape(minimal))] = Finding(
+                    policy=policy.name,
+                    policy_spec=spec,
+                    policy_revision=policy.revision,
+                    scenario=template.name,
+                    scenario_spec=case_spec,
+                    properties=final_violated,
+                    outcome=final_outcome,
+                    seed=seed,
+                    schedule=minimal,
+                    first_seen=index,
+                )
+    out.findings = sorted(found.values(), key=lambda f: (f.policy, f.first_seen))
+    out.errors = judge.errors[:20]
+    return out

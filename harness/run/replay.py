@@ -1,0 +1,106 @@
+"""``harness replay CASE``: run one recorded case again and prove it is the same.
+
+CASE is a ``recovery.json`` (its ``reproduce`` command says which policy, scenario and seed) or a scenario file
+written for one case (a finding, a repro file: its ``reproduces`` says which policy and seed). The case is
+re-run; a recovery.json must come out byte-identical, and a scenario file must end as it records. Either way
+the timeline is printed as text, faults and the entries that witness an anomaly marked.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import InputError
+from harness.model import CaseReport
+from harness.run.case import run_case
+from harness.run.files import recovery_json
+from harness.run.plan import load_grid
+from harness.scenario import ScenarioError, load_scenario
+
+__all__ = ["Replay", "replay", "timeline_text"]
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    report: CaseReport
+    #: Whether the replay matched what was recorded (bytes of a recovery.json; outcome and properties of a file).
+    same: bool
+    #: What differs, in one line each, when it does not match.
+    differences: tuple[str, ...]
+
+
+def replay(path: Path) -> Replay:
+    """Re-run the case recorded at ``path``; raise ``InputError`` when it names no runnable case."""
+    if not path.is_file():
+        raise InputError(f"{path}: no such file; fix: give a recovery.json or a scenario file written by explore")
+    if path.suffix in (".yaml", ".yml"):
+        return _replay_scenario(path)
+    return _replay_report(path)
+
+
+def _replay_report(path: Path) -> Replay:
+    try:
+        text = path.read_text(encoding="utf-8")
+        recorded = json.loads(text)
+        args = shlex.split(recorded["reproduce"])
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(
+            f"{path}: not a recovery.json with a reproduce command ({exc}); fix: give a case file"
+        ) from exc
+    policy, scenario, seed = _flag(args, "--policy"), _flag(args, "--scenario"), _flag(args, "--seed")
+    if policy is None or scenario is None or seed is None or not seed.isdigit():
+        raise InputError(f"{path}: field 'reproduce': no --policy, --scenario and --seed; fix: give a case file")
+    (case,) = load_grid([policy], [scenario], [int(seed)]).cases
+    report, _ = run_case(case)
+    again = recovery_json(report, secrets=[case.scenario.approval.token.get_secret_value()])
+    if again == text:
+        return Replay(report, True, ())
+    differences = tuple(
+        f"{key}: recorded {json.dumps(recorded.get(key))[:120]}, now {json.dumps(value)[:120]}"
+        for key, value in json.loads(again).items()
+        if recorded.get(key) != value
+    ) or ("the bytes differ (formatting, or keys in another order)",)
+    return Replay(report, False, differences)
+
+
+def _flag(args: list[str], name: str) -> str | None:
+    return args[args.index(name) + 1] if name in args and args.index(name) + 1 < len(args) else None
+
+
+def _replay_scenario(path: Path) -> Replay:
+    scenario = load_scenario(path)
+    if scenario.reproduces is None:
+        raise ScenarioError(
+            f"{path}: field 'reproduces': missing, so which policy and seed to run is unknown; "
+            "fix: add 'reproduces: {policy: ..., policy_revision: ..., seed: ..., outcome: ...}'"
+        )
+    wanted = scenario.reproduces
+    (case,) = load_grid([wanted.policy], [str(path)], [wanted.seed]).cases
+    report, _ = run_case(case)
+    second, _ = run_case(case)
+    violated = tuple(name for name, verdict in report.checks.items() if verdict == "false")
+    differences = []
+    if report.policy_revision != wanted.policy_revision:
+        differences.append(f"policy revision: recorded {wanted.policy_revision}, now {report.policy_revision}")
+    if report.outcome != wanted.outcome:
+        differences.append(f"outcome: recorded {wanted.outcome}, now {report.outcome}")
+    if set(violated) != set(wanted.properties):
+        differences.append(f"violated properties: recorded {list(wanted.properties)}, now {list(violated)}")
+    if recovery_json(report) != recovery_json(second):
+        differences.append("two runs of the case gave different evidence (the simulation is not deterministic)")
+    return Replay(report, not differences, tuple(differences))
+
+
+def timeline_text(report: CaseReport) -> str:
+    """The case's history, one line per entry: index, time, actor, event, its data; ``!`` marks a fault and
+    ``*`` an entry that witnesses an anomaly."""
+    witnesses = {i for a in report.anomalies for i in a.witnesses}
+    lines = []
+    for entry in report.timeline:
+        mark = "!" if entry.actor == "injector" else "*" if entry.index in witnesses else " "
+        data = " ".join(f"{k}={v}" for k, v in entry.data.items() if v is not None)
+        lines.append(f"{mark} {entry.index:>4} {entry.at_s:>10.3f}s  {entry.actor:<11} {entry.event:<20} {data}")
+    return "\n".join(lines)
