@@ -34,7 +34,8 @@ Exit statuses:
      how to send the runs later)
   4  everything is written, but a fault a scenario declares fired in no case (the scenario tested nothing it
      claims to; the message names the scenario and the fault)
-explore: 0 no finding, 1 findings (each a runnable file), 2 bad usage or input, 4 a coverage failure.
+explore: 0 no finding, 1 findings (each a runnable file) or harness errors on some schedules, 2 bad usage or
+  input, 4 a declared fault fired in no case of the policies explored.
 replay: 0 the case came out the same as recorded, 1 it did not, 2 bad input.
 """
 
@@ -266,14 +267,17 @@ def _explore(args: argparse.Namespace) -> int:
         print(f"  {name}: {count} violating cases")
     for finding, path in summary.findings:
         print(f"  {finding.outcome:<10} {', '.join(finding.properties)}: python -m harness replay {path}")
+    for error in summary.errors:
+        print(f"harness error (exploration went on): {error}", file=sys.stderr)
     for scenario, fault in summary.unfired:
         print(
-            f"harness: scenario {scenario} declares fault {fault}, which fired in no case; fix: make it reachable",
+            f"harness: scenario {scenario} declares fault {fault}, which fired in no case of the policies explored;"
+            " fix: make it reachable, or explore it with a policy that reaches it",
             file=sys.stderr,
         )
     if summary.unfired:
         return EXIT_COVERAGE
-    return EXIT_HARNESS_ERROR if summary.findings else EXIT_OK
+    return EXIT_HARNESS_ERROR if summary.findings or summary.errors else EXIT_OK
 
 
 def _explore_progress(done: int, total: int, result: object) -> None:

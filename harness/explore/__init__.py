@@ -55,6 +55,8 @@ class ExploreSummary:
     coverage: dict[str, list[int]] = field(default_factory=dict)
     #: (scenario, fault) for every fault a template declares that fired in no case
     unfired: list[tuple[str, str]] = field(default_factory=list)
+    #: Harness failures on some schedules (the first few of each job); exploration went on without them.
+    errors: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
 
 
@@ -102,6 +104,7 @@ def explore(
             site[0] += reached
             site[1] += fired
         summary.unfired += [(result.scenario, f) for f in result.unfired]
+        summary.errors += [f"{job.scenario_spec}: {e}" for e in result.errors]
         for finding in result.findings:
             key = (finding.policy, job.scenario_spec, shape(finding.schedule))
             if key not in merged or finding.first_seen < merged[key].first_seen:
@@ -205,6 +208,7 @@ def explore_json(
                 ],
                 "coverage": {b: {"reached": r, "fired": x} for b, (r, x) in sorted(summary.coverage.items())},
                 "unfired": [{"scenario": s, "fault": f} for s, f in summary.unfired],
+                "errors": summary.errors,
                 "elapsed_s": summary.elapsed_s,
             },
             indent=2,

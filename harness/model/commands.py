@@ -34,13 +34,14 @@ __all__ = [
 
 
 class LookUp(Frozen):
-    """Ask the destination for the action's durable result by its action ID."""
+    """Ask the destination for the durable result of the action's current operation (its key)."""
 
     kind: Literal["look_up"] = "look_up"
 
 
 class FollowJob(Frozen):
-    """Read the status of the action's job at the device connector (``task wait JOB_ID``): a read, never a new run.
+    """Read the status of the action's current job at the device connector (``task wait JOB_ID``): a read, never a
+    new run.
 
     The connector answers from its ledger: completed (with the recorded receipt), running, ``unknown_outcome``
     (started, never completed: only inspecting the target can tell), or absent (no record of the key).
@@ -59,7 +60,8 @@ class VerifyOutcome(Frozen):
 
 
 class RetrySameAction(Frozen):
-    """Send the action again with its original idempotency key and arguments.
+    """Send the action again under its current operation's key (the original key, unless a retry under a new key
+    started another operation) with its original arguments.
 
     With ``claim``, the controller first atomically rechecks the task revision, approval and cancellation and
     claims the attempt; a refused claim means nothing is sent.

@@ -303,10 +303,10 @@ class Worker:
             return True
 
         expectation = action.artifact if source == "verify" else None
-        # A read asks about the key of the action's latest attempt: after a retry under a new key, that operation.
-        keys = self._controller.actions[action.action_id].keys
-        key = keys[next(reversed(keys))] if keys else action.idempotency_key
-        request = Request(kind=source, action_id=action.action_id, n=n, idempotency_key=key, artifact=expectation)
+        # A read asks about the action's current operation: after a retry under a new key, that one.
+        request = Request(
+            kind=source, action_id=action.action_id, n=n, idempotency_key=self._latest_key(), artifact=expectation
+        )
         sent_at_s = self._history.now_s()
         self._transport.send(request, deliver)
         # A job follow waits at the connector up to its wait: the caller allows for that on top of its read timeout.
@@ -426,6 +426,12 @@ class Worker:
                 return receipt if receipt.status == status else None
         return None
 
+    def _latest_key(self) -> str:
+        """The key of the action's latest attempt: its current operation (the original key until a retry under a
+        new key starts another one)."""
+        keys = self._controller.actions[self.action.action_id].keys
+        return keys[next(reversed(keys))] if keys else self.action.idempotency_key
+
     def _ledger_round_trip(self) -> Generator[simpy.Event, Any, None]:
         """A write to the controller's ledger takes this long to land: time for another worker to race it."""
         if self._scenario.worker.ledger_write_s > 0:
@@ -450,12 +456,12 @@ class Worker:
                 if refused is not None:
                     me.result(command.kind, refused=f"claim refused: {refused}")
                     return
-                key, artifact = action.idempotency_key, action.artifact
+                key, artifact = self._latest_key(), action.artifact
                 if isinstance(command, RetryNewKey):
                     self._new_key_count += 1
                     key = f"{action.idempotency_key}.k{self._new_key_count}"
                 elif isinstance(command, ResendCurrentArguments):
-                    artifact = self._controller.task.artifact
+                    key, artifact = action.idempotency_key, self._controller.task.artifact
                 me.result(command.kind)
                 yield from self._dispatch(me, key, artifact)
             case RecordEffect() | RecordRejection():

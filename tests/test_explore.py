@@ -1,0 +1,318 @@
+"""Exploration finds what no one wrote down, shrinks it to a minimal runnable file, and covers every fault site."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import shipped
+
+from harness.check import check
+from harness.cli import main
+from harness.explore.schedule import (
+    Observed,
+    Schedule,
+    apply,
+    contract_variants,
+    element,
+    elements_of,
+    fault_elements,
+    operator_elements,
+    pairs,
+)
+from harness.explore.search import ExploreJob, _Judge, explore_job, shape, shrink
+from harness.policy import load_policy
+from harness.scenario import BOUNDARIES, ScenarioError, list_scenarios, load_scenario
+from harness.sim import simulate
+
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+
+
+def test_singles_cover_every_reachable_site_kind_and_contract_field() -> None:
+    """Every boundary the path allows, at every occurrence reached (up to 3); every operator event after every kind
+    of entry seen; every other value of each contract field."""
+    template = shipped("lost_response")
+    seen = Observed(dispatches=2, reads=5, kinds=(("worker", "timeout"), ("destination", "applied")))
+    faults = {(e.data[0][1], dict(e.data).get("nth", 1)) for e in fault_elements(template, seen)}
+    reachable = {b for b, cls in BOUNDARIES.items() if cls.needs is None}
+    assert {b for b, _ in faults} == reachable
+    assert ("lookup_unavailable", 3) in faults and ("request_lost", 2) in faults and ("request_lost", 3) not in faults
+    operators = operator_elements(seen)
+    assert len(operators) == 2 * 3
+    fields = {next(iter(dict(e.data))) for e in contract_variants(template)}
+    assert fields == {
+        "dedupe",
+        "on_conflict",
+        "on_in_flight",
+        "fencing",
+        "request_validity_s",
+        "lookup_lag_s",
+        "dedupe_window_s",
+    }
+
+
+def test_a_schedule_applied_is_a_valid_scenario_with_exactly_its_elements() -> None:
+    """apply() replaces the template's faults and operator events by the schedule's and changes its contract."""
+    template = shipped("request_lost")
+    schedule = Schedule.of(
+        [
+            element("fault", {"boundary": "response_lost", "nth": 2}),
+            element("operator", {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "timeout"}}}),
+            element("contract", {"dedupe": "none"}),
+        ]
+    )
+    scenario = apply(template, schedule)
+    assert [f.boundary for f in scenario.faults] == ["response_lost"] and scenario.faults[0].nth == 2
+    assert [e.do for e in scenario.operator] == ["request_cancel"] and scenario.destination.dedupe == "none"
+    assert apply(template, Schedule.of(elements_of(template))).faults == template.faults
+
+
+def test_pairs_never_change_one_contract_field_twice() -> None:
+    """Two values of the same field cannot stand together; everything else combines, once."""
+    a, b = element("contract", {"dedupe": "none"}), element("contract", {"dedupe": "process"})
+    c = element("fault", {"boundary": "request_lost"})
+    combos = list(pairs([a, b, c], 2))
+    assert (a, b) not in combos and (a, c) in combos and (b, c) in combos and len(combos) == 5
+
+
+def test_shrinking_keeps_a_violation_and_removes_everything_it_can() -> None:
+    """A violating schedule padded with irrelevant elements shrinks to a 1-minimal core that still violates."""
+    template = shipped("request_lost")
+    policy = load_policy("retry_new_key")
+    judge = _Judge(template)
+    padded = Schedule.of(
+        [
+            element("fault", {"boundary": "request_lost"}),
+            element("fault", {"boundary": "response_lost", "nth": 2}),
+            element("contract", {"fencing": True}),
+            element(
+                "operator", {"do": "expire_approval", "when": {"after": {"actor": "transport", "event": "receive"}}}
+            ),
+        ]
+    )
+    assert judge(policy, padded, 1)[1]
+    minimal = shrink(judge, policy, padded, 1)
+    assert judge(policy, minimal, 1)[1]
+    for e in minimal.elements:
+        assert not judge(policy, minimal.without(e), 1)[1], e.key
+    assert len(minimal.elements) < len(padded.elements)
+
+
+def test_explore_finds_what_the_shipped_schedule_does_not_show(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """retry_new_key passes request_lost as written; exploration finds a violation, writes a runnable 1-minimal
+    file that `harness run` reproduces, and exits 1."""
+    template_cases = simulate(shipped("request_lost"), load_policy("retry_new_key"), 1)
+    assert check(template_cases.evidence).verdict != "false"
+    out = tmp_path / "explore"
+    assert (
+        main(["explore", "--policy", "retry_new_key", "--scenario", "request_lost", "--out", str(out), "--quiet"]) == 1
+    )
+    summary = json.loads((out / "explore.json").read_text())
+    assert summary["findings"] and summary["schedules"] > 100
+    first = out / summary["findings"][0]["file"]
+    doc = yaml.safe_load(first.read_text())
+    assert doc["reproduces"]["policy"] == "retry_new_key" and "seed 1" in doc["description"]
+    verdict = _run_file(tmp_path, first, "found")
+    assert verdict == "false"
+    parts = [("faults", i) for i in range(len(doc.get("faults") or []))] + [
+        ("operator", i) for i in range(len(doc.get("operator") or []))
+    ]
+    for k, (key, i) in enumerate(parts):
+        smaller = dict(doc)
+        smaller[key] = [x for j, x in enumerate(doc[key]) if j != i]
+        smaller["name"] = f"minus-{k}"
+        path = tmp_path / f"minus-{k}.yaml"
+        path.write_text(yaml.safe_dump(smaller, sort_keys=False))
+        assert _run_file(tmp_path, path, f"m{k}") != "false", (key, i)
+    assert main(["replay", str(first)]) == 0
+    assert "replayed: the same as recorded" in capsys.readouterr().out
+
+
+def _run_file(tmp_path: Path, path: Path, tag: str) -> str:
+    out = tmp_path / f"run-{tag}"
+    main(
+        [
+            "run",
+            "--policy",
+            "retry_new_key",
+            "--scenario",
+            str(path),
+            "--seed",
+            "1",
+            "--tracking",
+            "none",
+            "--no-report",
+            "--quiet",
+            "--out",
+            str(out),
+        ]
+    )
+    (report,) = out.rglob("recovery.json")
+    return str(json.loads(report.read_text())["verdict"])
+
+
+def test_reconcile_has_no_finding_in_any_shipped_scenario(tmp_path: Path) -> None:
+    """reconcile_and_reauthorize explored over every shipped scenario at the default depth and swarm: not one
+    violation (each earlier finding was a bug, fixed, and kept as a scenario).
+
+    It exits 4 all the same, for one declared fault it never reaches: connector_new_operation_pending loses a
+    *new* operation, and this policy never starts one there (it replays its key, the connector answers
+    unknown_outcome, and it escalates). Coverage is judged over the policies of the run, so that run says so."""
+    out = tmp_path / "safe"
+    args = ["explore", "--policy", "reconcile_and_reauthorize", "--out", str(out), "--quiet", "--concurrency", "2"]
+    assert main(args) == 4
+    summary = json.loads((out / "explore.json").read_text())
+    assert summary["findings"] == [] and summary["violating_cases"] == 0 and summary["errors"] == []
+    assert summary["unfired"] == [
+        {"scenario": "connector_new_operation_pending", "fault": "accepted_not_applied nth=2"}
+    ]
+    assert {s.partition("@")[0] for s in summary["scenarios"]} == set(list_scenarios())
+    assert summary["schedules"] > 50_000
+
+
+@pytest.mark.parametrize(("policy", "seed_file"), [("follow_and_inspect", "000_"), ("verify_before_mutation", "002_")])
+def test_the_seed_policies_have_no_finding_in_their_seeds_scenarios(
+    policy: str, seed_file: str, tmp_path: Path
+) -> None:
+    """Each seed policy explored over every scenario of its seed: not one violation."""
+    own = [n for n in list_scenarios() if seed_file in load_scenario(SCENARIOS / f"{n}.yaml").description]
+    args = ["explore", "--policy", policy, "--out", str(tmp_path / "x"), "--quiet", "--concurrency", "2"]
+    for name in own:
+        args += ["--scenario", name]
+    assert len(own) >= 5 and main(args) == 0
+
+
+def test_shards_split_the_schedules_exactly(tmp_path: Path) -> None:
+    """Shards 0/2 and 1/2 together run exactly the schedules of the whole, and find the same findings."""
+    whole = explore_job(ExploreJob(("retry_same_key",), "lost_response", 1, 5, (1,)))
+    halves = [
+        explore_job(ExploreJob(("retry_same_key",), "lost_response", 1, 5, (1,), shard=i, shards=2)) for i in (0, 1)
+    ]
+    assert sum(h.schedules for h in halves) == whole.schedules
+    # A finding is one per shape (delays' lengths aside): a shard may first meet a shape at another delay.
+    shapes = {shape(f.schedule) for f in whole.findings}
+    assert shapes and {shape(f.schedule) for h in halves for f in h.findings} == shapes
+
+
+def test_a_declared_fault_that_never_fires_fails_the_run_after_writing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A lookup fault at the 9th lookup, which no case reaches: everything is written, then exit 4 naming it."""
+    doc = yaml.safe_load((SCENARIOS / "lost_response.yaml").read_text())
+    doc["name"] = "unfired"
+    doc["faults"] = [*doc["faults"], {"boundary": "lookup_unavailable", "nth": 9}]
+    path = tmp_path / "unfired.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    out = tmp_path / "run"
+    status = main(
+        [
+            "run",
+            "--policy",
+            "reconcile_and_reauthorize",
+            "--scenario",
+            str(path),
+            "--tracking",
+            "none",
+            "--no-report",
+            "--quiet",
+            "--out",
+            str(out),
+        ]
+    )
+    assert status == 4
+    err = capsys.readouterr().err
+    assert "scenario unfired declares fault lookup_unavailable nth=9" in err
+    assert len(list(out.rglob("recovery.json"))) == 3 and (out / "summary.csv").exists()
+    coverage = json.loads((out / "coverage.json").read_text())
+    assert [(f["fault"], f["fired"]) for f in coverage["faults"]] == [
+        ("response_lost", 3),
+        ("lookup_unavailable nth=9", 0),
+    ]
+    assert (
+        main(
+            [
+                "explore",
+                "--policy",
+                "reconcile_and_reauthorize",
+                "--scenario",
+                str(path),
+                "--depth",
+                "1",
+                "--swarm",
+                "0",
+                "--quiet",
+                "--out",
+                str(tmp_path / "ex"),
+            ]
+        )
+        == 4
+    )
+
+
+def test_every_shipped_scenario_fires_every_fault_it_declares(tmp_path: Path) -> None:
+    """Over the default grid, no declared fault of a shipped scenario goes unfired."""
+    out = tmp_path / "grid"
+    assert main(["run", "--tracking", "none", "--no-report", "--quiet", "--seed", "1", "--out", str(out)]) == 0
+    coverage = json.loads((out / "coverage.json").read_text())
+    assert coverage["unfired"] == 0 and len(coverage["faults"]) >= 45
+
+
+def test_replay_of_a_recovery_json_is_byte_identical_and_a_tampered_one_is_not(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """replay re-runs the case from its reproduce command: the same bytes, exit 0; a changed file differs, exit 1."""
+    out = tmp_path / "run"
+    main(
+        [
+            "run",
+            "--policy",
+            "retry_same_key",
+            "--scenario",
+            "changed_task",
+            "--seed",
+            "2",
+            "--tracking",
+            "none",
+            "--no-report",
+            "--quiet",
+            "--out",
+            str(out),
+        ]
+    )
+    (case,) = out.rglob("recovery.json")
+    assert main(["replay", str(case)]) == 0
+    printed = capsys.readouterr().out
+    assert "replayed: the same as recorded" in printed
+    assert "\n! " in printed and "\n* " in printed  # the fault and the anomaly's witnesses are marked
+    tampered = json.loads(case.read_text())
+    tampered["outcome"] = "correct"
+    case.write_text(json.dumps(tampered, indent=2) + "\n")
+    assert main(["replay", str(case)]) == 1
+    assert "outcome: recorded" in capsys.readouterr().err
+
+
+def test_replay_refuses_a_file_that_names_no_case(tmp_path: Path) -> None:
+    """A scenario without `reproduces`, or a file that is not a case, is one line and exit 2."""
+    assert main(["replay", str(SCENARIOS / "lost_response.yaml")]) == 2
+    junk = tmp_path / "recovery.json"
+    junk.write_text("{}")
+    assert main(["replay", str(junk)]) == 2
+
+
+def test_findings_files_are_loadable_scenarios(tmp_path: Path) -> None:
+    """The `reproduces` block is part of the scenario format; a wrong field in it is refused like any other."""
+    doc = yaml.safe_load((SCENARIOS / "lost_response.yaml").read_text())
+    doc["name"] = "with_reproduces"
+    doc["reproduces"] = {"policy": "retry_new_key", "policy_revision": "1", "seed": 1, "outcome": "incorrect"}
+    path = tmp_path / "with_reproduces.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    scenario = load_scenario(path)
+    assert scenario.reproduces is not None and scenario.reproduces.seed == 1
+    doc["reproduces"]["sed"] = 2
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(ScenarioError, match=r"reproduces\.sed"):
+        load_scenario(path)
