@@ -35,11 +35,13 @@ Exit statuses:
   4  everything is written, but a fault a scenario declares fired in no case (the scenario tested nothing it
      claims to; the message names the scenario and the fault)
 explore: 0 no finding, 1 findings (each a runnable file) or harness errors on some schedules, 2 bad usage or
-  input, 4 a declared fault fired in no case of the policies explored.
+  input, 3 Polyaxon tracking failed, 4 a declared fault fired in no case of the policies explored.
 replay: 0 the case came out the same as recorded, 1 it did not, 2 bad input.
 """
 
 EXIT_OK, EXIT_HARNESS_ERROR, EXIT_USAGE, EXIT_TRACKING, EXIT_COVERAGE = 0, 1, 2, 3, 4
+#: ``harness explore`` prints a replay command for this many findings; explore.json lists them all.
+FINDINGS_SHOWN = 10
 
 
 class _Parser(argparse.ArgumentParser):
@@ -166,6 +168,19 @@ def _parser() -> argparse.ArgumentParser:
         help="explore only shard I of N of every template's schedules (0-based)",
     )
     explore.add_argument("--out", type=Path, metavar="DIR", help="output folder (default: reports/runs/<run-id>)")
+    explore.add_argument(
+        "--tracking",
+        choices=TRACKING_MODES,
+        default="offline",
+        help="Polyaxon tracking: one run per (policy, scenario) explored, offline into <out>/polyaxon (default), "
+        "pushed to the configured server as well, or none",
+    )
+    explore.add_argument(
+        "--project",
+        default=DEFAULT_PROJECT,
+        metavar="[OWNER/]NAME",
+        help=f"Polyaxon project for the runs (default: {DEFAULT_PROJECT})",
+    )
     explore.add_argument("--quiet", action="store_true", help="no progress lines")
     replay = sub.add_parser(
         "replay", help="re-run a recorded case (recovery.json or a finding) and check it is the same"
@@ -251,6 +266,8 @@ def _explore(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         shard=args.shard[0],
         shards=args.shard[1],
+        tracking=args.tracking,
+        project=args.project,
     )
     summary = explore(
         args.policy or builtin_policy_names(),
@@ -265,8 +282,19 @@ def _explore(args: argparse.Namespace) -> int:
     )
     for name, count in sorted(summary.violations.items()):
         print(f"  {name}: {count} violating cases")
-    for finding, path in summary.findings:
+    for exploration in summary.explorations:
+        if exploration.findings:
+            print(
+                f"  {exploration.policy} x {exploration.scenario_spec}: {len(exploration.findings)} findings "
+                f"in {exploration.findings[0][1].parent}"
+            )
+    shown = summary.findings[:FINDINGS_SHOWN]
+    if shown:
+        print("replay a finding:" if len(shown) == len(summary.findings) else f"the first {len(shown)} findings:")
+    for finding, path in shown:
         print(f"  {finding.outcome:<10} {', '.join(finding.properties)}: python -m harness replay {path}")
+    if len(summary.findings) > len(shown):
+        print(f"  ... and {len(summary.findings) - len(shown)} more, listed in {summary.out / 'explore.json'}")
     for error in summary.errors:
         print(f"harness error (exploration went on): {error}", file=sys.stderr)
     for scenario, fault in summary.unfired:
@@ -275,9 +303,13 @@ def _explore(args: argparse.Namespace) -> int:
             " fix: make it reachable, or explore it with a policy that reaches it",
             file=sys.stderr,
         )
+    if summary.tracking.message:
+        print(summary.tracking.message, file=sys.stdout if summary.tracking.ok else sys.stderr)
+    if summary.findings or summary.errors:
+        return EXIT_HARNESS_ERROR
     if summary.unfired:
         return EXIT_COVERAGE
-    return EXIT_HARNESS_ERROR if summary.findings or summary.errors else EXIT_OK
+    return EXIT_OK if summary.tracking.ok else EXIT_TRACKING
 
 
 def _explore_progress(done: int, total: int, result: object) -> None:

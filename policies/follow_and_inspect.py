@@ -4,9 +4,13 @@ A reply that says "running" means the wait ended, not that the request failed: f
 (``task wait``) instead of starting another. A job whose connector started it and never completed it has an
 unknown outcome: stop retrying it and inspect the target. If the effect is there, record it; if the target
 shows it absent, that job died with its connector and will never apply, so a new operation (a new key) may
-follow; if the connector holds no record of the key at all, the same key is sent again. Anything else is
-reconciled as ``reconcile_and_reauthorize`` does: verified receipts recorded, no dispatch without a valid
-revision, approval and claim, uncertainty waited out and escalated before the deadline.
+follow; if the connector holds no record of the key at all, the same key may be sent again, under the same
+rule as any retry: once no earlier request can still arrive (a request still in transit has left no record
+yet). Anything else is reconciled as ``reconcile_and_reauthorize`` does: verified receipts recorded, no
+dispatch without a valid revision, approval and claim, uncertainty waited out and escalated before the deadline.
+
+Revision 2 (from what ``harness explore`` found): the connector's "no record" no longer makes a same-key
+retry safe by itself.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from policies.reconcile_and_reauthorize import ReconcileAndReauthorize
 
 class FollowAndInspect(ReconcileAndReauthorize):
     name = "follow_and_inspect"
-    revision = "1"
+    revision = "2"
 
     def decide(self, situation: Situation) -> Command:
         if situation.contract.via != "connector" or situation.recorded or situation.escalated:
@@ -55,14 +59,11 @@ class FollowAndInspect(ReconcileAndReauthorize):
 
     def retry_is_safe(self, situation: Situation, looked_at_s: float) -> bool:
         """A dead job is followed only by a new operation, safe once the target, as it stood after the connector
-        reported the job dead (allowing for a lagging lookup), shows the effect absent. A key the connector
-        holds no record of is safe to send again when the target, up to date, shows it absent."""
+        reported the job dead (allowing for a lagging lookup), shows the effect absent. Otherwise, as for any
+        retry: "no record" at the connector says nothing of a request still on its way there."""
         lag = situation.contract.lookup_lag_s
         if self._dead(situation):
             return looked_at_s - lag >= self._died_by(situation)
-        job = self._latest_job(situation)
-        if job is not None and job.effect == "absent" and lag == 0:
-            return True
         return super().retry_is_safe(situation, looked_at_s)
 
     def _died_by(self, situation: Situation) -> float:

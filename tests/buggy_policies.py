@@ -2,7 +2,12 @@
 seed policies): the bugs real implementers write, kept for tests only.
 
 Each variant changes one decision of the correct policy. ``CORPUS`` names, for each, the shipped scenario
-that must catch it and the safety property through which the checker must catch it.
+that must catch it and the safety property through which the checker must catch it. ``HIDDEN`` holds
+variants that no shipped schedule shows: for each, the shipped scenario from which ``harness explore`` finds
+a schedule that does, at which depth, and through which property. ``tools/catch_rate.py`` prints the catch
+rate of both with and without exploration.
+
+Every variant can be loaded by name, as ``buggy_policies:<name>`` (with ``tests/`` on the import path).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from harness.policy import (
     Escalate,
     FollowJob,
     LookUp,
+    LookupView,
     Receipt,
     RecordAbsent,
     RecordEffect,
@@ -206,6 +212,43 @@ class AcceptsWeakerSuccess(_VerifyVariant):
         return True
 
 
+# -- variants no shipped schedule shows (exploration finds them) ----------------------------------------------
+
+
+class PendingAsAbsent(_Variant):
+    """Reads a lookup's "pending" (accepted, not yet applied) as "absent", as if the request had never arrived."""
+
+    def decide(self, situation: Situation) -> Command:
+        lookups = tuple(
+            lk.model_copy(update={"effect": "absent"}) if lk.effect == "pending" else lk for lk in situation.lookups
+        )
+        return super().decide(situation.model_copy(update={"lookups": lookups}))
+
+
+class EscalatesAtTheDeadline(_Variant):
+    """Keeps waiting until the deadline itself before escalating, leaving no margin for the escalation."""
+
+    escalate_margin_s = 0.0
+
+
+class AssumesRequestsExpire(_Variant):
+    """Takes every service to refuse requests older than 60 s, without reading whether this one does."""
+
+    def quiet_after_s(self, situation: Situation) -> float | None:
+        contract = situation.contract
+        if contract.request_validity_s is None:
+            contract = contract.model_copy(update={"request_validity_s": 60.0})
+        return super().quiet_after_s(situation.model_copy(update={"contract": contract}))
+
+
+class FollowsStaleJob(_FollowVariant):
+    """Follows the last report on any job of the action, even one read before the latest attempt was sent."""
+
+    def _latest_job(self, situation: Situation) -> LookupView | None:
+        follows = [lk for lk in situation.lookups if lk.source == "follow_job"]
+        return follows[-1] if follows else None
+
+
 @dataclass(frozen=True)
 class Catch:
     """Where a variant must be caught: the scenario, and the property whose verdict must be false."""
@@ -239,3 +282,32 @@ CORPUS: tuple[Catch, ...] = (
     Catch(UnknownVerificationAsAbsent("unknown_as_absent"), "bridge_verify_times_out", "retries_after_uncertain"),
     Catch(AcceptsWeakerSuccess("accepts_weaker_success"), "foreign_receipt", "mismatched_records"),
 )
+
+
+@dataclass(frozen=True)
+class Hidden:
+    """A variant no shipped schedule shows, and where exploration finds one that does: the template, the
+    depth it takes, and the property whose verdict is false."""
+
+    policy: ReconcileAndReauthorize
+    template: str
+    depth: int
+    property: str
+
+
+HIDDEN: tuple[Hidden, ...] = (
+    Hidden(PendingAsAbsent("pending_as_absent"), "late_original_no_dedupe", 1, "duplicate_effects"),
+    Hidden(FollowsStaleJob("follows_stale_job"), "connector_crash_points@after_started", 1, "duplicate_effects"),
+    Hidden(EscalatesAtTheDeadline("escalates_at_the_deadline"), "newer_write_held", 2, "abandoned_actions"),
+    Hidden(AssumesRequestsExpire("assumes_requests_expire"), "no_dedupe_flaky_lookup", 2, "duplicate_effects"),
+)
+
+_BY_NAME = {v.policy.name: v.policy for v in (*CORPUS, *HIDDEN)}
+
+
+def __getattr__(name: str) -> ReconcileAndReauthorize:
+    """``buggy_policies:<variant name>`` loads a variant, for ``harness run`` and ``harness explore``."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise AttributeError(name) from None

@@ -30,7 +30,8 @@ def offline(root: Path) -> list[dict[str, object]]:
         for event_file in sorted((path / "events" / "metric").glob("*.plx")):
             frame = V1Events.read(kind="metric", name=event_file.stem, data=str(event_file)).df
             metrics[event_file.stem] = [[int(s), float(v)] for s, v in zip(frame["step"], frame["metric"], strict=True)]
-        files = {str(p.relative_to(path / "outputs")): p.read_text() for p in (path / "outputs").rglob("recovery.json")}
+        outputs = path / "outputs"
+        files = {str(p.relative_to(outputs)): p.read_text() for p in sorted(outputs.rglob("*")) if p.is_file()}
         runs.append(
             {
                 "uuid": path.name,

@@ -50,6 +50,7 @@ ALLOWED: dict[str, set[str]] = {
         "harness.sim",
         "harness.check",
         "harness.run",
+        "harness.plx",
         *_BASE,
     },
     "harness.cli": {

@@ -1,13 +1,15 @@
 """Judge the judge: each one-change buggy variant of a safe shipped policy is caught by a shipped scenario
-through the property its bug breaks, and the correct policies are caught by none."""
+through the property its bug breaks, and the correct policies are caught by none. The hidden variants pass
+every shipped schedule, and exploration from the named shipped scenario finds one that catches each."""
 
 from __future__ import annotations
 
 import pytest
-from buggy_policies import CORPUS, Catch
+from buggy_policies import CORPUS, HIDDEN, Catch, Hidden
 from conftest import SUMMARIES
 
 from harness.check import check
+from harness.explore.search import ExploreJob, explore_job
 from harness.policy import load_policy
 from harness.scenario import list_scenarios, scenario_cases
 from harness.sim import simulate
@@ -61,3 +63,24 @@ def test_the_correct_policies_are_caught_by_none_of_those_scenarios(policy: str,
     judgement = check(simulate(CASES[scenario], load_policy(policy), seed).evidence)
     assert judgement.outcome in ("correct", "escalated")
     assert set(judgement.checks.values()) == {"true"}
+
+
+@pytest.mark.parametrize("hidden", HIDDEN, ids=[h.policy.name for h in HIDDEN])
+def test_no_shipped_schedule_shows_a_hidden_variant(hidden: Hidden) -> None:
+    """Every shipped case at seeds 1-3: every property true (if one catches it, move it to CORPUS)."""
+    for spec, scenario in CASES.items():
+        for seed in SEEDS:
+            checks = check(simulate(scenario, hidden.policy, seed).evidence).checks
+            assert "false" not in checks.values(), f"{hidden.policy.name} is caught by {spec} at seed {seed}"
+
+
+@pytest.mark.parametrize("hidden", HIDDEN, ids=[h.policy.name for h in HIDDEN])
+def test_exploration_finds_each_hidden_variant(hidden: Hidden) -> None:
+    """Exploring the named shipped scenario at the named depth finds a 1-minimal schedule through which the
+    checker catches the variant by the named property; one depth less finds none there (for depth 2)."""
+    spec = f"buggy_policies:{hidden.policy.name}"
+    result = explore_job(ExploreJob((spec,), hidden.template, hidden.depth, 20, (1,)))
+    assert any(hidden.property in f.properties for f in result.findings), [f.properties for f in result.findings]
+    if hidden.depth > 1:
+        shallower = explore_job(ExploreJob((spec,), hidden.template, hidden.depth - 1, 20, (1,)))
+        assert shallower.findings == []

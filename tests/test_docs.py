@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 from pathlib import Path
 
+import pytest
+
 from harness.check.registry import METRICS
+from harness.cli import _parser
 from harness.model import OUTCOMES
 from harness.policy import builtin_policy_names
 from harness.scenario import BOUNDARIES, list_scenarios
@@ -34,3 +38,19 @@ def test_every_boundary_scenario_and_policy_is_named() -> None:
     """Each fault boundary, shipped scenario and shipped policy is named in the README."""
     for name in [*BOUNDARIES, *list_scenarios(), *builtin_policy_names()]:
         assert f"`{name}`" in README, name
+
+
+@pytest.mark.parametrize("command", ["run", "explore"])
+def test_every_command_line_option_is_documented(command: str) -> None:
+    """Each option of `harness run` and `harness explore` is in the README (in its options table)."""
+    parser = _parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    options = {o for a in sub._actions for o in a.option_strings if o.startswith("--") and o != "--help"}
+    assert options and all(f"`{o}" in README for o in options), sorted(o for o in options if f"`{o}" not in README)
+
+
+def test_every_exit_status_of_explore_is_documented() -> None:
+    """The README's explore exit statuses are the ones the help text gives."""
+    section = README[README.index("## Exploring") : README.index("### Fault-site coverage")]
+    for status in ("`0` no finding", "`1` findings", "`2` bad usage", "`3` Polyaxon tracking failed", "`4` a fault"):
+        assert status in section, status

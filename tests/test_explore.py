@@ -155,35 +155,30 @@ def _run_file(tmp_path: Path, path: Path, tag: str) -> str:
     return str(json.loads(report.read_text())["verdict"])
 
 
-def test_reconcile_has_no_finding_in_any_shipped_scenario(tmp_path: Path) -> None:
-    """reconcile_and_reauthorize explored over every shipped scenario at the default depth and swarm: not one
+SAFE = ("reconcile_and_reauthorize", "follow_and_inspect", "verify_before_mutation")
+
+
+def test_the_safe_policies_have_no_finding_in_any_shipped_scenario(tmp_path: Path) -> None:
+    """The three safe policies explored over every shipped scenario at the default depth and swarm: not one
     violation (each earlier finding was a bug, fixed, and kept as a scenario).
 
-    It exits 4 all the same, for one declared fault it never reaches: connector_new_operation_pending loses a
-    *new* operation, and this policy never starts one there (it replays its key, the connector answers
-    unknown_outcome, and it escalates). Coverage is judged over the policies of the run, so that run says so."""
+    The run exits 4 all the same, for one declared fault none of them reaches: connector_no_record_yet delays
+    a second request, and a safe policy never sends one there (it waits until no earlier request can still
+    arrive, and the target shows the effect). Coverage is judged over the policies of the run, so it says so."""
     out = tmp_path / "safe"
-    args = ["explore", "--policy", "reconcile_and_reauthorize", "--out", str(out), "--quiet", "--concurrency", "2"]
+    args = ["explore", "--out", str(out), "--quiet", "--concurrency", "2", "--tracking", "none"]
+    for policy in SAFE:
+        args += ["--policy", policy]
     assert main(args) == 4
     summary = json.loads((out / "explore.json").read_text())
     assert summary["findings"] == [] and summary["violating_cases"] == 0 and summary["errors"] == []
     assert summary["unfired"] == [
-        {"scenario": "connector_new_operation_pending", "fault": "accepted_not_applied nth=2"}
+        {"scenario": "connector_no_record_yet", "fault": "request_delayed nth=2 delay_s=20.0"}
     ]
     assert {s.partition("@")[0] for s in summary["scenarios"]} == set(list_scenarios())
-    assert summary["schedules"] > 50_000
-
-
-@pytest.mark.parametrize(("policy", "seed_file"), [("follow_and_inspect", "000_"), ("verify_before_mutation", "002_")])
-def test_the_seed_policies_have_no_finding_in_their_seeds_scenarios(
-    policy: str, seed_file: str, tmp_path: Path
-) -> None:
-    """Each seed policy explored over every scenario of its seed: not one violation."""
-    own = [n for n in list_scenarios() if seed_file in load_scenario(SCENARIOS / f"{n}.yaml").description]
-    args = ["explore", "--policy", policy, "--out", str(tmp_path / "x"), "--quiet", "--concurrency", "2"]
-    for name in own:
-        args += ["--scenario", name]
-    assert len(own) >= 5 and main(args) == 0
+    rows = summary["explorations"]
+    assert {r["policy"] for r in rows} == set(SAFE) and all(r["cases"] == r["schedules"] > 0 for r in rows)
+    assert summary["schedules"] > 100_000
 
 
 def test_shards_split_the_schedules_exactly(tmp_path: Path) -> None:

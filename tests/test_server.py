@@ -177,6 +177,18 @@ def test_grid_operation_compiles_one_child_per_cell(server: dict[str, str]) -> N
     assert got == sorted((c["policy"], c["scenario"], c["seed_count"]) for c in cells)
 
 
+def test_explore_operation_compiles_one_child_per_shard(server: dict[str, str]) -> None:
+    """Submitting polyaxonfiles/explore.yaml makes the server compile one child per policy x scenario x shard."""
+    assert polyaxon("project", "create", "--name", "explore", env=server).returncode == 0
+    path = default_grid_file().parent / "explore.yaml"
+    cells = load_grid_file(path).cells
+    children = read("submit", "default/explore", str(path), str(len(cells)), env=server)
+    assert len(children) == len(cells)
+    keys = ("policy", "scenario", "shard", "shards", "depth")
+    got = sorted(tuple(c["inputs"][k] for k in keys) for c in children)
+    assert got == sorted(tuple(c[k] for k in keys) for c in cells)
+
+
 @pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
 def test_view_stops_with_its_viewer(tmp_path: Path, stop_signal: int) -> None:
     """Ctrl-C (SIGINT) or a kill (SIGTERM) of `harness view` stops the haupt viewer it started, too."""

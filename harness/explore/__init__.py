@@ -23,12 +23,21 @@ import yaml
 
 from harness.explore.schedule import apply, element_dict
 from harness.explore.search import ExploreJob, Finding, JobResult, explore_job, shape
+from harness.plx.tracking import (
+    DEFAULT_PROJECT,
+    ExplorationRecord,
+    Tracked,
+    TrackingMode,
+    is_managed,
+    track_exploration,
+)
+from harness.policy import load_policy
 from harness.run.files import write_atomic
-from harness.run.grid import new_out
-from harness.run.plan import load_grid
+from harness.run.grid import TrackingNote, check_project, new_out, tracking_note
+from harness.run.plan import UsageError, load_grid
 from harness.scenario import Scenario, scenario_cases
 
-__all__ = ["ExploreOptions", "ExploreSummary", "explore", "finding_yaml"]
+__all__ = ["Exploration", "ExploreOptions", "ExploreSummary", "explore", "explore_json", "finding_yaml"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,23 +50,67 @@ class ExploreOptions:
     #: Run only this shard of every template's schedules (a Polyaxon grid runs the shards apart).
     shard: int = 0
     shards: int = 1
+    #: One Polyaxon run per (policy, scenario) explored: offline (default), pushed to a server too, or none.
+    tracking: TrackingMode = "offline"
+    project: str = DEFAULT_PROJECT
 
 
 @dataclass(slots=True)
-class ExploreSummary:
-    out: Path
+class Exploration:
+    """One (policy, scenario) explored: counts over every case of the scenario, and the findings."""
+
+    policy: str
+    policy_spec: str
+    policy_revision: str
+    scenario_spec: str
+    scenario_revision: str
     schedules: int = 0
     cases: int = 0
     violating: int = 0
     violations: Counter[str] = field(default_factory=Counter)
     #: (finding, the file it was written to)
     findings: list[tuple[Finding, Path]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ExploreSummary:
+    out: Path
+    explorations: list[Exploration] = field(default_factory=list)
     coverage: dict[str, list[int]] = field(default_factory=dict)
     #: (scenario, fault) for every fault a template declares that fired in no case
     unfired: list[tuple[str, str]] = field(default_factory=list)
     #: Harness failures on some schedules (the first few of each job); exploration went on without them.
     errors: list[str] = field(default_factory=list)
+    tracking: TrackingNote = field(default_factory=lambda: TrackingNote(ok=True, message=None))
+    polyaxon_runs: dict[str, str | None] = field(default_factory=dict)
     elapsed_s: float = 0.0
+
+    @property
+    def schedules(self) -> int:
+        """Schedules run per policy (every policy meets the same ones)."""
+        by_policy = Counter[str]()
+        for e in self.explorations:
+            by_policy[e.policy] += e.schedules
+        return max(by_policy.values(), default=0)
+
+    @property
+    def cases(self) -> int:
+        return sum(e.cases for e in self.explorations)
+
+    @property
+    def violating(self) -> int:
+        return sum(e.violating for e in self.explorations)
+
+    @property
+    def violations(self) -> Counter[str]:
+        total = Counter[str]()
+        for e in self.explorations:
+            total.update(e.violations)
+        return total
+
+    @property
+    def findings(self) -> list[tuple[Finding, Path]]:
+        return [f for e in self.explorations for f in e.findings]
 
 
 def explore(
@@ -66,14 +119,25 @@ def explore(
     options: ExploreOptions,
     progress: Callable[[int, int, JobResult], None] | None = None,
 ) -> ExploreSummary:
-    """Explore every scenario (every case of each) for every policy; write findings and ``explore.json``.
+    """Explore every scenario (every case of each) for every policy; write findings and ``explore.json``, and
+    track each (policy, scenario) as a Polyaxon run.
 
     Raises ``InputError`` for bad input before anything is written.
     """
     grid = load_grid(policy_specs, scenario_specs, options.seeds)  # checks every policy and scenario first
     specs = list(dict.fromkeys(c.policy_spec for c in grid.cases))
-    cases = list(dict.fromkeys(case for spec in dict.fromkeys(scenario_specs) for case, _ in scenario_cases(spec)))
-    templates = {case: scenario for spec in dict.fromkeys(scenario_specs) for case, scenario in scenario_cases(spec)}
+    policies = {spec: load_policy(spec) for spec in specs}
+    scenario_specs = list(dict.fromkeys(scenario_specs))
+    expanded = {spec: scenario_cases(spec) for spec in scenario_specs}
+    templates = {case: scenario for cases in expanded.values() for case, scenario in cases}
+    spec_of_case = {case: spec for spec, cases in expanded.items() for case, _ in cases}
+    if options.tracking != "none" and is_managed() and (len(specs) != 1 or len(scenario_specs) != 1):
+        raise UsageError(
+            "inside a Polyaxon job the harness logs into that job's one run, but "
+            f"{len(specs)} policies x {len(scenario_specs)} scenarios were asked for; fix: pass one --policy and "
+            "one --scenario (as polyaxonfiles/explore-component.yaml does)"
+        )
+    check_project(options.project)
     out = new_out(options.out)
     started = time.perf_counter()
     split = options.shards if options.shards > 1 else max(1, options.concurrency)
@@ -87,18 +151,32 @@ def explore(
             shard=options.shard if options.shards > 1 else i,
             shards=split,
         )
-        for case in cases
+        for case in templates
         for i in ([options.shard] if options.shards > 1 else range(split))
     ]
     results = _run(jobs, options.concurrency, progress)
     summary = ExploreSummary(out)
+    rows = {
+        (p_spec, s_spec): Exploration(
+            policy.name,
+            p_spec,
+            policy.revision,
+            s_spec,
+            expanded[s_spec][0][1].revision,
+        )
+        for s_spec in scenario_specs
+        for p_spec, policy in policies.items()
+    }
+    by_name = {policy.name: spec for spec, policy in policies.items()}
     merged: dict[tuple[str, str, str], Finding] = {}
     for job, result in zip(jobs, results, strict=True):
-        summary.schedules += result.schedules
-        summary.cases += sum(result.cases.values())
-        summary.violating += sum(result.violating.values())
-        for counts in result.violations.values():
-            summary.violations.update(counts)
+        s_spec = spec_of_case[job.scenario_spec]
+        for p_spec, policy in policies.items():
+            row = rows[(p_spec, s_spec)]
+            row.schedules += result.schedules
+            row.cases += result.cases[policy.name]
+            row.violating += result.violating[policy.name]
+            row.violations.update(result.violations.get(policy.name, {}))
         for boundary, (reached, fired) in result.coverage.items():
             site = summary.coverage.setdefault(boundary, [0, 0])
             site[0] += reached
@@ -115,10 +193,57 @@ def explore(
         n = numbered[(finding.policy, finding.scenario)]
         path = out / "findings" / finding.policy / f"{finding.scenario}-{n}.yaml"
         write_atomic(path, finding_yaml(templates[finding.scenario_spec], finding, n))
-        summary.findings.append((finding, path))
+        rows[(by_name[finding.policy], spec_of_case[finding.scenario_spec])].findings.append((finding, path))
+    summary.explorations = list(rows.values())
     summary.elapsed_s = round(time.perf_counter() - started, 3)
-    write_atomic(out / "explore.json", explore_json(summary, options, specs, cases))
+    if options.tracking != "none":
+        tracked = [(e, _track(e, summary, options)) for e in summary.explorations]
+        summary.polyaxon_runs = {f"{e.policy_spec} x {e.scenario_spec}": t.run_uuid for e, t in tracked}
+        summary.tracking = tracking_note(options.tracking, options.project, out, [t for _, t in tracked])
+    write_atomic(out / "explore.json", explore_json(summary, options, specs, list(templates)))
     return summary
+
+
+def _track(exploration: Exploration, summary: ExploreSummary, options: ExploreOptions) -> Tracked:
+    """One Polyaxon run for one (policy, scenario): its own explore.json and its findings as artifacts."""
+    own = ExploreSummary(
+        summary.out,
+        explorations=[exploration],
+        unfired=[u for u in summary.unfired if u[0] in _case_names(exploration.scenario_spec)],
+        elapsed_s=summary.elapsed_s,
+    )
+    cases = [case for case, _ in scenario_cases(exploration.scenario_spec)]
+    files = [("explore.json", explore_json(own, options, [exploration.policy_spec], cases))]
+    files += [(str(path.relative_to(summary.out)), path.read_text()) for _, path in exploration.findings]
+    record = ExplorationRecord(
+        policy=exploration.policy,
+        policy_revision=exploration.policy_revision,
+        scenario=_case_name(exploration.scenario_spec),
+        scenario_revision=exploration.scenario_revision,
+        depth=options.depth,
+        swarm=options.swarm,
+        seeds=options.seeds,
+        shard=options.shard,
+        shards=options.shards,
+        schedules=exploration.schedules,
+        cases=exploration.cases,
+        violating=exploration.violating,
+        violations=dict(exploration.violations),
+        files=tuple(files),
+        findings=len(exploration.findings),
+    )
+    return track_exploration(record, summary.out, options.project, write_atomic)
+
+
+def _case_names(scenario_spec: str) -> set[str]:
+    return {scenario.name for _, scenario in scenario_cases(scenario_spec)}
+
+
+def _case_name(scenario_spec: str) -> str:
+    """The scenario's own name (a file's name, not its path; not one of its variants)."""
+    cases = scenario_cases(scenario_spec)
+    first = cases[0][1].name
+    return first if len(cases) == 1 else first.rsplit("-", 1)[0]
 
 
 def _run(
@@ -194,10 +319,27 @@ def explore_json(
                 "cases": summary.cases,
                 "violating_cases": summary.violating,
                 "violations_by_property": dict(sorted(summary.violations.items())),
+                "explorations": [
+                    {
+                        "policy": e.policy,
+                        "policy_spec": e.policy_spec,
+                        "policy_revision": e.policy_revision,
+                        "scenario": e.scenario_spec,
+                        "scenario_revision": e.scenario_revision,
+                        "schedules": e.schedules,
+                        "cases": e.cases,
+                        "violating_cases": e.violating,
+                        "violations_by_property": dict(sorted(e.violations.items())),
+                        "findings": len(e.findings),
+                    }
+                    for e in summary.explorations
+                ],
                 "findings": [
                     {
                         "policy": f.policy,
                         "scenario": f.scenario,
+                        "template": f.scenario_spec,
+                        "shape": shape(f.schedule),
                         "properties": list(f.properties),
                         "outcome": f.outcome,
                         "seed": f.seed,
@@ -209,6 +351,8 @@ def explore_json(
                 "coverage": {b: {"reached": r, "fired": x} for b, (r, x) in sorted(summary.coverage.items())},
                 "unfired": [{"scenario": s, "fault": f} for s, f in summary.unfired],
                 "errors": summary.errors,
+                "tracking": options.tracking,
+                "polyaxon_runs": summary.polyaxon_runs,
                 "elapsed_s": summary.elapsed_s,
             },
             indent=2,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import TypeAdapter
@@ -48,11 +48,11 @@ class Element:
 
     kind: Literal["fault", "operator", "contract"]
     data: tuple[tuple[str, Any], ...]
+    #: A stable text for deduplicating and sorting elements (computed once: exploration asks for it often).
+    key: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def key(self) -> str:
-        """A stable text for deduplicating and sorting elements."""
-        return f"{self.kind}:" + ",".join(f"{k}={v}" for k, v in self.data)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", f"{self.kind}:" + ",".join(f"{k}={v}" for k, v in self.data))
 
 
 def _frozen(value: Any) -> Any:
@@ -89,15 +89,15 @@ class Schedule:
     """A set of elements, in a canonical order (so equal sets are equal schedules)."""
 
     elements: tuple[Element, ...]
+    key: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", "|".join(e.key for e in self.elements))
 
     @staticmethod
     def of(elements: Iterable[Element]) -> Schedule:
         unique = {e.key: e for e in elements}
         return Schedule(tuple(unique[k] for k in sorted(unique)))
-
-    @property
-    def key(self) -> str:
-        return "|".join(e.key for e in self.elements)
 
     def without(self, drop: Element) -> Schedule:
         return Schedule(tuple(e for e in self.elements if e.key != drop.key))

@@ -176,21 +176,41 @@ class _Judge:
         return self._seen[key]
 
 
-def shrink(judge: _Judge, policy: Policy, schedule: Schedule, seed: int) -> Schedule:
+def shrink(
+    judge: _Judge,
+    policy: Policy,
+    schedule: Schedule,
+    seed: int,
+    own: frozenset[str] = frozenset(),
+    memo: dict[str, Schedule] | None = None,
+) -> Schedule:
     """A 1-minimal schedule that still shows a violation: no single element can be removed without losing
-    every violation, and each delay is as short as halving keeps it."""
+    every violation, and each delay is as short as halving keeps it.
+
+    Elements the template does not have (keys not in ``own``) are removed first: their smaller schedules are
+    the ones exploration has already run. Shrinking is a function of the schedule alone, so ``memo`` (every
+    schedule met on the way, to the minimal one it led to) changes nothing but the time it takes."""
+    memo = {} if memo is None else memo
+    path: list[str] = []
     current = schedule
-    while True:
-        smaller = next(
-            (current.without(e) for e in current.elements if judge(policy, current.without(e), seed)[1]), None
-        )
+    while current.key not in memo:
+        path.append(current.key)
+        order = sorted(current.elements, key=lambda e: e.key in own)
+        smaller = next((current.without(e) for e in order if judge(policy, current.without(e), seed)[1]), None)
         if smaller is not None:
             current = smaller
             continue
         shorter = _shorter_delay(judge, policy, current, seed)
         if shorter is None:
-            return current
+            memo[current.key] = current
+            break
         current = shorter
+    minimal = memo[current.key]
+    if len(memo) > 50_000:  # bounded; dropping entries changes only the time shrinking takes
+        memo.clear()
+    for key in path:
+        memo[key] = minimal
+    return minimal
 
 
 def _shorter_delay(judge: _Judge, policy: Policy, schedule: Schedule, seed: int) -> Schedule | None:
@@ -221,7 +241,8 @@ def explore_job(job: ExploreJob) -> JobResult:
     out = JobResult(scenario=template.name, unfired=unfired if job.shard == 0 else [])
     judge = _Judge(template)
     found: dict[tuple[str, str], Finding] = {}
-    shrunk: dict[tuple[str, str], Schedule] = {}
+    own = frozenset(e.key for e in elements_of(template))
+    memos: dict[tuple[str, int], dict[str, Schedule]] = {(p.name, seed): {} for _, p in policies for seed in job.seeds}
     for index, schedule in enumerate(schedules(template, seen, job.depth, job.swarm)):
         if index % job.shards != job.shard:
             continue
@@ -240,10 +261,7 @@ def explore_job(job: ExploreJob) -> JobResult:
                 out.violating[policy.name] += 1
                 counts = out.violations.setdefault(policy.name, Counter())
                 counts.update(violated)
-                key = (policy.name, schedule.key)
-                if key not in shrunk:
-                    shrunk[key] = shrink(judge, policy, schedule, seed)
-                minimal = shrunk[key]
+                minimal = shrink(judge, policy, schedule, seed, own, memos[(policy.name, seed)])
                 if (policy.name, shape(minimal)) in found:
                     continue
                 final_outcome, final_violated, _ = judge(policy, minimal, seed)

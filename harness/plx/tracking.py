@@ -14,6 +14,10 @@ one sanitized ``recovery.json`` per seed under ``outputs/seed-<n>/``; metrics wi
 the i-th seed in ``inputs.seeds``), holding only the figures the checker established, so an unknown metric
 is absent, never 0; and the outcome as ``outputs.recovery_outcome`` (the worst over the seeds) with a count
 per outcome. A cell with a harness error ends as a failed run with the reason.
+
+``harness explore`` makes one run per (policy, scenario) explored: the template, depth, swarm, seeds and shard
+as inputs; schedules, cases, violating cases, findings and violating cases per property as metrics; and the
+exploration's ``explore.json`` with every finding's scenario file under ``outputs/findings/``.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ __all__ = [
     "DEFAULT_PROJECT",
     "TRACKING_MODES",
     "CellRecord",
+    "ExplorationRecord",
     "PushResult",
     "Tracked",
     "TrackingMode",
@@ -48,6 +53,7 @@ __all__ = [
     "push_runs",
     "split_project",
     "track_cell",
+    "track_exploration",
     "tracked_metrics",
 ]
 
@@ -132,6 +138,46 @@ def _polyaxon_tracking(root: Path | None) -> ModuleType:
 
 def track_cell(cell: CellRecord, out: Path, project: str, write: Callable[[Path, str], None]) -> Tracked:
     """Record one cell as one Polyaxon run. Never raises: a tracking failure is returned as ``error``."""
+    tags = ["recovery-harness", cell.policy, cell.scenario]
+    return _track_run(out, project, f"{cell.policy}-{cell.scenario}", tags, partial(_log_cell, cell=cell, write=write))
+
+
+@dataclass(frozen=True, slots=True)
+class ExplorationRecord:
+    """One exploration of one (policy, scenario): what was explored, what was found, and the files to keep."""
+
+    policy: str
+    policy_revision: str
+    scenario: str
+    scenario_revision: str
+    depth: int
+    swarm: int
+    seeds: tuple[int, ...]
+    shard: int
+    shards: int
+    schedules: int
+    cases: int
+    violating: int
+    #: violating cases per property
+    violations: dict[str, int]
+    #: (path under the run's outputs, text): the exploration's summary and every finding's scenario file
+    files: tuple[tuple[str, str], ...]
+    findings: int
+
+
+def track_exploration(
+    record: ExplorationRecord, out: Path, project: str, write: Callable[[Path, str], None]
+) -> Tracked:
+    """Record one exploration of one (policy, scenario) as one Polyaxon run. Never raises."""
+    tags = ["recovery-harness", "explore", record.policy, record.scenario]
+    name = f"explore-{record.policy}-{record.scenario}"
+    if record.shards > 1:
+        name += f"-{record.shard}of{record.shards}"
+    return _track_run(out, project, name, tags, partial(_log_exploration, record=record, write=write))
+
+
+def _track_run(out: Path, project: str, name: str, tags: list[str], log: Callable[[ModuleType], str | None]) -> Tracked:
+    """One Polyaxon run around ``log(tracking)`` (which returns a failure reason, or None). Never raises."""
     managed = is_managed()
     root = None if managed else offline_root(out)
     # init() replaces sys.excepthook and end() resets stdout/stderr: give the caller back its own, and its
@@ -141,7 +187,7 @@ def track_cell(cell: CellRecord, out: Path, project: str, write: Callable[[Path,
     run_uuid = None if managed else uuid.uuid4().hex
     try:
         tracking = _polyaxon_tracking(root)
-        owner, name = split_project(project)
+        owner, project_name = split_project(project)
         common: dict[str, Any] = {
             "track_code": False,
             # The environment record holds host details and needs a cluster namespace in managed jobs.
@@ -155,17 +201,17 @@ def track_cell(cell: CellRecord, out: Path, project: str, write: Callable[[Path,
         else:
             tracking.init(
                 owner=owner,
-                project=name,
+                project=project_name,
                 run_uuid=run_uuid,
-                name=f"{cell.policy}-{cell.scenario}",
+                name=name,
                 is_offline=True,
                 is_new=True,
-                tags=["recovery-harness", cell.policy, cell.scenario],
+                tags=tags,
                 **common,
             )
         failed: str | None = None
         try:
-            failed = _log_cell(tracking, cell, write)
+            failed = log(tracking)
         except Exception as exc:
             failed = f"{type(exc).__name__}: {exc}"
             tracking.log_failed(reason="TrackingError", message=failed[:500])
@@ -181,6 +227,34 @@ def track_cell(cell: CellRecord, out: Path, project: str, write: Callable[[Path,
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+def _log_exploration(tracking: ModuleType, record: ExplorationRecord, write: Callable[[Path, str], None]) -> None:
+    tracking.log_inputs(
+        policy=record.policy,
+        policy_revision=record.policy_revision,
+        scenario=record.scenario,
+        scenario_revision=record.scenario_revision,
+        depth=record.depth,
+        swarm=record.swarm,
+        seeds=list(record.seeds),
+        shard=record.shard,
+        shards=record.shards,
+        harness_version=__version__,
+    )
+    outputs = Path(tracking.get_outputs_path())
+    for name, text in record.files:
+        write(outputs / name, text)
+    by_property = {f"violations_{name}": count for name, count in sorted(record.violations.items())}
+    tracking.log_metrics(
+        step=0,
+        schedules=record.schedules,
+        cases=record.cases,
+        violating_cases=record.violating,
+        findings=record.findings,
+        **by_property,
+    )
+    tracking.log_outputs(findings=record.findings, violating_cases=record.violating, schedules=record.schedules)
 
 
 def _log_cell(tracking: ModuleType, cell: CellRecord, write: Callable[[Path, str], None]) -> str | None:

@@ -4,6 +4,10 @@
 artifacts, and returns one row per case. An unknown metric stays a missing value (``<NA>``), never 0, and its
 reason is in the ``unknown`` column. Files that cannot be read are skipped and listed, with the reason, in
 ``frame.attrs["skipped"]``.
+
+``load_explorations`` does the same for ``explore.json`` files (a local exploration's, or each Polyaxon run's):
+one row per (policy, scenario) explored, with the shards of a sharded exploration summed, and one row per
+distinct finding.
 """
 
 from __future__ import annotations
@@ -22,9 +26,11 @@ from harness.model import OUTCOMES, SCHEMA_VERSION
 
 __all__ = [
     "INPUT_COLUMNS",
+    "Explorations",
     "Skipped",
     "compare_runs",
     "load",
+    "load_explorations",
     "metric_table",
     "outcome_counts",
     "pass_k",
@@ -270,3 +276,95 @@ def compare_runs(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
     merged = before[cols].merge(after[cols], on=keys, how="outer", suffixes=("_before", "_after"))
     merged["changed"] = (merged["outcome_before"] != merged["outcome_after"]).fillna(True).astype(bool)
     return merged.sort_values(keys).reset_index(drop=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Explorations:
+    """Explorations loaded from ``explore.json`` files: one row per (policy, scenario), one per finding."""
+
+    explorations: pd.DataFrame
+    findings: pd.DataFrame
+    skipped: tuple[Skipped, ...]
+
+
+_EXPLORED_BY = ("policy", "policy_revision", "scenario", "scenario_revision", "depth", "swarm", "seeds", "shards")
+_EXPLORE_KEYS = ("explorations", "findings", "depth", "swarm", "seeds", "shard", "shards")
+
+
+def load_explorations(paths: Path | str | Iterable[Path | str]) -> Explorations:
+    """Every ``explore.json`` under ``paths``, merged: the shards of one exploration are summed (each shard
+    counted once, however many copies of it there are), and a finding met by several shards is kept once.
+
+    ``shards_seen`` says how many of an exploration's shards were found; ``complete`` is true when all were.
+    """
+    if isinstance(paths, str | Path):
+        paths = [paths]
+    skipped: list[Skipped] = []
+    parts: dict[tuple[Any, ...], dict[str, Any]] = {}
+    findings: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for given in paths:
+        root = Path(given)
+        if not root.exists():
+            skipped.append(Skipped(str(root), "no such file or folder"))
+            continue
+        files = [root] if root.is_file() else sorted(root.rglob("explore.json"))
+        for path in sorted(files, key=lambda p: (_polyaxon_run(p) is not None, str(p))):
+            try:
+                data = json.loads(path.read_bytes())
+            except (OSError, ValueError) as exc:
+                skipped.append(Skipped(str(path), f"malformed: {type(exc).__name__}: {str(exc)[:120]}"))
+                continue
+            missing = [k for k in _EXPLORE_KEYS if not isinstance(data, dict) or k not in data]
+            if missing:
+                skipped.append(Skipped(str(path), f"not an explore.json: missing keys: {', '.join(missing)}"))
+                continue
+            settings = {"depth": data["depth"], "swarm": data["swarm"], "seeds": tuple(data["seeds"])}
+            for row in data["explorations"]:
+                merged = {**{k: row[k] for k in _EXPLORED_BY if k in row}, **settings, "shards": data["shards"]}
+                key = (*(merged[k] for k in _EXPLORED_BY), data["shard"])
+                parts.setdefault(key, {**row, **merged, "shard": data["shard"]})
+            for finding in data["findings"]:
+                fkey = (finding["policy"], finding["template"], finding["shape"])
+                if fkey not in findings:
+                    findings[fkey] = {
+                        **{k: v for k, v in finding.items() if k != "file"},
+                        "properties": ", ".join(finding["properties"]),
+                        "schedule": "; ".join(finding["schedule"]),
+                        "file": str(path.parent / finding["file"]),
+                    }
+    return Explorations(_merge_shards(parts.values()), _findings_frame(findings.values()), tuple(skipped))
+
+
+def _merge_shards(parts: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    names = [m.name for m in PROPERTIES]
+    rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for part in parts:
+        key = tuple(part[k] for k in _EXPLORED_BY)
+        row = rows.setdefault(
+            key,
+            {
+                **{k: part[k] for k in _EXPLORED_BY},
+                "shards_seen": 0,
+                "schedules": 0,
+                "cases": 0,
+                "violating_cases": 0,
+                **{f"violations_{n}": 0 for n in names},
+            },
+        )
+        row["shards_seen"] += 1
+        for column in ("schedules", "cases", "violating_cases"):
+            row[column] += part[column]
+        for name, count in part["violations_by_property"].items():
+            row[f"violations_{name}"] = row.get(f"violations_{name}", 0) + count
+    frame = pd.DataFrame(list(rows.values()))
+    if frame.empty:
+        return pd.DataFrame(columns=[*_EXPLORED_BY, "shards_seen", "complete", "schedules", "cases", "violating_cases"])
+    frame["seeds"] = frame["seeds"].map(list)
+    frame.insert(frame.columns.get_loc("shards_seen") + 1, "complete", frame["shards_seen"] == frame["shards"])
+    return frame.sort_values(["policy", "scenario"], kind="stable").reset_index(drop=True)
+
+
+def _findings_frame(findings: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    columns = ["policy", "scenario", "template", "outcome", "properties", "seed", "schedule", "shape", "file"]
+    frame = pd.DataFrame(list(findings), columns=columns)
+    return frame.sort_values(["policy", "scenario"], kind="stable").reset_index(drop=True)

@@ -31,7 +31,7 @@ from harness.run.cell import CellJob, CellResult, FaultCoverage, execute_cell
 from harness.run.files import write_atomic, write_summary
 from harness.run.plan import Plan, UsageError, load_grid
 
-__all__ = ["GridOptions", "GridSummary", "TrackingNote", "new_out", "run_grid"]
+__all__ = ["GridOptions", "GridSummary", "TrackingNote", "check_project", "new_out", "run_grid", "tracking_note"]
 
 _PROJECT = re.compile(r"^([a-z0-9][a-z0-9_-]*/)?[a-z0-9][a-z0-9_-]*$")
 
@@ -72,6 +72,11 @@ class GridSummary:
     def unfired(self) -> tuple[FaultCoverage, ...]:
         """Declared faults that fired in no case of the run: scenarios that tested nothing they claim to."""
         return tuple(c for c in self.coverage if c.fired == 0)
+
+
+def check_project(project: str) -> None:
+    if not _PROJECT.match(project):
+        raise UsageError(f"--project '{project}': not a Polyaxon project name; fix: use [owner/]name in lower case")
 
 
 def new_out(out: Path | None) -> Path:
@@ -119,10 +124,7 @@ def run_grid(
         [c.scenario_spec for c in plan.cells],
         sorted({s for c in plan.cells for s in c.seeds}),
     )
-    if not _PROJECT.match(options.project):
-        raise UsageError(
-            f"--project '{options.project}': not a Polyaxon project name; fix: use [owner/]name in lower case"
-        )
+    check_project(options.project)
     out = new_out(options.out)
     jobs = [
         CellJob(c.policy_spec, c.scenario_spec, c.seeds, out, tracking, options.project, timelines=options.report)
@@ -151,7 +153,7 @@ def run_grid(
         )
         + "\n",
     )
-    note = _tracking_note(tracking, options.project, out, [t for _, t in tracked if t])
+    note = tracking_note(tracking, options.project, out, [t for _, t in tracked if t])
     page = None
     if options.report:
         from harness.present.html_report import write_report
@@ -202,7 +204,7 @@ def _execute(
     return [results[i] for i in range(len(jobs))]
 
 
-def _tracking_note(tracking: TrackingMode, project: str, out: Path, tracked: Sequence[Tracked]) -> TrackingNote:
+def tracking_note(tracking: TrackingMode, project: str, out: Path, tracked: Sequence[Tracked]) -> TrackingNote:
     """Say once what happened to the Polyaxon runs; push them in server mode."""
     if tracking == "none":
         return TrackingNote(True, None)
@@ -212,8 +214,8 @@ def _tracking_note(tracking: TrackingMode, project: str, out: Path, tracked: Seq
     if broken:
         return TrackingNote(
             False,
-            f"harness: Polyaxon tracking failed for {len(broken)} cells ({broken[0].error}); "
-            f"the case files are complete in {out}",
+            f"harness: Polyaxon tracking failed for {len(broken)} runs ({broken[0].error}); "
+            f"the files are complete in {out}",
         )
     if is_managed():
         return TrackingNote(True, f"Polyaxon: logged into this job's run {tracked[0].run_uuid if tracked else ''}")
