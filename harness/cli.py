@@ -37,9 +37,13 @@ Exit statuses:
 explore: 0 no finding, 1 findings (each a runnable file) or harness errors on some schedules, 2 bad usage or
   input, 3 Polyaxon tracking failed, 4 a declared fault fired in no case of the policies explored.
 replay: 0 the case came out the same as recorded, 1 it did not, 2 bad input.
+check: 0 every case is correct or escalated, 1 some case is not (each printed with its reproduce command and
+  repro file), 2 bad usage or input.
 """
 
 EXIT_OK, EXIT_HARNESS_ERROR, EXIT_USAGE, EXIT_TRACKING, EXIT_COVERAGE = 0, 1, 2, 3, 4
+#: ``harness check``: some case is neither correct nor escalated (the policy fails the gate).
+EXIT_UNSAFE = 1
 #: ``harness explore`` prints a replay command for this many findings; explore.json lists them all.
 FINDINGS_SHOWN = 10
 
@@ -131,6 +135,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--quiet", action="store_true", help="no per-cell progress lines")
     run.add_argument("--no-report", action="store_true", help="skip report.html, heatmap.png and the timelines")
+    run.add_argument(
+        "--junit",
+        type=Path,
+        metavar="FILE",
+        help="also write JUnit XML: one testcase per scenario x seed, a failure per case neither correct nor "
+        "escalated (with a repro file under <out>/repro)",
+    )
     explore = sub.add_parser(
         "explore", help="explore fault schedules from scenarios, shrink every violation to a minimal runnable file"
     )
@@ -182,6 +193,39 @@ def _parser() -> argparse.ArgumentParser:
         help=f"Polyaxon project for the runs (default: {DEFAULT_PROJECT})",
     )
     explore.add_argument("--quiet", action="store_true", help="no progress lines")
+    check = sub.add_parser(
+        "check", help="gate one policy: exit 1 unless every case is correct or escalated; JUnit XML, repro files"
+    )
+    check.add_argument(
+        "--policy",
+        action="append",
+        required=True,
+        metavar="NAME|MODULE:ATTR",
+        help="the policy to gate: a shipped name or package.module:attr",
+    )
+    check.add_argument(
+        "--scenario", action="append", metavar="NAME|PATH", help="a scenario (repeatable; default: all shipped)"
+    )
+    check.add_argument(
+        "--seed-count",
+        type=_positive,
+        default=len(DEFAULT_SEEDS),
+        metavar="N",
+        help=f"seeds 1..N for every scenario (default {len(DEFAULT_SEEDS)})",
+    )
+    check.add_argument(
+        "--explore",
+        action="store_true",
+        help="also explore each scenario's schedules (as 'harness explore' at its defaults, at the same seeds)",
+    )
+    check.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML to FILE")
+    check.add_argument(
+        "--out", type=Path, metavar="DIR", help="folder for cases and repro files (default: a new temporary folder)"
+    )
+    check.add_argument(
+        "--concurrency", type=_positive, default=1, metavar="N", help="processes side by side (default 1)"
+    )
+    check.add_argument("--quiet", action="store_true", help="no progress lines while exploring")
     replay = sub.add_parser(
         "replay", help="re-run a recorded case (recovery.json or a finding) and check it is the same"
     )
@@ -210,9 +254,21 @@ def _run(args: argparse.Namespace) -> int:
     seeds = tuple(args.seed) if args.seed else None
     if args.seed_count:
         seeds = tuple(range(1, args.seed_count + 1))
+    if args.junit:
+        from harness.gate.junit import check_junit_path
+
+        check_junit_path(args.junit)
     plan = plan_cells(args.policy, args.scenario, seeds, args.polyaxonfile, args.concurrency)
     options = GridOptions(out=args.out, tracking=args.tracking, project=args.project, report=not args.no_report)
     summary = run_grid(plan, options, progress=None if args.quiet else _progress)
+    if args.junit:
+        from harness.gate.junit import write_junit
+        from harness.gate.repro import ReproFolder
+        from harness.gate.runner import grid_suites
+
+        cells = [(c.policy_spec, c.scenario_spec) for c in plan.cells]
+        all_seeds = sorted({s for c in plan.cells for s in c.seeds})
+        write_junit(args.junit, grid_suites(cells, all_seeds, summary.reports, ReproFolder(summary.out / "repro")))
 
     from harness.present.table import outcome_table
 
@@ -233,6 +289,8 @@ def _run(args: argparse.Namespace) -> int:
         print(summary.tracking.message, file=sys.stdout if summary.tracking.ok else sys.stderr)
     if summary.report_html is not None:
         print(f"report: {summary.report_html}")
+    if args.junit:
+        print(f"junit: {args.junit}")
     for c in summary.unfired:
         print(
             f"harness: scenario {c.scenario} declares fault {c.fault}, which fired in no case of this run (its site "
@@ -321,6 +379,44 @@ def _explore_progress(done: int, total: int, result: object) -> None:
         f"[{done:>{len(str(total))}}/{total}] {result.scenario}: {result.schedules} schedules, {found} findings",
         file=sys.stderr,
     )
+
+
+def _check(args: argparse.Namespace) -> int:
+    from harness.gate.junit import check_junit_path, write_junit
+    from harness.gate.runner import CheckOptions, check_policy
+    from harness.run import UsageError
+
+    if len(args.policy) > 1:
+        raise UsageError("--policy given more than once: check gates one policy; fix: run check once per policy")
+    if args.junit:
+        check_junit_path(args.junit)
+    options = CheckOptions(
+        scenarios=tuple(args.scenario or ()),
+        seeds=tuple(range(1, args.seed_count + 1)),
+        explore=args.explore,
+        out=args.out,
+        concurrency=args.concurrency,
+    )
+    summary = check_policy(args.policy[0], options, progress=None if args.quiet else _explore_progress)
+    for case in summary.failures:
+        print(f"FAIL {case.policy} x {case.name}: {case.message}; reproduce: {case.reproduce or '(see the JUnit)'}")
+    for note in summary.notes:
+        print(note, file=sys.stderr)
+    outcomes = [c.outcome for c in summary.cases if not c.passed]
+    counts = ", ".join(f"{o} {outcomes.count(o)}" for o in dict.fromkeys(outcomes))
+    line = (
+        f"{summary.policy} (revision {summary.policy_revision}): {len(summary.cases) - len(outcomes)} of "
+        f"{len(summary.cases)} cases correct or escalated" + (f"; not: {counts}" if counts else "")
+    )
+    if args.explore:
+        found = sum(not c.passed for c in summary.explored)
+        line += f"; {summary.schedules} schedules explored (each at every seed), {found} findings"
+    print(line + (f"; cases and repro files in {summary.out}" if summary.out else ""))
+    if args.junit:
+        write_junit(args.junit, summary.suites())
+        print(f"junit: {args.junit}")
+    print("check: passed" if summary.ok else "check: failed")
+    return EXIT_OK if summary.ok else EXIT_UNSAFE
 
 
 def _replay(case: Path) -> int:
@@ -423,6 +519,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _explore(args)
         if args.command == "replay":
             return _replay(args.case)
+        if args.command == "check":
+            return _check(args)
         return _schema(args)
     except InputError as exc:
         print(f"harness: {exc}", file=sys.stderr)

@@ -1,6 +1,7 @@
 """The import arrows point one way, in the source and at run time, for every module of the harness.
 
-model <- scenario, policy <- sim; model <- check; check.registry <- plx, present; everything <- run <- explore <- cli.
+model <- scenario, policy <- sim; model <- check; check.registry <- plx, present; everything <- run <- explore <- gate
+<- cli.
 The checker never sees the simulator or a policy; the lower layers load no simpy, pandas, matplotlib or
 Polyaxon when imported; ``harness list`` starts without pandas, matplotlib or Polyaxon.
 """
@@ -53,7 +54,17 @@ ALLOWED: dict[str, set[str]] = {
         "harness.plx",
         *_BASE,
     },
+    "harness.gate": {
+        "harness.model",
+        "harness.scenario",
+        "harness.policy",
+        "harness.seeds",
+        "harness.run",
+        "harness.explore",
+        *_BASE,
+    },
     "harness.cli": {
+        "harness.gate",
         "harness.explore",
         "harness.model",
         "harness.scenario",

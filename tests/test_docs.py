@@ -40,9 +40,9 @@ def test_every_boundary_scenario_and_policy_is_named() -> None:
         assert f"`{name}`" in README, name
 
 
-@pytest.mark.parametrize("command", ["run", "explore"])
+@pytest.mark.parametrize("command", ["run", "explore", "check"])
 def test_every_command_line_option_is_documented(command: str) -> None:
-    """Each option of `harness run` and `harness explore` is in the README (in its options table)."""
+    """Each option of `harness run`, `harness explore` and `harness check` is in the README (in its options table)."""
     parser = _parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
     options = {o for a in sub._actions for o in a.option_strings if o.startswith("--") and o != "--help"}
@@ -53,4 +53,14 @@ def test_every_exit_status_of_explore_is_documented() -> None:
     """The README's explore exit statuses are the ones the help text gives."""
     section = README[README.index("## Exploring") : README.index("### Fault-site coverage")]
     for status in ("`0` no finding", "`1` findings", "`2` bad usage", "`3` Polyaxon tracking failed", "`4` a fault"):
+        assert status in section, status
+
+
+def test_every_pytest_plugin_option_and_check_exit_status_is_documented() -> None:
+    """The pytest plugin's options and `harness check`'s exit statuses are in the README's gating section."""
+    section = README[README.index("## Gating a policy in CI") : README.index("## Three ways to run with Polyaxon")]
+    plugin = (Path(__file__).resolve().parent.parent / "harness" / "gate" / "pytest_plugin.py").read_text()
+    options = set(re.findall(r'"(--harness-[a-z-]+)"', plugin))
+    assert options and all(f"`{o}" in section for o in options), options
+    for status in ("`0` every case is correct or escalated", "`1` some case is not", "`2` bad usage"):
         assert status in section, status

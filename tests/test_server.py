@@ -28,6 +28,9 @@ from harness.plx.plxfile import default_grid_file, load_grid_file
 from harness.plx.viewer import haupt_command
 from harness.run.files import case_path
 
+#: Every test here starts a Polyaxon server or its viewer: `pytest -m "not server"` skips them locally.
+pytestmark = pytest.mark.server
+
 ROOT = Path(__file__).resolve().parent.parent
 CELLS = SMALL_GRID
 

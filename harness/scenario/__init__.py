@@ -37,11 +37,22 @@ from harness.scenario.specs import (
     TransportSpec,
     WorkerSpec,
 )
+from harness.scenario.yamlfile import (
+    FILE_SIZE_MAX_BYTES,
+    NESTING_DEPTH_MAX,
+    VALUE_COUNT_MAX,
+    Refused,
+    read_bounded,
+    shown,
+)
 
 __all__ = [
     "BOUNDARIES",
     "FAULT_TYPES",
+    "FILE_SIZE_MAX_BYTES",
+    "NESTING_DEPTH_MAX",
     "SAFE_NAME",
+    "VALUE_COUNT_MAX",
     "ApprovalSpec",
     "BridgeSpec",
     "ChangeTask",
@@ -184,33 +195,83 @@ def _one_line(path: Path, error: ValidationError) -> str:
     fix = _FIXES.get(first["type"], "correct the value")
     more = f" (+{error.error_count() - 1} more)" if error.error_count() > 1 else ""
     message = str(first["msg"]).removeprefix("Value error, ")
-    return f"{path}: field '{field}': {message}; fix: {fix}{more}"
+    return f"{shown(path, PATH_SHOWN_MAX)}: field '{shown(field)}': {shown(message, 400)}; fix: {fix}{more}"
+
+
+#: A path is quoted in an error message up to this many characters.
+PATH_SHOWN_MAX = 300
+
+
+def _refused(path: Path, what: str) -> ScenarioError:
+    return ScenarioError(f"{shown(path, PATH_SHOWN_MAX)}: {what}")
+
+
+def _read(path: Path) -> object:
+    """The file's YAML document, or ``ScenarioError`` in one line for every way reading it can fail."""
+    if "\0" in str(path):
+        raise _refused(path, "the path holds a NUL character; fix: check the path")
+    try:
+        return read_bounded(path)
+    except Refused as exc:
+        raise _refused(path, str(exc)) from exc
+    except IsADirectoryError as exc:
+        raise _refused(path, "is a folder, not a file; fix: give a scenario file") from exc
+    except OSError as exc:
+        reason = shown(exc.strerror or exc, 100)
+        raise _refused(path, f"cannot read the file ({reason}); fix: check the path and its permissions") from exc
+    except UnicodeDecodeError as exc:
+        raise _refused(path, f"not UTF-8 text (byte {exc.start}); fix: give a YAML scenario file") from exc
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = f" ({shown(exc.problem or exc.context, 120)})" if exc.problem or exc.context else ""
+        raise _refused(path, f"malformed YAML{where}{problem}; fix: correct the YAML syntax") from exc
+    except yaml.reader.ReaderError as exc:
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character or b"\0")
+        raise _refused(
+            path, f"character U+{code:04X} (at character {exc.position}) is not allowed in YAML; fix: remove it"
+        ) from exc
+    except yaml.YAMLError as exc:
+        raise _refused(path, f"malformed YAML ({shown(exc, 120)}); fix: correct the YAML syntax") from exc
+    except (ValueError, TypeError, AttributeError, OverflowError) as exc:
+        # PyYAML builds some plain scalars it cannot represent by raising these: a date like 2024-13-45, an
+        # explicit tag on a value of another type (!!int x, !!timestamp x), an integer of over 4,300 digits.
+        raise _refused(
+            path, f"a value YAML cannot build ({shown(exc, 120)}); fix: quote it to make it text, or correct it"
+        ) from exc
 
 
 def load_scenario(path: Path | str) -> Scenario:
-    """Read and validate one scenario file; raise ``ScenarioError`` with a one-line message otherwise."""
+    """Read and validate one scenario file; raise ``ScenarioError`` with a one-line message otherwise.
+
+    The file is read within bounds (``harness.scenario.yamlfile``: at most 1 MiB, 50 levels of nesting, 10,000
+    values) and a key given twice in one mapping is refused, so a file written by anyone fails in one line.
+    """
     path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ScenarioError(f"{path}: cannot read the file ({exc.strerror}); fix: check the path") from exc
-    except UnicodeDecodeError as exc:
-        raise ScenarioError(f"{path}: not UTF-8 text; fix: give a YAML scenario file") from exc
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ScenarioError(f"{path}: malformed YAML{where}; fix: correct the YAML syntax") from exc
+    raw = _read(path)
     if not isinstance(raw, dict):
-        raise ScenarioError(f"{path}: field '(top level)': expected a mapping; fix: write 'key: value' pairs")
+        raise _refused(
+            path, f"field '(top level)': expected a mapping, got {_kind(raw)}; fix: write 'key: value' pairs"
+        )
     try:
         scenario = Scenario.model_validate(raw)
     except ValidationError as exc:
         raise ScenarioError(_one_line(path, exc)) from exc
     if scenario.name != path.stem:
-        raise ScenarioError(
-            f"{path}: field 'name': '{scenario.name}' differs from the file name '{path.stem}'; fix: make them the same"
+        raise _refused(
+            path,
+            f"field 'name': '{scenario.name}' differs from the file name '{shown(path.stem)}'; fix: make them the same",
         )
     return scenario
+
+
+_KINDS = {list: "a list", str: "text", int: "a number", float: "a number", bool: "true or false"}
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "nothing (an empty file)"
+    return _KINDS.get(type(value), type(value).__name__)
 
 
 def default_scenario_dir() -> Path:
@@ -237,7 +298,7 @@ def scenario_cases(spec: str, directory: Path | None = None) -> tuple[tuple[str,
     variants = scenario.variants()
     if len(variants) == 1:
         if sep:
-            raise ScenarioError(f"scenario '{base}' has no variants; fix: drop '{VARIANT}{chosen}'")
+            raise ScenarioError(f"scenario '{shown(base)}' has no variants; fix: drop '{VARIANT}{shown(chosen)}'")
         return ((spec, scenario),)
     pairs = tuple((f"{base}{VARIANT}{v.name.removeprefix(scenario.name + '-')}", v) for v in variants)
     if not sep:
@@ -245,7 +306,7 @@ def scenario_cases(spec: str, directory: Path | None = None) -> tuple[tuple[str,
     picked = tuple(p for p in pairs if p[0] == spec)
     if not picked:
         names = ", ".join(p[0].rpartition(VARIANT)[2] for p in pairs)
-        raise ScenarioError(f"scenario '{base}' has no variant '{chosen}'; fix: use one of {names}")
+        raise ScenarioError(f"scenario '{shown(base)}' has no variant '{shown(chosen)}'; fix: use one of {names}")
     return picked
 
 
@@ -257,5 +318,5 @@ def resolve_scenario(spec: str, directory: Path | None = None) -> Path:
     path = directory / f"{spec}.yaml"
     if not path.is_file():
         known = ", ".join(list_scenarios(directory)) or "(none)"
-        raise ScenarioError(f"unknown scenario '{spec}'; fix: use one of {known}, or a path to a YAML file")
+        raise ScenarioError(f"unknown scenario '{shown(spec)}'; fix: use one of {known}, or a path to a YAML file")
     return path

@@ -1,0 +1,176 @@
+"""The gate's view of one case: passed, failed or error, and, when it did not pass, the words that say why.
+
+A failure's ``message`` is one line naming the outcome and the violated (or undecidable) properties; its
+``text`` holds the anomalies, the timeline entries that witness them (and the injected faults), and the
+command that reproduces the case from its repro file. JUnit failures, pytest failures, ``assert_recovers``
+and ``harness check`` all take their words from here, so a failure reads the same wherever it is seen.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from harness.errors import one_line
+from harness.explore.search import Finding
+from harness.gate.repro import ReproFolder, replay_command, violated
+from harness.model import CaseReport, Outcome
+from harness.run.files import sanitize
+from harness.run.plan import Case
+from harness.run.replay import Replay, replay, timeline_text
+
+__all__ = [
+    "PASSING",
+    "GateCase",
+    "PolicyDoesNotRecover",
+    "Status",
+    "case_name",
+    "judge",
+    "judge_finding",
+    "status_of",
+]
+
+#: The outcomes that pass the gate: no violation, and every action accounted for (``correct``) or, where it
+#: could not be, escalated to its owner in time (``escalated``). ``unresolved`` fails: the evidence could not
+#: decide a safety property, so the case has not been shown safe.
+PASSING: frozenset[Outcome] = frozenset({"correct", "escalated"})
+
+#: ``error`` is the harness failing on the case (``harness_error``), not the policy.
+Status = Literal["passed", "failed", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class GateCase:
+    """One test case of the gate: a policy on one scenario at one seed (or one explored schedule)."""
+
+    #: The policy's name (the JUnit ``classname``).
+    policy: str
+    #: ``<scenario> seed <n>``, or ``explored <finding> seed <n>`` for an explored schedule.
+    name: str
+    outcome: str
+    status: Status
+    #: One line: the outcome and the properties it breaks (empty when passed).
+    message: str = ""
+    #: The anomalies, the witnessing timeline entries, and how to reproduce it (empty when passed).
+    text: str = ""
+    #: ``python -m harness replay <repro file>``; None when passed.
+    reproduce: str | None = None
+    repro: Path | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    def describe(self) -> str:
+        """The whole failure, as JUnit and pytest show it: the message line, then the text."""
+        return f"{self.message}\n{self.text}" if self.text else self.message
+
+
+class PolicyDoesNotRecover(AssertionError):
+    """Raised by ``assert_recovers`` (and by each failing pytest item): the failing cases, each described in
+    full, with its reproduce command."""
+
+    def __init__(self, policy: str, failures: Sequence[GateCase], total: int) -> None:
+        self.policy = policy
+        self.failures = tuple(failures)
+        self.total = total
+        head = f"{policy} does not recover in {len(self.failures)} of {total} cases"
+        super().__init__("\n\n".join([head, *(f.describe() for f in self.failures)]))
+
+
+def status_of(outcome: str) -> Status:
+    if outcome in PASSING:
+        return "passed"
+    return "error" if outcome == "harness_error" else "failed"
+
+
+def case_name(scenario: str, seed: int) -> str:
+    return f"{scenario} seed {seed}"
+
+
+def message_of(report: CaseReport) -> str:
+    """One line: the outcome and what makes it one (the violated properties, the undecided ones, the error)."""
+    if report.outcome == "harness_error":
+        return f"harness_error: {one_line(report.error or 'the harness failed')}"
+    broken = violated(report)
+    if broken:
+        return f"{report.outcome}: {', '.join(broken)} violated"
+    undecided = [name for name, verdict in report.checks.items() if verdict == "unknown"]
+    if undecided:
+        return f"{report.outcome}: {', '.join(undecided)} undecided by the evidence"
+    return report.outcome
+
+
+def failure_text(report: CaseReport, reproduce: str, also: str | None, repro: Path, replayed: Replay) -> str:
+    """The anomalies, the witnessing timeline entries and the injected faults, and the reproduce commands."""
+    lines = [
+        f"{report.policy} (revision {report.policy_revision}) on {report.scenario} (revision "
+        f"{report.scenario_revision}) at seed {report.seed}: {report.outcome}, verdict {report.verdict}"
+    ]
+    if report.error:
+        lines.append(f"harness error: {report.error}")
+    for anomaly in report.anomalies:
+        lines.append(f"anomaly {anomaly.kind}: {anomaly.detail} (entries {', '.join(map(str, anomaly.witnesses))})")
+    for name, verdict in report.checks.items():
+        if verdict == "unknown":
+            lines.append(f"undecided {name}: {report.unknown.get(name, 'not established')}")
+    witnesses = {i for a in report.anomalies for i in a.witnesses}
+    shown = tuple(e for e in report.timeline if e.index in witnesses or e.actor == "injector")
+    if shown:
+        lines.append("timeline entries (* witnesses an anomaly, ! an injected fault):")
+        lines.append(timeline_text(report.model_copy(update={"timeline": shown})))
+    lines.append(f"reproduce: {reproduce}")
+    if also:
+        lines.append(f"or run it: {also}")
+    lines.append(f"repro file: {repro}")
+    for difference in replayed.differences:
+        lines.append(f"warning: the repro file does not replay to this case: {difference}")
+    return "\n".join(lines)
+
+
+def judge(report: CaseReport, case: Case, repros: ReproFolder) -> GateCase:
+    """The gate's verdict on one case; a case that does not pass gets a repro file, replayed once to prove it
+    runs to this very failure (any difference is said in the text)."""
+    name = case_name(report.scenario, report.seed)
+    status = status_of(report.outcome)
+    if status == "passed":
+        return GateCase(report.policy, name, report.outcome, status)
+    path = repros.write(case.scenario, report, case.policy_spec)
+    reproduce = replay_command(path)
+    text = failure_text(report, reproduce, report.reproduce, path, replay(path))
+    secrets = [case.scenario.approval.token.get_secret_value()]
+    return GateCase(
+        report.policy,
+        name,
+        report.outcome,
+        status,
+        message=sanitize(message_of(report), secrets),
+        text=sanitize(text, secrets),
+        reproduce=reproduce,
+        repro=path,
+    )
+
+
+def judge_finding(finding: Finding, path: Path) -> GateCase:
+    """An explored schedule on which a safety property is false: always a failure. Its file (written by explore)
+    is its repro file; replaying it gives the report the text is made from."""
+    replayed = replay(path)
+    report = replayed.report
+    reproduce = replay_command(path)
+    also = (
+        f"python -m harness run --policy {shlex.quote(finding.policy_spec)} --scenario {shlex.quote(str(path))} "
+        f"--seed {finding.seed}"
+    )
+    return GateCase(
+        finding.policy,
+        f"explored {path.stem} seed {finding.seed}",
+        finding.outcome,
+        "failed",
+        message=f"{finding.outcome}: {', '.join(finding.properties)} violated",
+        text=failure_text(report, reproduce, also, path, replayed),
+        reproduce=reproduce,
+        repro=path,
+    )

@@ -1,0 +1,240 @@
+"""Running the gate: ``check_policy`` (behind ``harness check``), ``assert_recovers`` (for users' own tests), and
+the gate's view of a grid that ``harness run`` already ran (for ``harness run --junit``).
+
+Nothing here simulates or judges by itself: cases run through ``harness.run`` (``run_grid`` or ``run_case``)
+and explored schedules through ``harness.explore``; this module only says which cases pass and writes a repro
+file for each that does not.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import InputError
+from harness.explore import ExploreOptions, ExploreSummary, explore
+from harness.explore.search import JobResult
+from harness.gate.cases import GateCase, PolicyDoesNotRecover, case_name, judge, judge_finding
+from harness.gate.junit import Suite
+from harness.gate.repro import ReproFolder
+from harness.model import CaseReport
+from harness.policy import Policy, builtin_policy_names, load_policy
+from harness.run import GridOptions, load_grid, plan_cells, run_case, run_grid
+from harness.run.plan import Case, UsageError
+from harness.scenario import list_scenarios
+from harness.seeds import DEFAULT_SEEDS
+from harness.version import __version__
+
+__all__ = ["CheckOptions", "CheckSummary", "assert_recovers", "check_policy", "grid_suites", "judge_reports"]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOptions:
+    #: Scenario names or files; empty: every shipped scenario.
+    scenarios: tuple[str, ...] = ()
+    seeds: tuple[int, ...] = DEFAULT_SEEDS
+    #: Also explore each scenario's schedules (``harness explore`` at its default depth and swarm).
+    explore: bool = False
+    #: The folder for the cases, repro files and explorations (new or empty); None: a new temporary folder.
+    out: Path | None = None
+    concurrency: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class CheckSummary:
+    policy: str
+    policy_revision: str
+    #: The cases, repro files and explorations; None when nothing was kept (every case passed, no ``out`` given).
+    out: Path | None
+    #: One per scenario x seed of the shipped (or given) schedules.
+    cases: tuple[GateCase, ...]
+    #: With ``explore``: one per explored scenario x seed with no finding, and one per finding.
+    explored: tuple[GateCase, ...] = ()
+    #: Notes, one line each, that do not fail the gate (a declared fault this policy never reached).
+    notes: tuple[str, ...] = ()
+    elapsed_s: float = 0.0
+    explore_elapsed_s: float = 0.0
+    #: Schedules explored over every scenario (each run at every seed).
+    schedules: int = 0
+    seeds: tuple[int, ...] = DEFAULT_SEEDS
+
+    @property
+    def failures(self) -> tuple[GateCase, ...]:
+        return tuple(c for c in (*self.cases, *self.explored) if not c.passed)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    def suites(self) -> tuple[Suite, ...]:
+        """The JUnit suites: the policy on the scenarios as written, then (with explore) on their schedules."""
+        properties = (
+            ("policy_revision", self.policy_revision),
+            ("harness_version", __version__),
+            ("seeds", " ".join(map(str, self.seeds))),
+        )
+        suites = [Suite(self.policy, self.cases, self.elapsed_s, properties)]
+        if self.explored:
+            explored = (*properties, ("schedules_explored", str(self.schedules)))
+            suites.append(Suite(f"{self.policy} explored", self.explored, self.explore_elapsed_s, explored))
+        return tuple(suites)
+
+
+def check_policy(
+    policy_spec: str,
+    options: CheckOptions,
+    progress: Callable[[int, int, JobResult], None] | None = None,
+) -> CheckSummary:
+    """Run the policy over the scenarios (and, with ``explore``, their explored schedules) and judge every case.
+
+    Raises ``InputError`` for bad input before anything is written. ``progress`` is called once per explored
+    template.
+    """
+    scenarios = list(options.scenarios) or list_scenarios()
+    grid = load_grid([policy_spec], scenarios, options.seeds)  # every input checked before anything is written
+    policy = grid.cases[0].policy if grid.cases else None
+    if policy is None:
+        raise UsageError("no case to run; fix: give at least one --scenario and one seed")
+    out = options.out if options.out is not None else Path(tempfile.mkdtemp(prefix="harness-check-"))
+    plan = plan_cells([policy_spec], scenarios, options.seeds, None, options.concurrency)
+    started = time.perf_counter()
+    summary = run_grid(plan, GridOptions(out=out, tracking="none", report=False))
+    cases = judge_reports(summary.reports, grid.cases, ReproFolder(out / "repro"))
+    elapsed_s = time.perf_counter() - started
+    notes = [
+        f"note: scenario {c.scenario} declares fault {c.fault}, which fired in no case of {policy.name} (its site "
+        f"was reached in {c.reached} cases): that scenario tested nothing of this fault for this policy"
+        for c in summary.unfired
+    ]
+    explored: tuple[GateCase, ...] = ()
+    explore_elapsed_s, schedules = 0.0, 0
+    if options.explore:
+        started = time.perf_counter()
+        options_explore = ExploreOptions(
+            out=out / "explore", seeds=options.seeds, concurrency=options.concurrency, tracking="none"
+        )
+        found = explore([policy_spec], scenarios, options_explore, progress)
+        explored = judge_exploration(found, options.seeds)
+        explore_elapsed_s, schedules = time.perf_counter() - started, found.schedules
+        notes += [
+            f"note: scenario {scenario} declares fault {fault}, which fired in no explored case of {policy.name}"
+            for scenario, fault in found.unfired
+        ]
+    failing = any(not c.passed for c in (*cases, *explored))
+    if options.out is None and not failing:  # a temporary folder nothing refers to: leave nothing behind
+        shutil.rmtree(out, ignore_errors=True)
+    return CheckSummary(
+        policy=policy.name,
+        policy_revision=policy.revision,
+        out=out if options.out is not None or failing else None,
+        cases=cases,
+        explored=explored,
+        notes=tuple(dict.fromkeys(notes)),
+        elapsed_s=round(elapsed_s, 3),
+        explore_elapsed_s=round(explore_elapsed_s, 3),
+        schedules=schedules,
+        seeds=tuple(options.seeds),
+    )
+
+
+def judge_reports(reports: Sequence[CaseReport], cases: Sequence[Case], repros: ReproFolder) -> tuple[GateCase, ...]:
+    """The gate's verdict on each report; ``cases`` are the loaded cases the reports came from (a repro file is
+    written from the case's own scenario)."""
+    by_key = {(c.policy.name, c.scenario.name, c.seed): c for c in cases}
+    return tuple(judge(r, by_key[(r.policy, r.scenario, r.seed)], repros) for r in reports)
+
+
+def judge_exploration(summary: ExploreSummary, seeds: Sequence[int]) -> tuple[GateCase, ...]:
+    """One failing case per finding; one passing case per explored scenario and seed without any; and one error
+    case holding the harness's failures on some schedules, if there were any."""
+    out: list[GateCase] = []
+    for exploration in summary.explorations:
+        for seed in seeds:
+            findings = [(f, path) for f, path in exploration.findings if f.seed == seed]
+            if not findings:
+                name = case_name(f"explored {exploration.scenario_spec}", seed)
+                out.append(GateCase(exploration.policy, name, "no_violation", "passed"))
+            out += [judge_finding(f, path) for f, path in findings]
+    if summary.errors:
+        policy = summary.explorations[0].policy if summary.explorations else "?"
+        out.append(
+            GateCase(
+                policy,
+                "explored schedules: harness errors",
+                "harness_error",
+                "error",
+                message=f"harness_error: the harness failed on {len(summary.errors)} explored schedules",
+                text="\n".join(summary.errors),
+            )
+        )
+    return tuple(out)
+
+
+def grid_suites(
+    cell_specs: Sequence[tuple[str, str]], seeds: Sequence[int], reports: Sequence[CaseReport], repros: ReproFolder
+) -> tuple[Suite, ...]:
+    """The gate's view of a grid ``harness run`` ran: one suite per policy (in the grid's order), one test case
+    per scenario x seed. ``cell_specs`` are the (policy, scenario) specs of its cells."""
+    grid = load_grid(
+        list(dict.fromkeys(p for p, _ in cell_specs)), list(dict.fromkeys(s for _, s in cell_specs)), seeds
+    )
+    judged = judge_reports(reports, grid.cases, repros)
+    by_policy: dict[str, list[GateCase]] = {}
+    for case in judged:
+        by_policy.setdefault(case.policy, []).append(case)
+    revisions = {c.policy.name: c.policy.revision for c in grid.cases}
+    return tuple(
+        Suite(name, tuple(cases), None, (("policy_revision", revisions[name]), ("harness_version", __version__)))
+        for name, cases in by_policy.items()
+    )
+
+
+def _spec_of(policy: Policy) -> str:
+    """A spec that loads this very object again, so a repro file can name it: a shipped policy's name, else
+    ``package.module:attr`` of a module-level attribute (its class's module first, then any module loaded)."""
+    for name in builtin_policy_names():
+        if load_policy(name) is policy:
+            return name
+    home = type(policy).__module__
+    modules = [home, *sorted(m for m in list(sys.modules) if m != home)]
+    for module_name in modules:
+        module = sys.modules.get(module_name)
+        if module is None or module_name == "__main__":
+            continue
+        for attr, value in list(getattr(module, "__dict__", {}).items()):
+            if value is policy:
+                return f"{module_name}:{attr}"
+    raise InputError(
+        f"policy '{getattr(policy, 'name', policy)}': not a module-level attribute of any module, so a failure could "
+        "not be reproduced from a file; fix: define it at module level, or pass 'package.module:attr'"
+    )
+
+
+def assert_recovers(
+    policy: str | Policy,
+    scenarios: Sequence[str] | None = None,
+    seeds: Sequence[int] = DEFAULT_SEEDS,
+    out: Path | None = None,
+) -> tuple[GateCase, ...]:
+    """Run ``policy`` over ``scenarios`` (default: every shipped one) at ``seeds``, in this process, and raise
+    ``PolicyDoesNotRecover`` (an ``AssertionError``) unless every case is correct or escalated.
+
+    ``policy`` is a shipped name, ``package.module:attr``, or a policy object defined at module level (the
+    module is found, so that a repro file can load it again). Each failing case gets a repro file in ``out``
+    (default: a new temporary folder) and its reproduce command in the message. Returns every case's verdict
+    when all pass. Raises ``InputError`` (a ``ValueError``) for an unknown policy or scenario.
+    """
+    spec = policy if isinstance(policy, str) else _spec_of(policy)
+    chosen = [scenarios] if isinstance(scenarios, str) else list(scenarios or list_scenarios())
+    grid = load_grid([spec], chosen, [seeds] if isinstance(seeds, int) else list(seeds))
+    repros = ReproFolder(out, prefix="harness-recovers-")
+    verdicts = tuple(judge(run_case(case)[0], case, repros) for case in grid.cases)
+    failures = [v for v in verdicts if not v.passed]
+    if failures:
+        raise PolicyDoesNotRecover(grid.policies[0], failures, len(verdicts))
+    return verdicts

@@ -1,0 +1,275 @@
+"""Gating a policy: `harness check`, its JUnit failures and repro files, the pytest plugin, and assert_recovers."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import yaml
+from test_junit import structure_problems
+
+from harness.cli import main
+from harness.errors import InputError
+from harness.gate import PolicyDoesNotRecover, assert_recovers
+from harness.gate.repro import repro_yaml
+from harness.run import load_grid, run_case
+from harness.run.replay import replay
+from harness.scenario import list_scenarios, load_scenario, scenario_cases
+
+ROOT = Path(__file__).resolve().parent.parent
+#: Three cases retry_new_key fails (incorrect, incorrect after a crash point, abandoned) and one it passes.
+UNSAFE_SCENARIOS = (
+    "lost_response",
+    "connector_crash_points@after_effect",
+    "uncertain_lookup",
+    "cancel_before_dispatch",
+)
+
+
+def check(*args: str) -> int:
+    return main(["check", *args])
+
+
+def failures(junit: Path) -> list[tuple[str, ET.Element]]:
+    """(testcase name, its failure or error element) for every test case that did not pass."""
+    out = []
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        failure = case.find("failure")
+        failure = failure if failure is not None else case.find("error")
+        if failure is not None:
+            out.append((case.get("name", ""), failure))
+    return out
+
+
+def reproduce_line(text: str) -> str:
+    return next(line.removeprefix("reproduce: ") for line in text.splitlines() if line.startswith("reproduce: "))
+
+
+def test_check_fails_an_unsafe_policy_with_a_failure_per_case_and_each_reproduces(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """retry_new_key exits 1; every failing case is one JUnit failure naming the property, with the witnessing
+    entries and a reproduce command; running one reproduces the incorrect outcome."""
+    junit, out = tmp_path / "j.xml", tmp_path / "out"
+    scenarios = [a for s in UNSAFE_SCENARIOS for a in ("--scenario", s)]
+    assert (
+        check("--policy", "retry_new_key", *scenarios, "--seed-count", "2", "--junit", str(junit), "--out", str(out))
+        == 1
+    )
+    stdout = capsys.readouterr().out
+    root = ET.parse(junit).getroot()
+    assert structure_problems(root) == []
+    names = [c.get("name") for c in root.iter("testcase")]
+    assert len(names) == 8 and {c.get("classname") for c in root.iter("testcase")} == {"retry_new_key"}
+    failed = dict(failures(junit))
+    assert sorted(failed) == sorted(n for n in names if n and not n.startswith("cancel_before_dispatch"))
+    lost = failed["lost_response seed 1"]
+    assert lost.tag == "failure" and lost.get("message") == "incorrect: duplicate_effects violated"
+    assert "anomaly duplicate_effect: a73 took effect 2 times" in (lost.text or "")
+    assert "*    9" in (lost.text or "") and "!   10" in (lost.text or "")  # a witness, the injected fault
+    assert failed["uncertain_lookup seed 2"].get("message") == "abandoned: abandoned_actions violated"
+    for name, failure in failed.items():
+        command = reproduce_line(failure.text or "")
+        repro = Path(shlex.split(command)[-1])
+        assert command.startswith("python -m harness replay ") and repro.is_file(), name
+        assert f"FAIL retry_new_key x {name}: {failure.get('message')}; reproduce: {command}" in stdout
+    command = shlex.split(reproduce_line(failed["connector_crash_points-after_effect seed 2"].text or ""))
+    proc = subprocess.run([sys.executable, *command[1:]], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "seed 2: incorrect (verdict false)" in proc.stdout and "replayed: the same as recorded" in proc.stdout
+    assert "2 of 8 cases correct or escalated; not: incorrect 4, abandoned 2" in stdout
+
+
+def test_check_passes_the_safe_policy_on_every_shipped_scenario(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """reconcile_and_reauthorize exits 0 over every shipped scenario x 3 seeds, with no failure in the JUnit."""
+    junit = tmp_path / "j.xml"
+    assert check("--policy", "reconcile_and_reauthorize", "--junit", str(junit)) == 0
+    stdout = capsys.readouterr().out
+    root = ET.parse(junit).getroot()
+    cases = sum(len(scenario_cases(s)) for s in list_scenarios()) * 3
+    assert root.get("tests") == str(cases) and failures(junit) == [] and structure_problems(root) == []
+    assert "FAIL" not in stdout and "check: passed" in stdout
+    assert "repro files in" not in stdout  # nothing kept: its temporary folder is gone
+
+
+def test_an_unresolved_case_fails_the_gate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A case the evidence cannot decide is not shown safe: unresolved fails, naming the undecided properties."""
+    text = (ROOT / "scenarios" / "lost_response.yaml").read_text().replace("name: lost_response", "name: unseen")
+    scenario = tmp_path / "unseen.yaml"
+    scenario.write_text(text + "destination: {ledger_visible: false}\n")
+    junit = tmp_path / "j.xml"
+    assert (
+        check("--policy", "retry_same_key", "--scenario", str(scenario), "--seed-count", "1", "--junit", str(junit))
+        == 1
+    )
+    ((name, failure),) = failures(junit)
+    assert name == "unseen seed 1" and failure.get("type") == "unresolved"
+    assert failure.get("message") == "unresolved: duplicate_effects, false_records undecided by the evidence"
+    assert "undecided duplicate_effects: the destination's ledger is unavailable" in (failure.text or "")
+    assert replay(Path(shlex.split(reproduce_line(failure.text or ""))[-1])).same
+    capsys.readouterr()
+
+
+def test_explored_findings_fail_the_gate_with_their_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With --explore each finding is a failure whose repro file is the finding; the safe policy has none."""
+    junit = tmp_path / "j.xml"
+    args = ["--scenario", "lost_response", "--seed-count", "1", "--explore", "--quiet", "--junit", str(junit)]
+    assert check("--policy", "retry_new_key", *args, "--out", str(tmp_path / "bad")) == 1
+    explored = [(n, f) for n, f in failures(junit) if n.startswith("explored ")]
+    findings = sorted((tmp_path / "bad" / "explore" / "findings" / "retry_new_key").glob("*.yaml"))
+    assert findings and len(explored) == len(findings)
+    name, failure = explored[0]
+    assert name == "explored lost_response-1 seed 1" and "violated" in (failure.get("message") or "")
+    assert reproduce_line(failure.text or "") == f"python -m harness replay {findings[0]}"
+    root = ET.parse(junit).getroot()
+    assert [s.get("name") for s in root.iter("testsuite")] == ["retry_new_key", "retry_new_key explored"]
+    assert check("--policy", "reconcile_and_reauthorize", *args[:-1], str(tmp_path / "good.xml")) == 0
+    good = ET.parse(tmp_path / "good.xml").getroot()
+    assert [c.get("name") for c in good.iter("testcase")][-1] == "explored lost_response seed 1"
+    assert failures(tmp_path / "good.xml") == []
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--policy", "nosuch"], "unknown policy 'nosuch'; fix:"),
+        (["--policy", "retry_new_key", "--scenario", "nosuch"], "unknown scenario 'nosuch'; fix:"),
+        (["--policy", "retry_new_key", "--policy", "retry_same_key"], "check gates one policy; fix:"),
+        (["--policy", "retry_new_key", "--junit", "."], "--junit .: is a folder; fix:"),
+        (["--scenario", "lost_response"], "the following arguments are required: --policy; fix:"),
+        (["--policy", "retry_new_key", "--seed-count", "0"], "count 0 is outside 1..10000; fix:"),
+    ],
+)
+def test_bad_usage_exits_2_with_one_line_and_writes_nothing(tmp_path: Path, args: list[str], says: str) -> None:
+    """Bad input exits 2 with one line naming the field and the fix, before anything is written."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "check", *args, "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert len(proc.stderr.splitlines()) == 1 and says in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_every_scenario_round_trips_through_its_repro_file(tmp_path: Path) -> None:
+    """A repro file holds the case's scenario exactly (every shipped one, every crash-point variant), so replay
+    runs the very case that failed; only the description, `reproduces` and the secret token differ."""
+    grid = load_grid(["retry_new_key"], list_scenarios(), [1])
+    for case in grid.cases:
+        report, _ = run_case(case)
+        path = tmp_path / f"{case.scenario.name}.yaml"
+        path.write_text(repro_yaml(case.scenario, report, "retry_new_key"))
+        loaded = load_scenario(path)
+        drop = {"description", "reproduces", "approval"}
+        assert loaded.model_dump(exclude=drop) == case.scenario.model_dump(exclude=drop), case.scenario.name
+        assert loaded.approval.model_dump(exclude={"token"}) == case.scenario.approval.model_dump(exclude={"token"})
+        assert "token" not in path.read_text() and loaded.reproduces is not None
+        assert (loaded.reproduces.outcome, loaded.reproduces.seed) == (report.outcome, 1)
+
+
+def test_assert_recovers_raises_for_a_bad_policy_and_returns_for_a_good_one(tmp_path: Path) -> None:
+    """assert_recovers raises an AssertionError listing each failing case with its repro file; a safe policy
+    passes and gets each case's verdict back; a policy object works when it is a module attribute."""
+    from harness.policy import RetryNewKey
+    from policies._retrying import BlindRetry
+    from policies.retry_new_key import POLICY as RETRY_NEW_KEY
+
+    with pytest.raises(PolicyDoesNotRecover) as raised:
+        assert_recovers(
+            RETRY_NEW_KEY, scenarios=["lost_response", "cancel_before_dispatch"], seeds=[1, 2], out=tmp_path
+        )
+    assert isinstance(raised.value, AssertionError)
+    assert str(raised.value).startswith("retry_new_key does not recover in 2 of 4 cases\n\nincorrect: duplicate")
+    assert [f.name for f in raised.value.failures] == ["lost_response seed 1", "lost_response seed 2"]
+    first = raised.value.failures[0]
+    assert first.repro == tmp_path / "retry_new_key" / "seed-1" / "lost_response.yaml" and first.repro.is_file()
+    recorded = yaml.safe_load(first.repro.read_text())["reproduces"]
+    assert recorded["policy"] == "retry_new_key" and recorded["properties"] == ["duplicate_effects"]
+    verdicts = assert_recovers("reconcile_and_reauthorize", scenarios="uncertain_lookup", seeds=[1, 2, 3])
+    assert [v.outcome for v in verdicts] == ["escalated"] * 3 and all(v.passed for v in verdicts)
+    with pytest.raises(InputError, match="not a module-level attribute of any module"):
+        assert_recovers(BlindRetry("orphan", "1", RetryNewKey()), scenarios=["lost_response"], seeds=[1])
+
+
+def pytest_in(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m pytest ARGS`` in ``folder`` (a folder with no test file): the plugin comes from its entry point."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        capture_output=True,
+        text=True,
+        cwd=folder,
+        timeout=300,
+    )
+
+
+def test_pytest_plugin_fails_an_unsafe_policy_with_the_junit_text_and_passes_a_safe_one(tmp_path: Path) -> None:
+    """In a folder without tests, --harness-policy collects scenario x seed items: retry_new_key fails with the
+    very text of its JUnit failure, reconcile_and_reauthorize passes, and without the option nothing is collected."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    subset = ["--harness-scenario", "lost_response", "--harness-scenario", "cancel_before_dispatch"]
+    proc = pytest_in(empty, "-q", "--harness-policy", "retry_new_key", *subset, "--harness-out", str(tmp_path / "r"))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "3 failed, 3 passed" in proc.stdout
+    assert "FAILED retry_new_key::lost_response[seed-1]" in proc.stdout
+    # The same case through harness check writes the same repro file, so the whole text must match.
+    junit = tmp_path / "j.xml"
+    check(
+        "--policy",
+        "retry_new_key",
+        "--scenario",
+        "lost_response",
+        "--seed-count",
+        "1",
+        "--junit",
+        str(junit),
+        "--out",
+        str(tmp_path / "c"),
+    )
+    ((_, failure),) = failures(junit)
+    text = f"{failure.get('message')}\n{failure.text}".replace(str(tmp_path / "c" / "repro"), str(tmp_path / "r"))
+    assert text in proc.stdout
+    good = pytest_in(empty, "-q", "--harness-policy", "reconcile_and_reauthorize", *subset, "--harness-seed-count", "2")
+    assert good.returncode == 0 and "4 passed" in good.stdout, good.stdout + good.stderr
+    none = pytest_in(empty, "-q")
+    assert none.returncode == 5 and "no tests ran" in none.stdout
+    bad = pytest_in(empty, "-q", "--harness-policy", "nosuch")
+    assert bad.returncode == 4 and "ERROR: harness: unknown policy 'nosuch'; fix:" in bad.stderr
+
+
+def test_the_plugin_loads_nothing_of_the_harness_until_asked() -> None:
+    """pytest loads the plugin in every run: importing it loads no harness layer (the suite is not slowed)."""
+    code = "import sys, harness.gate.pytest_plugin\nprint(' '.join(sorted(m for m in sys.modules if m.startswith('harness'))))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert out.split() == ["harness", "harness.gate", "harness.gate.pytest_plugin", "harness.version"]
+
+
+def test_run_junit_has_a_failure_per_failing_case_and_keeps_its_exit_status(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`harness run --junit` writes one suite per policy in grid order and a repro file per failing case; an
+    incorrect policy is still a finding there, not an error (exit 0)."""
+    junit, out = tmp_path / "j.xml", tmp_path / "run"
+    args = ["--policy", "retry_same_key", "--policy", "reconcile_and_reauthorize", "--scenario", "changed_task"]
+    args += ["--scenario", "uncertain_lookup", "--seed-count", "1", "--tracking", "none", "--no-report", "--quiet"]
+    assert main(["run", *args, "--out", str(out), "--junit", str(junit)]) == 0
+    root = ET.parse(junit).getroot()
+    assert structure_problems(root) == []
+    assert [s.get("name") for s in root.iter("testsuite")] == ["retry_same_key", "reconcile_and_reauthorize"]
+    found = {n: f.get("message") for n, f in failures(junit)}
+    assert found == {
+        "changed_task seed 1": "incorrect: unauthorized_dispatches violated",
+        "uncertain_lookup seed 1": "abandoned: abandoned_actions violated",
+    }
+    assert (out / "repro" / "retry_same_key" / "seed-1" / "changed_task.yaml").is_file()
+    assert f"junit: {junit}" in capsys.readouterr().out
