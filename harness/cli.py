@@ -10,13 +10,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.errors import InputError
 from harness.plx.tracking import DEFAULT_PROJECT, TRACKING_MODES
-from harness.seeds import DEFAULT_SEEDS, SEED_MAX
+from harness.seeds import COMPACT_ABOVE, DEFAULT_SEEDS, SEED_COUNT_MAX, SEED_MAX
 
 if TYPE_CHECKING:
     from harness.run import CellJob, CellResult
@@ -105,9 +106,9 @@ def _parser() -> argparse.ArgumentParser:
     seeds.add_argument("--seed", action="append", type=_seed, metavar="N", help="a seed (repeatable)")
     seeds.add_argument(
         "--seed-count",
-        type=_positive,
+        type=_whole(1, SEED_COUNT_MAX, "seed count"),
         metavar="N",
-        help=f"seeds 1..N (default: the grid file's seed_count, else {len(DEFAULT_SEEDS)})",
+        help=f"seeds 1..N, N up to {SEED_COUNT_MAX:,} (default: the grid file's seed_count, else {len(DEFAULT_SEEDS)})",
     )
     run.add_argument(
         "--polyaxonfile",
@@ -117,7 +118,10 @@ def _parser() -> argparse.ArgumentParser:
         "when neither --policy nor --scenario is given)",
     )
     run.add_argument(
-        "--concurrency", type=_positive, metavar="N", help="cells run side by side (default: the matrix's, else 1)"
+        "--concurrency",
+        type=_positive,
+        metavar="N",
+        help="processes side by side; a cell of many seeds is shared among them (default: the matrix's, else 1)",
     )
     run.add_argument("--out", type=Path, metavar="DIR", help="output folder (default: reports/runs/<run-id>)")
     run.add_argument(
@@ -132,6 +136,14 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULT_PROJECT,
         metavar="[OWNER/]NAME",
         help=f"Polyaxon project for the runs (default: {DEFAULT_PROJECT})",
+    )
+    run.add_argument(
+        "--records",
+        choices=("auto", "full", "compact"),
+        default="auto",
+        help="full: a recovery.json per case; compact: one gzipped JSON line per case in records-*.jsonl.gz, "
+        f"and a recovery.json only for cases that are not correct; auto (default): compact for cells of more "
+        f"than {COMPACT_ABOVE:,} seeds",
     )
     run.add_argument("--quiet", action="store_true", help="no per-cell progress lines")
     run.add_argument("--no-report", action="store_true", help="skip report.html, heatmap.png and the timelines")
@@ -230,7 +242,10 @@ def _parser() -> argparse.ArgumentParser:
         "replay", help="re-run a recorded case (recovery.json or a finding) and check it is the same"
     )
     replay.add_argument(
-        "case", type=Path, metavar="CASE", help="a recovery.json, or a scenario file written by explore"
+        "case",
+        type=Path,
+        metavar="CASE",
+        help="a recovery.json, a compact record (records-*.jsonl.gz#seed-N), or a scenario file written by explore",
     )
     report = sub.add_parser("report", help="write report.html for a run folder (tables, heatmap, timelines)")
     report.add_argument(
@@ -251,40 +266,54 @@ def _parser() -> argparse.ArgumentParser:
 def _run(args: argparse.Namespace) -> int:
     from harness.run import GridOptions, plan_cells, run_grid
 
-    seeds = tuple(args.seed) if args.seed else None
+    seeds: Sequence[int] | None = tuple(args.seed) if args.seed else None
     if args.seed_count:
-        seeds = tuple(range(1, args.seed_count + 1))
+        seeds = range(1, args.seed_count + 1)
     if args.junit:
         from harness.gate.junit import check_junit_path
 
         check_junit_path(args.junit)
     plan = plan_cells(args.policy, args.scenario, seeds, args.polyaxonfile, args.concurrency)
-    options = GridOptions(out=args.out, tracking=args.tracking, project=args.project, report=not args.no_report)
+    options = GridOptions(
+        out=args.out,
+        tracking=args.tracking,
+        project=args.project,
+        report=not args.no_report,
+        records=args.records,
+    )
     summary = run_grid(plan, options, progress=None if args.quiet else _progress)
     if args.junit:
         from harness.gate.junit import write_junit
         from harness.gate.repro import ReproFolder
         from harness.gate.runner import grid_suites
+        from harness.run.files import read_reports
 
         cells = [(c.policy_spec, c.scenario_spec) for c in plan.cells]
         all_seeds = sorted({s for c in plan.cells for s in c.seeds})
-        write_junit(args.junit, grid_suites(cells, all_seeds, summary.reports, ReproFolder(summary.out / "repro")))
+        reports = read_reports(summary.out)
+        write_junit(args.junit, grid_suites(cells, all_seeds, reports, ReproFolder(summary.out / "repro")))
 
     from harness.present.table import outcome_table
 
-    reports = summary.reports
-    print(outcome_table(reports, summary.policies, summary.scenarios))
-    print(f"\n{len(reports)} cases in {summary.out}  (summary: {summary.summary_csv})")
-    failing = [r for r in reports if r.outcome in ("incorrect", "harness_error")]
+    print(outcome_table(summary.counts, summary.policies, summary.scenarios))
+    print(f"\n{summary.cases} cases in {summary.out}  (summary: {summary.summary_csv})")
+    failing = [n for n in summary.notable if n.outcome == "incorrect"]
+    failing += [n for n in summary.errors if (n.policy, n.scenario) not in {(f.policy, f.scenario) for f in failing}]
     if failing:
         print("\nreproduce a failing case:")
         seen: set[tuple[str, str]] = set()
-        for r in failing:
-            if (r.policy, r.scenario) not in seen:
-                seen.add((r.policy, r.scenario))
-                print(f"  {r.outcome:<13} {r.reproduce}")
-    for r in summary.errors:
-        print(f"harness error in {r.policy} x {r.scenario} seed {r.seed}: {r.error}", file=sys.stderr)
+        for n in failing:
+            if (n.policy, n.scenario) not in seen:
+                seen.add((n.policy, n.scenario))
+                print(f"  {n.outcome:<13} {n.reproduce}")
+    for n in summary.errors:
+        print(f"harness error in {n.policy} x {n.scenario} seed {n.seed}: {n.error}", file=sys.stderr)
+    if summary.error_count > len(summary.errors):
+        print(
+            f"harness: {summary.error_count} harness errors in all, {len(summary.errors)} named above; "
+            f"every one is in {summary.summary_csv}",
+            file=sys.stderr,
+        )
     if summary.tracking.message:
         print(summary.tracking.message, file=sys.stdout if summary.tracking.ok else sys.stderr)
     if summary.report_html is not None:
@@ -297,7 +326,7 @@ def _run(args: argparse.Namespace) -> int:
             f"was reached in {c.reached}); fix: make the fault reachable, or run a policy that reaches it",
             file=sys.stderr,
         )
-    if summary.errors:
+    if summary.error_count:
         return EXIT_HARNESS_ERROR
     if summary.unfired:
         return EXIT_COVERAGE
@@ -305,10 +334,14 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _progress(done: int, total: int, job: CellJob, result: CellResult) -> None:
-    outcomes = [r.outcome for r in result.reports]
-    counts = ", ".join(f"{o} {outcomes.count(o)}" for o in dict.fromkeys(outcomes))
+    outcomes: Counter[str] = Counter()
+    for counter in result.counts.values():
+        outcomes.update(counter)
+    counts = ", ".join(f"{o} {n}" for o, n in outcomes.items())
     width = len(str(total))
-    print(f"[{done:>{width}}/{total}] {job.policy_spec} x {job.scenario_spec}: {counts}", file=sys.stderr)
+    seeds = job.seeds
+    which = f" (seeds {seeds[0]}..{seeds[-1]})" if len(seeds) > 1 and result.cases > 100 else ""
+    print(f"[{done:>{width}}/{total}] {job.policy_spec} x {job.scenario_spec}{which}: {counts}", file=sys.stderr)
 
 
 def _explore(args: argparse.Namespace) -> int:

@@ -58,13 +58,7 @@ def server(project: str, download: Path) -> list[dict[str, object]]:
             for key, value in client.get_metrics(names=metric_names).items():
                 data = value["data"]
                 metrics[key] = [[int(s), float(m)] for s, m in zip(data["step"], data["metric"], strict=True)]
-        files = {}
-        seeds = (run.inputs or {}).get("seeds") or []
-        for seed in seeds:
-            target = download / run.uuid
-            target.mkdir(parents=True, exist_ok=True)
-            path = client.download_artifact(path=f"outputs/seed-{seed}/recovery.json", path_to=str(target))
-            files[f"seed-{seed}/recovery.json"] = Path(path).read_text()
+        files: dict[str, str] = {}  # a cell's run points to its case files (outputs.cases_path); it holds no copy
         runs.append(
             {
                 "uuid": run.uuid,

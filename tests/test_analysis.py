@@ -33,9 +33,9 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_one_row_per_case_with_every_input_metric_outcome_and_verdict(run_dir: Path) -> None:
-    """A run folder holds each case twice (case folder and Polyaxon outputs); the frame has it once."""
+    """A run folder holds each case once, as a recovery.json; the frame has a row for each."""
     df = load(run_dir)
-    assert len(df) == 12 and len(list(run_dir.rglob("recovery.json"))) == 24
+    assert len(df) == 12 and len(list(run_dir.rglob("recovery.json"))) == 12
     for column in (
         "policy",
         "policy_revision",
@@ -67,17 +67,19 @@ def test_unknown_metric_is_missing_with_its_reason_never_zero(run_dir: Path) -> 
     assert honest["duplicate_effects"].eq(0).all()
 
 
-def test_mixed_sources_polyaxon_root_and_downloaded_folder(run_dir: Path, tmp_path: Path) -> None:
-    """A Polyaxon offline root and a folder of downloaded artifacts load beside a run folder, each as a source."""
+def test_mixed_sources_run_folder_and_downloaded_polyaxon_outputs(run_dir: Path, tmp_path: Path) -> None:
+    """A folder of files downloaded from Polyaxon runs loads beside a run folder, each as a source, with the run
+    each file came from; a Polyaxon offline root holds no case (its runs point to the case files)."""
     downloaded = tmp_path / "downloaded"
     for i, path in enumerate(sorted((run_dir / "cases").rglob("recovery.json"))[:3]):
-        target = downloaded / f"artifact-{i}" / "outputs" / "recovery.json"
+        target = downloaded / "runs" / f"uuid{i}" / "outputs" / "recovery.json"
         target.parent.mkdir(parents=True)
         shutil.copy(path, target)
-    df = load([run_dir / "polyaxon", downloaded])
-    assert len(df) == 15
-    from_root = df[df["source"] == str(run_dir / "polyaxon")]
-    assert from_root["polyaxon_run"].notna().all() and from_root["polyaxon_run"].nunique() == 4
+    df = load([run_dir, downloaded, run_dir / "polyaxon"])
+    assert len(df) == 15 and set(df["source"]) == {str(run_dir), str(downloaded)}
+    from_download = df[df["source"] == str(downloaded)]
+    assert sorted(from_download["polyaxon_run"]) == ["uuid0", "uuid1", "uuid2"]
+    assert df[df["source"] == str(run_dir)]["polyaxon_run"].isna().all()
 
 
 def test_bad_files_are_skipped_with_reasons(run_dir: Path, tmp_path: Path) -> None:

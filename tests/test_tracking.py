@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +15,7 @@ import pytest
 from conftest import SMALL_GRID
 
 from harness.model import CaseReport
-from harness.plx.tracking import CellRecord, track_cell, tracked_metrics
-from harness.policy import load_policy
-from harness.run import CellJob, execute_cell
-from harness.run.files import case_path, recovery_json, write_atomic
+from harness.plx.tracking import CellRecord, track_cell
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -78,44 +76,54 @@ def test_one_completed_run_per_cell(offline_run: tuple[Path, list[dict[str, Any]
         assert inputs["seeds"] == [1, 2, 3] and run["name"] == f"{inputs['policy']}-{inputs['scenario']}"
 
 
-def test_outputs_hold_each_seeds_recovery_json(offline_run: tuple[Path, list[dict[str, Any]]]) -> None:
-    """The run's outputs hold one recovery.json per seed, the same bytes as the case files."""
+def _cases(out: Path, run: dict[str, Any]) -> list[CaseReport]:
+    """The cell's cases, read from the run folder the run's ``cases_path`` points into."""
+    folder = Path(run["outputs"]["cases_path"]) / run["inputs"]["scenario"]
+    assert folder.is_relative_to(out.resolve())
+    return [CaseReport.model_validate_json((folder / f"seed-{s}" / "recovery.json").read_text()) for s in (1, 2, 3)]
+
+
+def test_cases_are_pointed_to_not_copied(offline_run: tuple[Path, list[dict[str, Any]]]) -> None:
+    """A run's outputs hold no copy of the cases: ``cases_path`` names their folder in the run folder."""
     out, runs = offline_run
     for run in runs:
-        assert sorted(run["files"]) == ["seed-1/recovery.json", "seed-2/recovery.json", "seed-3/recovery.json"]
-        for name, text in run["files"].items():
-            report = CaseReport.model_validate_json(text)
-            assert case_path(out, report).read_text() == text, name
+        assert not any(name.endswith("recovery.json") for name in run["files"]), sorted(run["files"])
+        assert len(_cases(out, run)) == 3
 
 
-def test_metrics_are_the_established_ones_per_seed(offline_run: tuple[Path, list[dict[str, Any]]]) -> None:
-    """Metrics have one step per seed with the checker's values; the outcome is an output."""
-    _, runs = offline_run
+def test_metrics_are_one_batch_of_means_of_the_established_ones(
+    offline_run: tuple[Path, list[dict[str, Any]]],
+) -> None:
+    """Each metric is logged once per cell (one step): the mean over the seeds that established it."""
+    out, runs = offline_run
     for run in runs:
-        reports = [CaseReport.model_validate_json(run["files"][f"seed-{s}/recovery.json"]) for s in (1, 2, 3)]
+        reports = _cases(out, run)
         for name, points in run["metrics"].items():
-            for step, value in points:
-                assert value == tracked_metrics(reports[step])[name]
-        outcomes = {r.outcome for r in reports}
+            known = [float(r.metrics[name]) for r in reports if r.metrics.get(name) is not None]  # type: ignore[arg-type]
+            assert [step for step, _ in points] == [0]
+            assert points[0][1] == pytest.approx(sum(known) / len(known)), name
+        outcomes = [r.outcome for r in reports]
         assert run["outputs"]["recovery_outcome"] in outcomes
-        assert run["outputs"][f"cases_{reports[0].outcome}"] >= 1
+        assert run["outputs"]["cases"] == 3
+        for outcome in set(outcomes):
+            assert run["outputs"][f"cases_{outcome}"] == outcomes.count(outcome)
 
 
 def test_unknown_metric_is_not_logged_as_zero(offline_run: tuple[Path, list[dict[str, Any]]]) -> None:
     """Where duplicate_effects is unknown, Polyaxon has no value for it at all: not 0, just absent."""
-    _, runs = offline_run
+    out, runs = offline_run
     blind = next(
         r for r in runs if r["inputs"]["policy"] == "retry_same_key" and r["inputs"]["scenario"] == "uncertain_lookup"
     )
     assert "duplicate_effects" not in blind["metrics"] and "duplicate_effects" not in blind["outputs"]
-    report = json.loads(blind["files"]["seed-1/recovery.json"])
-    assert report["metrics"]["duplicate_effects"] is None and "duplicate_effects" in report["unknown"]
+    report = _cases(out, blind)[0]
+    assert report.metrics["duplicate_effects"] is None and "duplicate_effects" in report.unknown
     honest = next(
         r
         for r in runs
         if r["inputs"]["policy"] == "reconcile_and_reauthorize" and r["inputs"]["scenario"] == "uncertain_lookup"
     )
-    assert [v for _, v in honest["metrics"]["duplicate_effects"]] == [0.0, 0.0, 0.0]
+    assert [v for _, v in honest["metrics"]["duplicate_effects"]] == [0.0]
 
 
 def test_executor_claim_is_not_logged_as_a_measurement(offline_run: tuple[Path, list[dict[str, Any]]]) -> None:
@@ -124,45 +132,82 @@ def test_executor_claim_is_not_logged_as_a_measurement(offline_run: tuple[Path, 
     assert all("executor_finished" not in r["metrics"] for r in runs)
 
 
+def _record(**changes: Any) -> CellRecord:
+    fields: dict[str, Any] = {
+        "policy": "stop_on_timeout",
+        "scenario": "lost_response",
+        "seeds": (1,),
+        "identity": {"policy_revision": "1", "scenario_revision": "1", "task_id": "t", "action_id": "a"},
+        "counts": {("stop_on_timeout", "lost_response"): Counter(correct=1)},
+        "metrics": {"dispatches": 1.0},
+    }
+    return CellRecord(**{**fields, **changes})
+
+
 def test_tracking_gives_back_hooks_and_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Tracking in-process leaves sys.excepthook, stdout, stderr and POLYAXON_* variables as they were."""
-    from harness.run import load_grid, run_case
-
     monkeypatch.delenv("POLYAXON_IS_OFFLINE", raising=False)
     stdout, stderr, hook = io.StringIO(), io.StringIO(), lambda *a: None
     monkeypatch.setattr(sys, "stdout", stdout)
     monkeypatch.setattr(sys, "stderr", stderr)
     monkeypatch.setattr(sys, "excepthook", hook)
-    case = load_grid(["stop_on_timeout"], ["lost_response"], [1]).cases[0]
-    report, _ = run_case(case)
-    tracked = track_cell(
-        CellRecord("stop_on_timeout", "lost_response", (report,), (recovery_json(report),)),
-        tmp_path,
-        "default/recovery-harness",
-        write_atomic,
-    )
+    tracked = track_cell(_record(), tmp_path, "default/recovery-harness")
     assert tracked.status == "succeeded", tracked.error
     assert (sys.stdout, sys.stderr, sys.excepthook) == (stdout, stderr, hook)
     assert "POLYAXON_IS_OFFLINE" not in os.environ
 
 
-def test_harness_error_ends_the_run_failed_and_the_grid_goes_on(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A cell whose simulation raises is reported as harness_error and its Polyaxon run ends failed with the reason."""
-    import harness.run.case
+def test_a_large_cell_lists_its_seed_range_not_every_seed(tmp_path: Path) -> None:
+    """Past SEEDS_LISTED seeds, the inputs say first, last and count: tracking costs the same for any size."""
+    tracked = track_cell(_record(seeds=range(1, 100_001)), tmp_path, "default/p")
+    assert tracked.status == "succeeded", tracked.error
+    (run,) = read_offline(tmp_path / "polyaxon")
+    assert "seeds" not in run["inputs"]
+    assert (run["inputs"]["seed_first"], run["inputs"]["seed_last"], run["inputs"]["seed_count"]) == (
+        1,
+        100_000,
+        100_000,
+    )
 
-    def broken(*_args: object) -> None:
-        raise RuntimeError("simulated harness bug")
 
-    monkeypatch.setattr(harness.run.case, "simulate", broken)
-    result = execute_cell(CellJob("stop_on_timeout", "lost_response", (1,), tmp_path, "offline", "default/p"))
-    assert result.reports[0].outcome == "harness_error" and result.tracked is not None
-    assert result.tracked.status == "failed" and "simulated harness bug" in (result.tracked.error or "")
-    runs = read_offline(tmp_path / "polyaxon")
-    assert runs[0]["status"] == "failed" and runs[0]["outputs"]["recovery_outcome"] == "harness_error"
-    assert load_policy("stop_on_timeout")  # the next cell still loads and runs
-    assert execute_cell(CellJob("stop_on_timeout", "changed_task", (1,), tmp_path / "next", "none", "p")).reports
+def test_harness_error_ends_the_run_failed_and_the_grid_goes_on(tmp_path: Path) -> None:
+    """A cell whose simulation raises is reported as harness_error and its Polyaxon run ends failed with the
+    reason; the run folder has the case, and the next cell runs (in-process, with the simulation broken)."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, harness.run.case as c\n"
+            "def broken(*a): raise RuntimeError('simulated harness bug')\n"
+            "c.simulate = broken\n"
+            "from harness.cli import main\n"
+            "sys.exit(main(sys.argv[1:]))",
+            "run",
+            "--policy",
+            "stop_on_timeout",
+            "--scenario",
+            "lost_response",
+            "--scenario",
+            "changed_task",
+            "--seed",
+            "1",
+            "--no-report",
+            "--quiet",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "simulated harness bug" in proc.stderr
+    runs = read_offline(tmp_path / "run" / "polyaxon")
+    assert len(runs) == 2 and {r["status"] for r in runs} == {"failed"}
+    assert {r["outputs"]["recovery_outcome"] for r in runs} == {"harness_error"}
+    summary = (tmp_path / "run" / "summary.csv").read_text().splitlines()
+    assert len(summary) == 3 and all(",harness_error," in line for line in summary[1:])
 
 
 def test_local_grid_is_the_matrix(tmp_path: Path) -> None:
@@ -201,7 +246,8 @@ def test_unreachable_server_loses_nothing(tmp_path: Path) -> None:
     assert proc.returncode == 3
     errors = [line for line in proc.stderr.splitlines() if line.startswith("harness:")]
     assert len(errors) == 1 and "polyaxon ops push" in errors[0] and "nothing local is lost" in errors[0]
-    assert len(list(out.rglob("recovery.json"))) == 6  # 3 case files + 3 copies in the Polyaxon run's outputs
+    assert len(list(out.rglob("recovery.json"))) == 3  # the case files (the Polyaxon run points to them)
+    assert len(list((out / "polyaxon" / "runs").iterdir())) == 1
     assert len(read_offline(out / "polyaxon")) == 1
 
 

@@ -82,11 +82,15 @@ def check(evidence: Evidence, properties: dict[str, Checker] | None = None) -> J
     ``properties`` replaces the registry's safety properties (for tests of composition).
     """
     f = facts(evidence)
-    chosen = {m.name: m.function for m in PROPERTIES} if properties is None else properties
+    chosen = _PROPERTIES if properties is None else properties
     results = [_run(name, fn, f, is_property=True) for name, fn in chosen.items()]
-    results += [_run(m.name, m.function, f, is_property=False) for m in METRICS if m.kind == "measure"]
+    results += [_run(m.name, m.function, f, is_property=False) for m in _MEASURES]
     verdict = compose(r.verdict for r in results[: len(chosen)])
     return Judgement(tuple(results), verdict, _outcome(results, verdict), tuple(chosen))
+
+
+_PROPERTIES: dict[str, Checker] = {m.name: m.function for m in PROPERTIES}
+_MEASURES = tuple(m for m in METRICS if m.kind == "measure")
 
 
 def _outcome(results: list[CheckResult], verdict: Verdict) -> Outcome:
@@ -103,7 +107,9 @@ def _outcome(results: list[CheckResult], verdict: Verdict) -> Outcome:
     return "correct"
 
 
+_EFFECTS = {m.name: m.effect for m in METRICS}
+
+
 def _effect(name: str) -> str:
     """The registry's effect of metric ``name``; a property the registry does not know counts as incorrect."""
-    metric = next((m for m in METRICS if m.name == name), None)
-    return metric.effect if metric else "incorrect"
+    return _EFFECTS.get(name, "incorrect")

@@ -18,7 +18,6 @@ from harness.errors import one_line
 from harness.explore.search import Finding
 from harness.gate.repro import ReproFolder, replay_command, violated
 from harness.model import CaseReport, Outcome
-from harness.run.files import sanitize
 from harness.run.plan import Case
 from harness.run.replay import Replay, replay, timeline_text
 
@@ -140,15 +139,15 @@ def judge(report: CaseReport, case: Case, repros: ReproFolder) -> GateCase:
         return GateCase(report.policy, name, report.outcome, status)
     path = repros.write(case.scenario, report, case.policy_spec)
     reproduce = replay_command(path)
+    # No secret to scrub: a case report has no secret field (see harness.run.files.recovery_json).
     text = failure_text(report, reproduce, report.reproduce, path, replay(path))
-    secrets = [case.scenario.approval.token.get_secret_value()]
     return GateCase(
         report.policy,
         name,
         report.outcome,
         status,
-        message=sanitize(message_of(report), secrets),
-        text=sanitize(text, secrets),
+        message=message_of(report),
+        text=text,
         reproduce=reproduce,
         repro=path,
     )

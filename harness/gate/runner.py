@@ -12,7 +12,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +25,7 @@ from harness.gate.repro import ReproFolder
 from harness.model import CaseReport
 from harness.policy import Policy, builtin_policy_names, load_policy
 from harness.run import GridOptions, load_grid, plan_cells, run_case, run_grid
+from harness.run.files import read_reports
 from harness.run.plan import Case, UsageError
 from harness.scenario import list_scenarios
 from harness.seeds import DEFAULT_SEEDS
@@ -104,7 +105,7 @@ def check_policy(
     plan = plan_cells([policy_spec], scenarios, options.seeds, None, options.concurrency)
     started = time.perf_counter()
     summary = run_grid(plan, GridOptions(out=out, tracking="none", report=False))
-    cases = judge_reports(summary.reports, grid.cases, ReproFolder(out / "repro"))
+    cases = judge_reports(read_reports(summary.out), grid.cases, ReproFolder(out / "repro"))
     elapsed_s = time.perf_counter() - started
     notes = [
         f"note: scenario {c.scenario} declares fault {c.fault}, which fired in no case of {policy.name} (its site "
@@ -142,11 +143,14 @@ def check_policy(
     )
 
 
-def judge_reports(reports: Sequence[CaseReport], cases: Sequence[Case], repros: ReproFolder) -> tuple[GateCase, ...]:
-    """The gate's verdict on each report; ``cases`` are the loaded cases the reports came from (a repro file is
-    written from the case's own scenario)."""
-    by_key = {(c.policy.name, c.scenario.name, c.seed): c for c in cases}
-    return tuple(judge(r, by_key[(r.policy, r.scenario, r.seed)], repros) for r in reports)
+def judge_reports(
+    reports: Mapping[tuple[str, str, int], CaseReport], cases: Sequence[Case], repros: ReproFolder
+) -> tuple[GateCase, ...]:
+    """The gate's verdict on each case, in the grid's order; ``reports`` are the cases a run wrote, by (policy,
+    scenario, seed) (a repro file is written from the case's own scenario)."""
+    return tuple(
+        judge(reports[key], c, repros) for c in cases if (key := (c.policy.name, c.scenario.name, c.seed)) in reports
+    )
 
 
 def judge_exploration(summary: ExploreSummary, seeds: Sequence[int]) -> tuple[GateCase, ...]:
@@ -176,7 +180,10 @@ def judge_exploration(summary: ExploreSummary, seeds: Sequence[int]) -> tuple[Ga
 
 
 def grid_suites(
-    cell_specs: Sequence[tuple[str, str]], seeds: Sequence[int], reports: Sequence[CaseReport], repros: ReproFolder
+    cell_specs: Sequence[tuple[str, str]],
+    seeds: Sequence[int],
+    reports: Mapping[tuple[str, str, int], CaseReport],
+    repros: ReproFolder,
 ) -> tuple[Suite, ...]:
     """The gate's view of a grid ``harness run`` ran: one suite per policy (in the grid's order), one test case
     per scenario x seed. ``cell_specs`` are the (policy, scenario) specs of its cells."""

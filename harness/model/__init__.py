@@ -38,6 +38,7 @@ from harness.model.commands import (
 )
 from harness.model.records import Action, Artifact, Receipt
 from harness.model.report import (
+    RECORDS_GLOB,
     SCHEMA_VERSION,
     Anomaly,
     CaseReport,
@@ -52,6 +53,7 @@ __all__ = [
     "COMMAND_TYPES",
     "CONCLUSIVE_READS",
     "OUTCOMES",
+    "RECORDS_GLOB",
     "SCHEMA_VERSION",
     "UNCERTAIN_REPLIES",
     "Action",

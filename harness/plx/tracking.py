@@ -9,11 +9,12 @@ Modes:
 Inside a Polyaxon-managed job (Polyaxon sets ``POLYAXON_IS_MANAGED`` and ``POLYAXON_RUN_INSTANCE``), offline and
 server mode log into that job's own run instead, and the job must run exactly one cell.
 
-In each run: the inputs (scenario, policy and their revisions, task and action IDs, seeds, harness version);
-one sanitized ``recovery.json`` per seed under ``outputs/seed-<n>/``; metrics with one step per seed (step i is
-the i-th seed in ``inputs.seeds``), holding only the figures the checker established, so an unknown metric
-is absent, never 0; and the outcome as ``outputs.recovery_outcome`` (the worst over the seeds) with a count
-per outcome. A cell with a harness error ends as a failed run with the reason.
+In each run: the inputs (scenario, policy and their revisions, task and action IDs, the seeds, harness
+version); one batch of metrics, each the mean over the cell's cases of a figure the checker established (a
+metric no case established is absent, never 0); and the outcome as ``outputs.recovery_outcome`` (the worst over
+the seeds) with a count per outcome and ``outputs.cases_path``, the folder of the cell's case files in the run
+folder (the cases are not copied: a cell of a million seeds costs the same to track as one of three). A cell
+with a harness error ends as a failed run with the reason.
 
 ``harness explore`` makes one run per (policy, scenario) explored: the template, depth, swarm, seeds and shard
 as inputs; schedules, cases, violating cases, findings and violating cases per property as metrics; and the
@@ -27,6 +28,7 @@ import sys
 import time
 import uuid
 import warnings
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -36,7 +38,7 @@ from typing import Any, Literal, TypeVar
 
 from harness.check.registry import METRICS
 from harness.errors import one_line
-from harness.model import OUTCOMES, CaseReport, MetricValue, Outcome
+from harness.model import OUTCOMES, Outcome
 from harness.version import __version__
 
 __all__ = [
@@ -54,7 +56,6 @@ __all__ = [
     "split_project",
     "track_cell",
     "track_exploration",
-    "tracked_metrics",
 ]
 
 TrackingMode = Literal["offline", "server", "none"]
@@ -68,12 +69,19 @@ _LOGGED = frozenset(m.name for m in METRICS if m.logged)
 
 @dataclass(frozen=True, slots=True)
 class CellRecord:
-    """One cell's cases, with the exact recovery.json text written for each."""
+    """One finished cell, as tallied over its cases: what ran, how the cases came out, and the mean figures."""
 
     policy: str
     scenario: str
-    reports: tuple[CaseReport, ...]
-    texts: tuple[str, ...]
+    seeds: Sequence[int]
+    #: policy_revision, scenario_revision, task_id, action_id
+    identity: dict[str, str]
+    #: Outcome counts per (policy, scenario variant).
+    counts: dict[tuple[str, str], Counter[str]]
+    #: The mean of each logged metric over the cases that established it.
+    metrics: dict[str, float]
+    #: The first harness error, if any: (seed, error); the run then ends as failed.
+    first_error: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,22 +106,9 @@ def split_project(spec: str) -> tuple[str, str]:
     return owner or "default", name
 
 
-def cell_outcome(reports: Sequence[CaseReport]) -> Outcome:
-    return next(o for o in _SEVERITY if any(r.outcome == o for r in reports)) if reports else "harness_error"
-
-
-def tracked_metrics(report: CaseReport) -> dict[str, float | int]:
-    """The numeric measurements the checker established for one case; unknown ones are left out."""
-    out: dict[str, float | int] = {}
-    for name, value in report.metrics.items():
-        if name not in _LOGGED or value is None:
-            continue
-        out[name] = _number(value)
-    return out
-
-
-def _number(value: MetricValue) -> float | int:
-    return int(value) if isinstance(value, bool) else value  # type: ignore[return-value]
+def cell_outcome(counts: Counter[str]) -> Outcome:
+    """The worst outcome of a cell's cases."""
+    return next((o for o in _SEVERITY if counts.get(o)), "harness_error")
 
 
 _ENV_KEYS = ("POLYAXON_IS_OFFLINE", "POLYAXON_OFFLINE_ROOT", "POLYAXON_TRACKING_FLUSH_DELAY")
@@ -136,10 +131,10 @@ def _polyaxon_tracking(root: Path | None) -> ModuleType:
     return tracking
 
 
-def track_cell(cell: CellRecord, out: Path, project: str, write: Callable[[Path, str], None]) -> Tracked:
+def track_cell(cell: CellRecord, out: Path, project: str) -> Tracked:
     """Record one cell as one Polyaxon run. Never raises: a tracking failure is returned as ``error``."""
     tags = ["recovery-harness", cell.policy, cell.scenario]
-    return _track_run(out, project, f"{cell.policy}-{cell.scenario}", tags, partial(_log_cell, cell=cell, write=write))
+    return _track_run(out, project, f"{cell.policy}-{cell.scenario}", tags, partial(_log_cell, cell=cell, out=out))
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,38 +252,48 @@ def _log_exploration(tracking: ModuleType, record: ExplorationRecord, write: Cal
     tracking.log_outputs(findings=record.findings, violating_cases=record.violating, schedules=record.schedules)
 
 
-def _log_cell(tracking: ModuleType, cell: CellRecord, write: Callable[[Path, str], None]) -> str | None:
-    first = cell.reports[0]
-    variants = list(dict.fromkeys(r.scenario for r in cell.reports))
+#: Seeds listed one by one in a run's inputs up to this many; beyond, their first, last and count.
+SEEDS_LISTED = 1000
+
+
+def _log_cell(tracking: ModuleType, cell: CellRecord, out: Path) -> str | None:
+    variants = list(dict.fromkeys(s for _, s in cell.counts))
     inputs: dict[str, Any] = {}
     if len(variants) > 1:
-        # A scenario that stands for several cases (one per connector crash point): step i is the i-th case.
+        # A scenario that stands for several cases (one per connector crash point).
         inputs["variants"] = variants
-        inputs["cases"] = [f"{r.scenario}/seed-{r.seed}" for r in cell.reports]
+    seeds = cell.seeds
+    if len(seeds) <= SEEDS_LISTED:
+        inputs["seeds"] = list(seeds)
+    else:
+        inputs.update(seed_first=seeds[0], seed_last=seeds[-1], seed_count=len(seeds))
     tracking.log_inputs(
         scenario=cell.scenario,
-        scenario_revision=first.scenario_revision,
-        policy=first.policy,
-        policy_revision=first.policy_revision,
-        task_id=first.task_id,
-        action_id=first.action_id,
-        seeds=list(dict.fromkeys(r.seed for r in cell.reports)),
+        scenario_revision=cell.identity.get("scenario_revision"),
+        policy=cell.policy,
+        policy_revision=cell.identity.get("policy_revision"),
+        task_id=cell.identity.get("task_id"),
+        action_id=cell.identity.get("action_id"),
         harness_version=__version__,
         **inputs,
     )
-    outputs = Path(tracking.get_outputs_path())
-    for report, text in zip(cell.reports, cell.texts, strict=True):
-        folder = outputs / report.scenario if len(variants) > 1 else outputs
-        write(folder / f"seed-{report.seed}" / "recovery.json", text)
-    for step, report in enumerate(cell.reports):
-        metrics = tracked_metrics(report)
-        if metrics:
-            tracking.log_metrics(step=step, **metrics)
-    counts = {f"cases_{o}": sum(1 for r in cell.reports if r.outcome == o) for o in OUTCOMES}
-    tracking.log_outputs(recovery_outcome=cell_outcome(cell.reports), cases=len(cell.reports), **counts)
-    errors = [r for r in cell.reports if r.outcome == "harness_error"]
-    if errors:
-        reason = f"harness error at seed {errors[0].seed}: {errors[0].error}"
+    metrics = {name: value for name, value in cell.metrics.items() if name in _LOGGED}
+    if metrics:
+        tracking.log_metrics(step=0, **metrics)
+    total: Counter[str] = Counter()
+    for counter in cell.counts.values():
+        total.update(counter)
+    counts = {f"cases_{o}": total.get(o, 0) for o in OUTCOMES}
+    cases_path = out.resolve() / "cases" / cell.policy
+    tracking.log_outputs(
+        recovery_outcome=cell_outcome(total), cases=sum(total.values()), cases_path=str(cases_path), **counts
+    )
+    # A lineage reference to the case files, not a copy: tracking costs the same for three seeds or a million.
+    from polyaxon.schemas import V1ArtifactKind  # type: ignore[attr-defined]
+
+    tracking.log_artifact_ref(path=str(cases_path), kind=V1ArtifactKind.DIR, name="cases", skip_hash_calculation=True)
+    if cell.first_error is not None:
+        reason = f"harness error at seed {cell.first_error.seed}: {cell.first_error.error}"
         tracking.log_failed(reason="HarnessError", message=reason[:500])
         return reason
     return None

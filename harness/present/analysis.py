@@ -12,9 +12,10 @@ distinct finding.
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from harness.check.registry import METRIC_NAMES, METRICS, PROPERTIES, by_name
-from harness.model import OUTCOMES, SCHEMA_VERSION
+from harness.model import OUTCOMES, RECORDS_GLOB, SCHEMA_VERSION
 
 __all__ = [
     "INPUT_COLUMNS",
@@ -55,7 +56,20 @@ class Skipped:
 def _files(root: Path) -> list[Path]:
     if root.is_file():
         return [root]
-    return sorted(root.rglob("recovery.json"))
+    return sorted([*root.rglob("recovery.json"), *root.rglob(RECORDS_GLOB)])
+
+
+def _cases(path: Path) -> Iterator[tuple[Any, Path]]:
+    """The case dicts a file holds: one for a recovery.json, one per line of a compact record file (each
+    with its path as ``<file>#seed-<n>``). Raises OSError or ValueError for a file that cannot be read."""
+    if path.name.endswith(".jsonl.gz"):
+        with gzip.open(path, "rt", encoding="utf-8") as lines:
+            found = [json.loads(line) for line in lines]  # read whole: a corrupt file is skipped, not half-kept
+        for data in found:
+            seed = data.get("seed") if isinstance(data, dict) else None
+            yield data, path.with_name(f"{path.name}#seed-{seed}")
+    else:
+        yield json.loads(path.read_bytes()), path
 
 
 def _polyaxon_run(path: Path) -> str | None:
@@ -86,10 +100,12 @@ def _row(data: dict[str, Any], source: str, path: Path) -> dict[str, Any]:
 
 
 def load(paths: Path | str | Iterable[Path | str], *, quiet: bool = True) -> pd.DataFrame:
-    """One row per case from every ``recovery.json`` under ``paths``.
+    """One row per case from every ``recovery.json`` and compact record file (``records-*.jsonl.gz``) under
+    ``paths``.
 
-    Within one given path, a case present twice (the run folder's copy and the Polyaxon run's copy) is kept
-    once. ``source`` says which given path a row came from, so two runs can be loaded and compared.
+    Within one given path, a case present twice (a compact record and the recovery.json written beside it
+    for a case that is not correct, or a copy in a Polyaxon run's outputs) is kept once. ``source`` says which
+    given path a row came from, so two runs can be loaded and compared.
     """
     if isinstance(paths, str | Path):
         paths = [paths]
@@ -101,26 +117,35 @@ def load(paths: Path | str | Iterable[Path | str], *, quiet: bool = True) -> pd.
             skipped.append(Skipped(str(root), "no such file or folder"))
             continue
         seen: set[tuple[Any, ...]] = set()
-        # Case folders sort before Polyaxon copies, so the kept path is the stable one.
-        for path in sorted(_files(root), key=lambda p: (_polyaxon_run(p) is not None, str(p))):
+        # Case folders before Polyaxon copies, recovery.json before compact records: the kept path is the
+        # stable one, and a case that is not correct keeps the file its timeline is drawn beside.
+        order = sorted(_files(root), key=lambda p: (_polyaxon_run(p) is not None, p.name.endswith(".gz"), str(p)))
+        for path in order:
             try:
-                data = json.loads(path.read_bytes())
-            except (OSError, ValueError) as exc:
+                found = list(_cases(path))
+            except (OSError, ValueError, EOFError) as exc:
                 skipped.append(Skipped(str(path), f"malformed: {type(exc).__name__}: {str(exc)[:120]}"))
                 continue
-            if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
-                version = data.get("schema_version") if isinstance(data, dict) else None
-                skipped.append(Skipped(str(path), f"schema_version {version!r}, expected {SCHEMA_VERSION}"))
-                continue
-            missing = [key for key in _REQUIRED if key not in data]
-            if missing:
-                skipped.append(Skipped(str(path), f"missing keys: {', '.join(missing)}"))
-                continue
-            key = (data["policy"], data["policy_revision"], data["scenario"], data["scenario_revision"], data["seed"])
-            if key in seen:
-                continue
-            seen.add(key)
-            rows.append(_row(data, str(given), path))
+            for data, where in found:
+                if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
+                    version = data.get("schema_version") if isinstance(data, dict) else None
+                    skipped.append(Skipped(str(where), f"schema_version {version!r}, expected {SCHEMA_VERSION}"))
+                    continue
+                missing = [key for key in _REQUIRED if key not in data]
+                if missing:
+                    skipped.append(Skipped(str(where), f"missing keys: {', '.join(missing)}"))
+                    continue
+                key = (
+                    data["policy"],
+                    data["policy_revision"],
+                    data["scenario"],
+                    data["scenario_revision"],
+                    data["seed"],
+                )
+                if key in seen:
+                    continue
+                seen.add(key)
+                rows.append(_row(data, str(given), where))
     frame = _typed(pd.DataFrame(rows, columns=_columns()))
     frame.attrs["skipped"] = skipped
     if skipped and not quiet:

@@ -2,27 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from harness.model import CaseReport
+from harness.model import OUTCOMES
 
 __all__ = ["outcome_table"]
 
 
-def outcome_table(reports: Sequence[CaseReport], policies: Sequence[str], scenarios: Sequence[str]) -> str:
-    """A policy x scenario table of outcomes; a cell whose seeds disagree shows each outcome's count."""
-    cells: dict[tuple[str, str], list[str]] = {}
-    for r in reports:
-        cells.setdefault((r.policy, r.scenario), []).append(r.outcome)
+def outcome_table(
+    counts: Mapping[tuple[str, str], Mapping[str, int]], policies: Sequence[str], scenarios: Sequence[str]
+) -> str:
+    """A policy x scenario table of outcomes; a cell whose seeds disagree shows each outcome's count (in the
+    order of ``OUTCOMES``, best first)."""
 
     def cell(p: str, s: str) -> str:
-        outcomes = cells.get((p, s), [])
-        if not outcomes:
+        found = {o: n for o, n in (counts.get((p, s)) or {}).items() if n}
+        if not found:
             return "-"
-        distinct = sorted(set(outcomes), key=outcomes.index)
-        if len(distinct) == 1:
-            return distinct[0]
-        return " ".join(f"{o}:{outcomes.count(o)}" for o in distinct)
+        if len(found) == 1:
+            return next(iter(found))
+        return " ".join(f"{o}:{found[o]}" for o in OUTCOMES if o in found)
 
     header = ["policy \\ scenario", *scenarios]
     rows = [[p, *(cell(p, s) for s in scenarios)] for p in policies]

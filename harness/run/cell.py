@@ -1,31 +1,66 @@
-"""One policy x scenario cell: every seed's case run, written, and recorded as one Polyaxon run."""
+"""One piece of a policy x scenario cell: its seeds run, each case written as it finishes, and a tally returned.
+
+A cell with many seeds is split into pieces that processes run side by side; the parent adds up their
+tallies and never holds a case's report. Each case's record goes to disk when the case finishes: a
+``recovery.json`` per case, or, for large cells, one compact line per case in ``records-<piece>.jsonl.gz``
+plus a ``recovery.json`` for every case that is not correct (see ``harness.run.files``).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import csv
+import io
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
-from harness.model import CaseReport
-from harness.plx.tracking import Tracked, TrackingMode
+from harness.check.registry import METRICS
+from harness.model import CaseReport, MetricValue
 from harness.run.case import run_case
-from harness.run.files import case_path, recovery_json, write_atomic
-from harness.run.plan import load_grid
+from harness.run.files import (
+    RecordWriter,
+    case_path,
+    recovery_json,
+    summary_row,
+    write_atomic,
+)
+from harness.run.plan import Grid, load_grid
 from harness.scenario import FaultBase
 from harness.scenario.faults import CONNECTOR_PHASES
 
-__all__ = ["CellJob", "CellResult", "FaultCoverage", "describe", "execute_cell"]
+__all__ = [
+    "NOTABLE_MAX",
+    "CaseLine",
+    "CellJob",
+    "CellResult",
+    "FaultCoverage",
+    "MetricTally",
+    "cell_scenario",
+    "describe",
+    "execute_cell",
+]
+
+RecordMode = Literal["full", "compact"]
+#: Harness errors a piece reports by name (each with its reproduce command); summary.csv has every one.
+NOTABLE_MAX = 20
+_LOGGED = tuple(m.name for m in METRICS if m.logged)
 
 
 @dataclass(frozen=True, slots=True)
 class CellJob:
-    """Everything one worker process needs to run, write and track one policy x scenario cell."""
+    """Everything one worker process needs to run and write one piece of a policy x scenario cell."""
 
     policy_spec: str
     scenario_spec: str
-    seeds: tuple[int, ...]
+    seeds: Sequence[int]
     out: Path
-    tracking: TrackingMode
-    project: str
+    #: Which piece of its cell this is (pieces of a cell run side by side; their files never collide).
+    part: int = 0
+    #: ``full``: a recovery.json per case; ``compact``: a record line per case, recovery.json only for the rest.
+    records: RecordMode = "full"
     #: Draw ``timeline.png`` beside the recovery.json of each incorrect or unresolved case (for the report).
     timelines: bool = False
 
@@ -49,10 +84,76 @@ class FaultCoverage:
 
 
 @dataclass(frozen=True, slots=True)
+class CaseLine:
+    """What the parent keeps of a case worth naming: enough to print it, never its report."""
+
+    policy: str
+    scenario: str
+    seed: int
+    outcome: str
+    reproduce: str
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class MetricTally:
+    """The sum of one metric over the cases that established it, and how many did."""
+
+    total: float = 0.0
+    known: int = 0
+
+    def add(self, value: MetricValue) -> None:
+        if value is not None:
+            self.total += float(value)
+            self.known += 1
+
+    def plus(self, other: MetricTally) -> MetricTally:
+        return MetricTally(self.total + other.total, self.known + other.known)
+
+
+@dataclass(slots=True)
 class CellResult:
-    reports: tuple[CaseReport, ...]
-    tracked: Tracked | None
+    """One piece's tally: outcome counts per (policy, scenario), the cases to name, coverage and metric sums."""
+
+    counts: dict[tuple[str, str], Counter[str]] = field(default_factory=dict)
+    #: The first case of each (policy, scenario, outcome) that is incorrect or a harness error, and every
+    #: harness error up to ``NOTABLE_MAX``.
+    notable: list[CaseLine] = field(default_factory=list)
+    errors: int = 0
     coverage: tuple[FaultCoverage, ...] = ()
+    metrics: dict[str, MetricTally] = field(default_factory=dict)
+    #: Revisions and identities of what ran (the same for every piece of a cell).
+    identity: dict[str, str] = field(default_factory=dict)
+    #: The rows of summary.csv for these cases, in seed order (written by the parent, in grid order).
+    summary_part: Path | None = None
+
+    @property
+    def cases(self) -> int:
+        return sum(sum(c.values()) for c in self.counts.values())
+
+    def merge(self, other: CellResult) -> None:
+        """Add ``other`` (another piece of the same cell) into this tally."""
+        for key, counter in other.counts.items():
+            self.counts.setdefault(key, Counter()).update(counter)
+        seen = {(n.policy, n.scenario, n.outcome) for n in self.notable if n.error is None}
+        errors = sum(1 for n in self.notable if n.error is not None)
+        for n in other.notable:
+            if n.error is not None:
+                if errors < NOTABLE_MAX:
+                    self.notable.append(n)
+                    errors += 1
+            elif (n.policy, n.scenario, n.outcome) not in seen:
+                self.notable.append(n)
+                seen.add((n.policy, n.scenario, n.outcome))
+        self.errors += other.errors
+        merged = {(c.scenario, c.index): c for c in self.coverage}
+        for c in other.coverage:
+            site = (c.scenario, c.index)
+            merged[site] = merged[site].plus(c) if site in merged else c
+        self.coverage = tuple(merged.values())
+        for name, tally in other.metrics.items():
+            self.metrics[name] = self.metrics[name].plus(tally) if name in self.metrics else tally
+        self.identity = self.identity or other.identity
 
 
 def describe(fault: FaultBase) -> str:
@@ -61,42 +162,92 @@ def describe(fault: FaultBase) -> str:
     return " ".join([fault.boundary, *(f"{k}={'null' if v is None else v}" for k, v in fields.items())])
 
 
-def execute_cell(job: CellJob) -> CellResult:
-    """Run every seed of one cell, write each recovery.json, and record the cell as one Polyaxon run.
+def summary_part_path(out: Path, job: CellJob, cell: int) -> Path:
+    """Where a piece's summary rows wait for the parent: ``<out>/.parts/<cell>-<part>.csv``."""
+    return out / ".parts" / f"{cell:06d}-{job.part:06d}.csv"
 
-    Module-level and picklable so a process pool can run cells side by side. Pictures and Polyaxon are
-    imported only when asked for: each costs about a second to import.
+
+def execute_cell(job: CellJob, cell: int = 0) -> CellResult:
+    """Run every seed of one piece of a cell, write each case as it finishes, and return the tally.
+
+    Module-level and picklable so a process pool can run pieces side by side. Pictures are imported only
+    when asked for: they cost about a second to import.
     """
     grid = load_grid([job.policy_spec], [job.scenario_spec], job.seeds)
-    reports, texts = [], []
+    result = CellResult()
     coverage: dict[tuple[str, int], FaultCoverage] = {}
+    rows = io.StringIO()
+    writer = csv.writer(rows, lineterminator="\n")
+    with ExitStack() as stack:
+        compact: dict[str, RecordWriter] = {}
+        for report, faults in _cases(grid):
+            result.identity = result.identity or _identity(report)
+            counter = result.counts.setdefault((report.policy, report.scenario), Counter())
+            counter[report.outcome] += 1
+            _note(result, report)
+            for i, (fault, reached, fired) in enumerate(faults):
+                seen = FaultCoverage(report.scenario, i, fault, int(reached > 0), int(fired > 0))
+                key = (report.scenario, i)
+                coverage[key] = coverage[key].plus(seen) if key in coverage else seen
+            for name in _LOGGED:
+                result.metrics.setdefault(name, MetricTally()).add(report.metrics.get(name))
+            writer.writerow(summary_row(report))
+            if job.records == "compact":
+                if report.scenario not in compact:
+                    folder = job.out / "cases" / report.policy / report.scenario
+                    compact[report.scenario] = stack.enter_context(RecordWriter(folder, job.part))
+                compact[report.scenario].write(report)
+                if report.outcome == "correct":
+                    continue
+            path = case_path(job.out, report)
+            write_atomic(path, recovery_json(report))
+            if job.timelines:
+                from harness.present.html_report import TIMELINE_OUTCOMES, render_timeline
+
+                if report.outcome in TIMELINE_OUTCOMES:
+                    render_timeline(path)
+    result.coverage = tuple(coverage.values())
+    result.summary_part = summary_part_path(job.out, job, cell)
+    write_atomic(result.summary_part, rows.getvalue())
+    return result
+
+
+def _cases(grid: Grid) -> Iterator[tuple[CaseReport, list[tuple[str, int, int]]]]:
+    """Each case's report, with (fault, reached, fired) for every fault its scenario declares."""
+    described: dict[str, list[str]] = {}
     for case in grid.cases:
-        report, result = run_case(case)
-        for i, fault in enumerate(case.scenario.faults):
-            reached, fired = result.coverage[i] if result is not None else (0, 0)
-            seen = FaultCoverage(case.scenario.name, i, describe(fault), int(reached > 0), int(fired > 0))
-            key = (case.scenario.name, i)
-            coverage[key] = coverage[key].plus(seen) if key in coverage else seen
-        text = recovery_json(report, secrets=[case.scenario.approval.token.get_secret_value()])
-        path = case_path(job.out, report)
-        write_atomic(path, text)
-        if job.timelines:
-            from harness.present.html_report import TIMELINE_OUTCOMES, render_timeline
-
-            if report.outcome in TIMELINE_OUTCOMES:
-                render_timeline(path)
-        reports.append(report)
-        texts.append(text)
-    tracked = None
-    if job.tracking != "none":
-        from harness.plx.tracking import CellRecord, track_cell
-
-        cell = CellRecord(grid.policies[0], _cell_scenario(grid.scenarios), tuple(reports), tuple(texts))
-        tracked = track_cell(cell, job.out, job.project, write_atomic)
-    return CellResult(tuple(reports), tracked, tuple(coverage.values()))
+        report, sim = run_case(case)
+        names = described.get(case.scenario.name)
+        if names is None:
+            names = described[case.scenario.name] = [describe(f) for f in case.scenario.faults]
+        counts = sim.coverage if sim is not None else [(0, 0)] * len(names)
+        yield report, [(name, reached, fired) for name, (reached, fired) in zip(names, counts, strict=True)]
 
 
-def _cell_scenario(scenarios: tuple[str, ...]) -> str:
+def _identity(report: CaseReport) -> dict[str, str]:
+    return {
+        "policy_revision": report.policy_revision,
+        "scenario_revision": report.scenario_revision,
+        "task_id": report.task_id,
+        "action_id": report.action_id,
+    }
+
+
+def _note(result: CellResult, report: CaseReport) -> None:
+    """Keep the first incorrect case of each (policy, scenario), and harness errors up to the cap."""
+    if report.outcome == "harness_error":
+        result.errors += 1
+        if sum(1 for n in result.notable if n.error is not None) < NOTABLE_MAX:
+            result.notable.append(
+                CaseLine(report.policy, report.scenario, report.seed, report.outcome, report.reproduce, report.error)
+            )
+    elif report.outcome == "incorrect" and not any(
+        n.policy == report.policy and n.scenario == report.scenario and n.outcome == "incorrect" for n in result.notable
+    ):
+        result.notable.append(CaseLine(report.policy, report.scenario, report.seed, report.outcome, report.reproduce))
+
+
+def cell_scenario(scenarios: Sequence[str]) -> str:
     """The cell's scenario: its one scenario, or the name its variants share (they are ``<name>-<phase>``)."""
     if len(scenarios) == 1:
         return scenarios[0]

@@ -11,13 +11,15 @@ import multiprocessing
 import re
 import shlex
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
+from typing import Literal
 
-from harness.model import CaseReport
 from harness.plx.tracking import (
     DEFAULT_PROJECT,
     Tracked,
@@ -27,13 +29,29 @@ from harness.plx.tracking import (
     push_runs,
     split_project,
 )
-from harness.run.cell import CellJob, CellResult, FaultCoverage, execute_cell
+from harness.run.cell import CaseLine, CellJob, CellResult, FaultCoverage, cell_scenario, execute_cell
 from harness.run.files import write_atomic, write_summary
-from harness.run.plan import Plan, UsageError, load_grid
+from harness.run.plan import Cell, Plan, UsageError, load_grid
+from harness.seeds import COMPACT_ABOVE
 
-__all__ = ["GridOptions", "GridSummary", "TrackingNote", "check_project", "new_out", "run_grid", "tracking_note"]
+__all__ = [
+    "PIECE_MAX",
+    "GridOptions",
+    "GridSummary",
+    "TrackingNote",
+    "check_project",
+    "new_out",
+    "pieces",
+    "run_grid",
+    "tracking_note",
+]
 
 _PROJECT = re.compile(r"^([a-z0-9][a-z0-9_-]*/)?[a-z0-9][a-z0-9_-]*$")
+
+
+RecordsMode = Literal["auto", "full", "compact"]
+#: A piece of a cell holds at most this many seeds: large cells are split so that processes share them.
+PIECE_MAX = 5000
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +60,8 @@ class GridOptions:
     tracking: TrackingMode = "offline"
     project: str = DEFAULT_PROJECT
     report: bool = True
+    #: ``auto``: compact records for cells of more than ``COMPACT_ABOVE`` seeds, a recovery.json per case otherwise.
+    records: RecordsMode = "auto"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,19 +74,30 @@ class TrackingNote:
 
 @dataclass(frozen=True, slots=True)
 class GridSummary:
+    """What a finished grid says: counts per cell, the cases worth naming, and where everything is."""
+
     out: Path
-    reports: tuple[CaseReport, ...]
     policies: tuple[str, ...]
     scenarios: tuple[str, ...]
+    #: Outcome counts per (policy, scenario), over every seed.
+    counts: dict[tuple[str, str], Counter[str]]
+    #: The first incorrect case of each (policy, scenario) and the first harness errors (see ``NOTABLE_MAX``).
+    notable: tuple[CaseLine, ...]
     summary_csv: Path
     tracking: TrackingNote
     report_html: Path | None
     #: Every declared fault of every scenario run, with the cases that reached it and those it fired in.
     coverage: tuple[FaultCoverage, ...] = ()
+    #: Harness errors over the whole grid (``errors`` names at most ``NOTABLE_MAX`` per cell).
+    error_count: int = 0
 
     @property
-    def errors(self) -> tuple[CaseReport, ...]:
-        return tuple(r for r in self.reports if r.outcome == "harness_error")
+    def cases(self) -> int:
+        return sum(sum(c.values()) for c in self.counts.values())
+
+    @property
+    def errors(self) -> tuple[CaseLine, ...]:
+        return tuple(n for n in self.notable if n.outcome == "harness_error")
 
     @property
     def unfired(self) -> tuple[FaultCoverage, ...]:
@@ -110,7 +141,8 @@ def run_grid(
     """Check everything, then run every cell of ``plan``, write the run's files, and track it.
 
     Raises ``InputError`` (before writing anything) for bad input. ``progress(done, total, job, result)`` is
-    called once per finished cell.
+    called once per finished piece of a cell. Memory stays flat in the number of seeds: each case is written
+    as it finishes, and only tallies come back.
     """
     tracking = options.tracking
     if tracking != "none" and is_managed() and len(plan.cells) != 1:
@@ -118,36 +150,35 @@ def run_grid(
             f"inside a Polyaxon job the harness logs into that job's one run, but {len(plan.cells)} cells were "
             "asked for; fix: pass one --policy and one --scenario (as polyaxonfiles/component.yaml does)"
         )
-    # Load everything once before writing anything, so bad input fails with nothing half-written.
-    grid = load_grid(
-        [c.policy_spec for c in plan.cells],
-        [c.scenario_spec for c in plan.cells],
-        sorted({s for c in plan.cells for s in c.seeds}),
-    )
+    # Load every policy and scenario once before writing anything, so bad input fails with nothing
+    # half-written (the seeds change nothing in what is loaded: one is enough).
+    grid = load_grid([c.policy_spec for c in plan.cells], [c.scenario_spec for c in plan.cells], [0])
     check_project(options.project)
     out = new_out(options.out)
     jobs = [
-        CellJob(c.policy_spec, c.scenario_spec, c.seeds, out, tracking, options.project, timelines=options.report)
-        for c in plan.cells
+        (i, job)
+        for i, cell in enumerate(plan.cells)
+        for job in pieces(cell, out, plan.concurrency, _records(options.records, len(cell.seeds)), options.report)
     ]
     started = time.perf_counter()
-    results = _execute(jobs, plan.concurrency, progress)
-    reports = tuple(r for result in results for r in result.reports)
-    summary = write_summary(out, reports)
-    coverage = merge_coverage(c for result in results for c in result.coverage)
+    results = _execute(jobs, plan.concurrency, progress, partial(_track, plan=plan, out=out, options=options))
+    cells = [results[i] for i in range(len(plan.cells))]
+    parts = [r.summary_part for i in range(len(plan.cells)) for r in results.pieces[i] if r.summary_part]
+    summary = write_summary(out, parts)
+    coverage = merge_coverage(c for cell in cells for c in cell.coverage)
     write_atomic(out / "coverage.json", coverage_json(coverage))
-    tracked = [(job, result.tracked) for job, result in zip(jobs, results, strict=True) if result.tracked]
+    tracked = [(cell, results.tracked.get(i)) for i, cell in enumerate(plan.cells)]
     write_atomic(
         out / "run.json",
         json.dumps(
             {
-                "cells": len(jobs),
-                "cases": len(reports),
+                "cells": len(plan.cells),
+                "cases": sum(c.cases for c in cells),
                 "concurrency": plan.concurrency,
                 "wall_time_s": round(time.perf_counter() - started, 3),
                 "tracking": tracking,
                 "project": options.project,
-                "polyaxon_runs": {f"{j.policy_spec} x {j.scenario_spec}": t.run_uuid for j, t in tracked if t},
+                "polyaxon_runs": {f"{c.policy_spec} x {c.scenario_spec}": t.run_uuid for c, t in tracked if t},
             },
             indent=2,
         )
@@ -159,7 +190,48 @@ def run_grid(
         from harness.present.html_report import write_report
 
         page = write_report(out)
-    return GridSummary(out, reports, grid.policies, grid.scenarios, summary, note, page, coverage)
+    counts: dict[tuple[str, str], Counter[str]] = {}
+    for cell in cells:
+        for key, counter in cell.counts.items():
+            counts.setdefault(key, Counter()).update(counter)
+    return GridSummary(
+        out,
+        grid.policies,
+        grid.scenarios,
+        counts,
+        tuple(n for cell in cells for n in cell.notable),
+        summary,
+        note,
+        page,
+        coverage,
+        sum(c.errors for c in cells),
+    )
+
+
+def _records(mode: RecordsMode, seeds: int) -> Literal["full", "compact"]:
+    if mode == "auto":
+        return "compact" if seeds > COMPACT_ABOVE else "full"
+    return mode
+
+
+def pieces(
+    cell: Cell, out: Path, concurrency: int, records: Literal["full", "compact"], timelines: bool
+) -> list[CellJob]:
+    """Split a cell's seeds into pieces: enough for every process to share a large cell, none over ``PIECE_MAX``."""
+    seeds = cell.seeds
+    size = max(1, min(PIECE_MAX, -(-len(seeds) // max(1, concurrency))))
+    return [
+        CellJob(
+            cell.policy_spec,
+            cell.scenario_spec,
+            seeds[start : start + size],
+            out,
+            part=n,
+            records=records,
+            timelines=timelines,
+        )
+        for n, start in enumerate(range(0, len(seeds), size))
+    ]
 
 
 def merge_coverage(parts: Iterable[FaultCoverage]) -> tuple[FaultCoverage, ...]:
@@ -180,28 +252,88 @@ def coverage_json(coverage: Sequence[FaultCoverage]) -> str:
     return json.dumps({"faults": rows, "unfired": sum(1 for c in coverage if c.fired == 0)}, indent=2) + "\n"
 
 
-def _execute(
-    jobs: Sequence[CellJob], concurrency: int, progress: Callable[[int, int, CellJob, CellResult], None] | None
-) -> list[CellResult]:
-    """Run the cells, ``concurrency`` at a time, and return their results in grid order."""
-    results: dict[int, CellResult] = {}
+@dataclass(slots=True)
+class _Results:
+    """The pieces' tallies as they arrive, each cell's merged tally, and each cell's Polyaxon run."""
 
-    def done(i: int, result: CellResult) -> None:
-        results[i] = result
+    expected: Counter[int]
+    pieces: dict[int, list[CellResult]] = field(default_factory=dict)
+    merged: dict[int, CellResult] = field(default_factory=dict)
+    tracked: dict[int, Tracked] = field(default_factory=dict)
+
+    def add(self, cell: int, result: CellResult) -> bool:
+        """Record one piece; True when it was the cell's last."""
+        self.pieces.setdefault(cell, []).append(result)
+        self.merged.setdefault(cell, CellResult()).merge(result)
+        return len(self.pieces[cell]) == self.expected[cell]
+
+    def __getitem__(self, cell: int) -> CellResult:
+        return self.merged[cell]
+
+
+def _execute(
+    jobs: Sequence[tuple[int, CellJob]],
+    concurrency: int,
+    progress: Callable[[int, int, CellJob, CellResult], None] | None,
+    track: Callable[[int, CellResult], Tracked | None],
+) -> _Results:
+    """Run the pieces, ``concurrency`` at a time; track each cell once its last piece is in."""
+    results = _Results(Counter(i for i, _ in jobs))
+    done = 0
+
+    def finished(index: int, result: CellResult) -> int | None:
+        nonlocal done
+        cell, job = jobs[index]
+        last = results.add(cell, result)
+        done += 1
         if progress is not None:
-            progress(len(results), len(jobs), jobs[i], result)
+            progress(done, len(jobs), job, result)
+        return cell if last else None
 
     if concurrency <= 1 or len(jobs) <= 1:
-        for i, job in enumerate(jobs):
-            done(i, execute_cell(job))
+        for index, (n, job) in enumerate(jobs):
+            if finished(index, execute_cell(job, n)) is not None:
+                _keep(results, n, track(n, results[n]))
     else:
         # spawn, not fork: Polyaxon's tracking keeps threads and process-wide state that must not be forked.
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=concurrency, mp_context=context) as pool:
-            futures = {pool.submit(execute_cell, job): i for i, job in enumerate(jobs)}
-            for future in as_completed(futures):
-                done(futures[future], future.result())
-    return [results[i] for i in range(len(jobs))]
+            futures = {pool.submit(execute_cell, job, n): index for index, (n, job) in enumerate(jobs)}
+            tracking: dict[Future[Tracked | None], int] = {}
+            for piece in as_completed(futures):
+                last = finished(futures[piece], piece.result())
+                if last is not None:
+                    tracking[pool.submit(track, last, results[last])] = last
+            for run in as_completed(tracking):
+                _keep(results, tracking[run], run.result())
+    for parts in results.pieces.values():
+        parts.sort(key=lambda r: str(r.summary_part))  # piece order: the summary rows come out in seed order
+    return results
+
+
+def _keep(results: _Results, cell: int, tracked: Tracked | None) -> None:
+    if tracked is not None:
+        results.tracked[cell] = tracked
+
+
+def _track(cell: int, result: CellResult, plan: Plan, out: Path, options: GridOptions) -> Tracked | None:
+    """Record one finished cell as one Polyaxon run (in a worker process when there is a pool)."""
+    if options.tracking == "none":
+        return None
+    from harness.plx.tracking import CellRecord, track_cell
+
+    spec = plan.cells[cell]
+    scenarios = sorted({s for _, s in result.counts}, key=lambda s: s)
+    record = CellRecord(
+        policy=next(iter(result.counts))[0] if result.counts else spec.policy_spec,
+        scenario=cell_scenario(scenarios) if scenarios else spec.scenario_spec,
+        seeds=spec.seeds,
+        identity=result.identity,
+        counts=dict(result.counts),
+        metrics={name: t.total / t.known for name, t in result.metrics.items() if t.known},
+        first_error=next((n for n in result.notable if n.error is not None), None),
+    )
+    return track_cell(record, out, options.project)
 
 
 def tracking_note(tracking: TrackingMode, project: str, out: Path, tracked: Sequence[Tracked]) -> TrackingNote:

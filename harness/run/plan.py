@@ -40,7 +40,7 @@ class Grid:
     cases: tuple[Case, ...]
     policies: tuple[str, ...]
     scenarios: tuple[str, ...]
-    seeds: tuple[int, ...]
+    seeds: Sequence[int]
 
 
 def load_grid(policy_specs: Sequence[str], scenario_specs: Sequence[str], seeds: Sequence[int]) -> Grid:
@@ -57,7 +57,7 @@ def load_grid(policy_specs: Sequence[str], scenario_specs: Sequence[str], seeds:
     }
     _unique("policy", {s: p.name for s, p in policies.items()})
     _unique("scenario", {s: sc.name for s, sc in scenarios.items()})
-    seeds = tuple(dict.fromkeys(seeds))
+    seeds = seeds if isinstance(seeds, range) else tuple(dict.fromkeys(seeds))
     cases = tuple(
         Case(p_spec, s_spec, seed, policy, scenario)
         for p_spec, policy in policies.items()
@@ -92,11 +92,12 @@ def reproduce_command(case: Case) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Cell:
-    """One policy x scenario cell, as asked for (specs, not loaded objects), with its seeds."""
+    """One policy x scenario cell, as asked for (specs, not loaded objects), with its seeds (a ``range`` for
+    ``--seed-count``, so a million seeds cost nothing to hold)."""
 
     policy_spec: str
     scenario_spec: str
-    seeds: tuple[int, ...]
+    seeds: Sequence[int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +118,7 @@ def plan_cells(
     if policies or scenarios:
         if polyaxonfile:
             raise UsageError("give either --polyaxonfile or --policy/--scenario, not both; fix: drop one")
-        chosen = tuple(seeds or DEFAULT_SEEDS)
+        chosen = seeds if isinstance(seeds, range) else tuple(dict.fromkeys(seeds or DEFAULT_SEEDS))
         cells = tuple(
             Cell(p, s, chosen)
             for p in dict.fromkeys(policies or builtin_policy_names())
@@ -131,6 +132,6 @@ def plan_cells(
     out = []
     for params in grid.cells:
         count = params.get("seed_count")
-        cell_seeds = tuple(seeds) if seeds else (tuple(range(1, int(count) + 1)) if count else DEFAULT_SEEDS)
+        cell_seeds = seeds if seeds else (range(1, int(count) + 1) if count else DEFAULT_SEEDS)
         out.append(Cell(str(params["policy"]), str(params["scenario"]), cell_seeds))
     return Plan(tuple(out), concurrency or grid.concurrency)

@@ -1,24 +1,28 @@
 """``harness replay CASE``: run one recorded case again and prove it is the same.
 
-CASE is a ``recovery.json`` (its ``reproduce`` command says which policy, scenario and seed) or a scenario file
-written for one case (a finding, a repro file: its ``reproduces`` says which policy and seed). The case is
-re-run; a recovery.json must come out byte-identical, and a scenario file must end as it records. Either way
+CASE is a ``recovery.json`` (its ``reproduce`` command says which policy, scenario and seed), one compact record
+(``records-<piece>.jsonl.gz#seed-<n>``, the path ``load()`` gives the case), or a scenario file written for one
+case (a finding, a repro file: its ``reproduces`` says which policy and seed). The case is re-run; a
+recovery.json or a record must come out byte-identical, and a scenario file must end as it records. Either way
 the timeline is printed as text, faults and the entries that witness an anomaly marked.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import InputError
 from harness.model import CaseReport
 from harness.run.case import run_case
-from harness.run.files import recovery_json
+from harness.run.files import record_line, recovery_json
 from harness.run.plan import load_grid
 from harness.scenario import ScenarioError, load_scenario
+from harness.seeds import SEED_MAX
 
 __all__ = ["Replay", "replay", "timeline_text"]
 
@@ -34,28 +38,72 @@ class Replay:
 
 def replay(path: Path) -> Replay:
     """Re-run the case recorded at ``path``; raise ``InputError`` when it names no runnable case."""
+    file, marker, seed = str(path).rpartition("#seed-") if "#seed-" in str(path) else (str(path), "", "")
+    if marker:
+        return _replay_record(Path(file), seed)
+    if path.name.endswith(".jsonl.gz"):
+        raise InputError(f"{path}: a file of compact records; fix: name one case, as {path}#seed-<n>")
     if not path.is_file():
         raise InputError(f"{path}: no such file; fix: give a recovery.json or a scenario file written by explore")
     if path.suffix in (".yaml", ".yml"):
         return _replay_scenario(path)
-    return _replay_report(path)
-
-
-def _replay_report(path: Path) -> Replay:
     try:
         text = path.read_text(encoding="utf-8")
         recorded = json.loads(text)
-        args = shlex.split(recorded["reproduce"])
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
+        raise InputError(f"{path}: not a recovery.json ({reason}); fix: give a case file") from None
+    return _replay_report(path, text, recorded, recovery_json)
+
+
+def _replay_record(path: Path, seed: str) -> Replay:
+    """Re-run one case of a compact record file and compare its line byte for byte."""
+    if not path.is_file():
+        raise InputError(f"{path}: no such file; fix: give a records-*.jsonl.gz written by 'harness run'")
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as lines:
+            line = next((line for line in lines if line.startswith(_SCHEMA) and _seed_of(line) == seed), None)
+    except (OSError, UnicodeDecodeError, EOFError) as exc:
+        raise InputError(f"{path}: not a compact record file ({exc}); fix: give one written by 'harness run'") from None
+    if line is None:
+        raise InputError(f"{path}: no case with seed {seed}; fix: use a seed of that file (load() lists them)")
+    try:
+        recorded = json.loads(line)
+    except (ValueError, RecursionError):
         raise InputError(
-            f"{path}: not a recovery.json with a reproduce command ({exc}); fix: give a case file"
-        ) from exc
+            f"{path}#seed-{seed}: the record is not JSON; fix: give a file written by 'harness run'"
+        ) from None
+    return _replay_report(Path(f"{path}#seed-{seed}"), line, recorded, record_line)
+
+
+_SCHEMA = '{"schema_version":'
+
+
+def _seed_of(line: str) -> str | None:
+    """A record's seed, read without parsing the whole line (the key order of a record is fixed)."""
+    start = line.find('"seed":')
+    if start < 0:
+        return None
+    end = line.find(",", start)
+    return line[start + len('"seed":') : end].strip()
+
+
+def _replay_report(path: Path, text: str, recorded: object, encode: Callable[[CaseReport], str]) -> Replay:
+    reproduce = recorded.get("reproduce") if isinstance(recorded, dict) else None
+    if not isinstance(recorded, dict) or not isinstance(reproduce, str):
+        raise InputError(f"{path}: field 'reproduce': missing or not text; fix: give a case file")
+    try:
+        args = shlex.split(reproduce)
+    except ValueError as exc:
+        raise InputError(f"{path}: field 'reproduce': {exc}; fix: give a case file") from None
     policy, scenario, seed = _flag(args, "--policy"), _flag(args, "--scenario"), _flag(args, "--seed")
-    if policy is None or scenario is None or seed is None or not seed.isdigit():
+    if policy is None or scenario is None or seed is None or not (seed.isascii() and seed.isdecimal()):
         raise InputError(f"{path}: field 'reproduce': no --policy, --scenario and --seed; fix: give a case file")
+    if int(seed) > SEED_MAX:
+        raise InputError(f"{path}: field 'reproduce': seed {seed} is over {SEED_MAX}; fix: give a case file")
     (case,) = load_grid([policy], [scenario], [int(seed)]).cases
     report, _ = run_case(case)
-    again = recovery_json(report, secrets=[case.scenario.approval.token.get_secret_value()])
+    again = encode(report)
     if again == text:
         return Replay(report, True, ())
     differences = tuple(

@@ -362,7 +362,7 @@ class Controller:
 
     def task_view(self) -> TaskView:
         t = self.task
-        return TaskView(
+        return TaskView.trusted(
             task_id=t.task_id,
             revision=t.revision,
             artifact=t.artifact,
@@ -372,7 +372,7 @@ class Controller:
 
     def approval_view(self, action: Action) -> ApprovalView:
         approval = self._approvals.get(action.revision)
-        return ApprovalView(
+        return ApprovalView.trusted(
             approval_id=action.approval_id,
             valid=self._approval_valid(action),
             expires_at_s=approval.expires_at_s if approval else None,

@@ -1,0 +1,153 @@
+"""Large sweeps: cells split into pieces that processes share, cases streamed to disk, compact records that
+load, replay byte for byte and hold every field of recovery.json, and seed counts up to a million."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.cli import _parser, main
+from harness.policy import Situation
+from harness.present.analysis import load
+from harness.run.grid import PIECE_MAX, pieces
+from harness.run.plan import Cell
+from harness.seeds import SEED_COUNT_MAX
+
+#: A cell whose seeds disagree: some cases correct, some incorrect (a connector that has no record yet).
+CELL = ("--policy", "retry_same_key", "--scenario", "connector_no_record_yet")
+QUIET = ("--tracking", "none", "--no-report", "--quiet")
+
+
+def run(out: Path, *args: str) -> Path:
+    assert main(["run", *CELL, *QUIET, "--out", str(out), *args]) == 0
+    return out
+
+
+def records(out: Path) -> dict[int, str]:
+    """Every compact record of a run, by seed."""
+    lines: dict[int, str] = {}
+    for path in sorted(out.rglob("records-*.jsonl.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            for line in handle:
+                seed = json.loads(line)["seed"]
+                assert seed not in lines, f"seed {seed} written twice"
+                lines[seed] = line
+    return lines
+
+
+@pytest.fixture(scope="module")
+def compact(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return run(tmp_path_factory.mktemp("compact") / "run", "--seed-count", "40", "--records", "compact")
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return run(tmp_path_factory.mktemp("full") / "run", "--seed-count", "40", "--records", "full")
+
+
+def test_a_compact_record_holds_every_field_of_the_recovery_json(compact: Path, full: Path) -> None:
+    """Seed for seed, a record is the full run's recovery.json on one line: same fields, same values."""
+    lines = records(compact)
+    assert sorted(lines) == list(range(1, 41))
+    for seed, line in lines.items():
+        (path,) = (full / "cases").rglob(f"seed-{seed}/recovery.json")
+        assert json.loads(line) == json.loads(path.read_text())
+        assert "\n" not in line.rstrip("\n")
+
+
+def test_compact_runs_write_a_recovery_json_only_for_cases_that_are_not_correct(compact: Path) -> None:
+    outcomes = {seed: json.loads(line)["outcome"] for seed, line in records(compact).items()}
+    written = {int(p.parent.name.removeprefix("seed-")) for p in (compact / "cases").rglob("recovery.json")}
+    assert written == {seed for seed, outcome in outcomes.items() if outcome != "correct"}
+    assert written and len(written) < len(outcomes)  # this cell has both kinds
+
+
+def test_the_loader_reads_records_and_recovery_json_once_each(compact: Path, full: Path) -> None:
+    """One row per case either way, with the same outcomes; a not-correct case keeps its recovery.json path."""
+    a, b = load(compact), load(full)
+    assert len(a) == len(b) == 40 and a["seed"].is_unique
+    assert dict(a.groupby("seed")["outcome"].first()) == dict(b.groupby("seed")["outcome"].first())
+    assert all(p.endswith("recovery.json") == (o != "correct") for p, o in zip(a["path"], a["outcome"], strict=True))
+
+
+def test_a_record_replays_byte_for_byte(compact: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The loader's path of a record is a replayable case; a changed record is not the same."""
+    frame = load(compact)
+    path = frame[frame["outcome"] == "correct"]["path"].iloc[0]
+    assert "#seed-" in path
+    assert main(["replay", path]) == 0
+    assert "replayed: the same as recorded" in capsys.readouterr().out
+    file, _, seed = path.rpartition("#seed-")
+    with gzip.open(file, "rt", encoding="utf-8") as handle:
+        lines = handle.read().splitlines(keepends=True)
+    tampered = Path(file).with_name("records-999999.jsonl.gz")
+    with gzip.open(tampered, "wt", encoding="utf-8") as handle:
+        handle.writelines(
+            line.replace('"dispatches":', '"dispatches":9') if f'"seed":{seed},' in line else line for line in lines
+        )
+    assert main(["replay", f"{tampered}#seed-{seed}"]) == 1
+    assert main(["replay", f"{file}#seed-4000"]) == 2
+    assert main(["replay", file]) == 2
+
+
+def test_pieces_share_a_cell_and_the_summary_comes_out_in_seed_order(tmp_path: Path) -> None:
+    """Two processes split one cell; summary.csv is byte-identical to one process's, and each case is once."""
+    one = run(tmp_path / "one", "--seed-count", "30", "--concurrency", "1", "--records", "compact")
+    two = run(tmp_path / "two", "--seed-count", "30", "--concurrency", "2", "--records", "compact")
+    assert len(list((two / "cases").rglob("records-*.jsonl.gz"))) == 2
+    assert (one / "summary.csv").read_bytes() == (two / "summary.csv").read_bytes()
+    assert records(one) == records(two)
+    assert not (two / ".parts").exists()
+
+
+def test_pieces_cover_every_seed_once_and_none_is_over_the_cap() -> None:
+    cell = Cell("p", "s", range(1, 2 * PIECE_MAX + 7))
+    split = pieces(cell, Path("out"), 2, "compact", False)
+    assert [job.part for job in split] == list(range(len(split)))
+    assert [s for job in split for s in job.seeds] == list(cell.seeds)
+    assert max(len(job.seeds) for job in split) <= PIECE_MAX
+    assert len(pieces(Cell("p", "s", (1, 2, 3)), Path("out"), 2, "full", False)) == 2
+    assert len(pieces(Cell("p", "s", (1, 2, 3)), Path("out"), 1, "full", False)) == 1
+
+
+def test_seed_count_goes_up_to_a_million() -> None:
+    args = _parser().parse_args(["run", "--seed-count", str(SEED_COUNT_MAX)])
+    assert args.seed_count == SEED_COUNT_MAX == 1_000_000
+    with pytest.raises(SystemExit) as stopped:
+        _parser().parse_args(["run", "--seed-count", str(SEED_COUNT_MAX + 1)])
+    assert stopped.value.code == 2
+
+
+def test_the_situations_built_without_validation_are_what_validation_gives() -> None:
+    """The hot path builds each Situation without validating it; every one a policy saw must survive validation
+    unchanged (a field of a wrong type or a missing one would not)."""
+    from harness.run.plan import load_grid
+    from harness.sim import simulate
+
+    seen: list[Situation] = []
+    for case in load_grid(
+        ["reconcile_and_reauthorize"], ["lost_response", "changed_task", "connector_crash_points"], [1]
+    ).cases:
+        simulate(case.scenario, Recording(case.policy, seen), case.seed)  # type: ignore[arg-type]
+    assert len(seen) > 5
+    for situation in seen:
+        again = Situation.model_validate(situation.model_dump())
+        assert again == situation and again.model_dump_json() == situation.model_dump_json()
+        assert situation.model_fields_set == set(Situation.model_fields)
+    with pytest.raises(Exception, match="frozen"):
+        seen[0].now_s = 1.0  # type: ignore[misc]
+
+
+class Recording:
+    """A policy that keeps every Situation it is shown and decides as ``inner`` does."""
+
+    def __init__(self, inner: object, seen: list[Situation]) -> None:
+        self.inner, self.seen = inner, seen
+        self.name, self.revision = inner.name, inner.revision  # type: ignore[attr-defined]
+
+    def decide(self, situation: Situation) -> object:
+        self.seen.append(situation)
+        return self.inner.decide(situation)  # type: ignore[attr-defined]
