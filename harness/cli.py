@@ -8,19 +8,25 @@ speaks to Polyaxon), and each of those is imported only by the command that need
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import signal
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.errors import InputError
+from harness.errors import InputError, RunFailed
+from harness.limits import COMPACT_ABOVE, DEFAULT_CASE_TIMEOUT_S, SEED_COUNT_MAX
 from harness.plx.tracking import DEFAULT_PROJECT, TRACKING_MODES
-from harness.seeds import COMPACT_ABOVE, DEFAULT_SEEDS, SEED_COUNT_MAX, SEED_MAX
+from harness.seeds import DEFAULT_SEEDS, SEED_MAX
 
 if TYPE_CHECKING:
-    from harness.run import CellJob, CellResult
+    from harness.run import CellJob, CellResult, GridSummary, Plan
+    from harness.run.folder import Claim
 
 __all__ = ["main"]
 
@@ -28,13 +34,15 @@ _HELP = """Run recovery policies against scenarios of lost replies, and judge ea
 
 Exit statuses:
   0  every case ran and was judged (whatever the outcomes: an incorrect policy is a finding, not an error)
-  1  at least one case ended in harness_error (its reproduce command is printed)
-  2  bad usage or input (unknown policy or scenario, malformed scenario file or polyaxonfile); nothing was
-     written
+  1  at least one case ended in harness_error (its reproduce command is printed: a harness failure, a case
+     over --case-timeout, a worker that died), or the run's folder could not be written (resume it once fixed)
+  2  bad usage or input (unknown policy or scenario, malformed scenario file or polyaxonfile, an --out in use
+     by another run, a --resume whose inputs changed); nothing was written
   3  the cases are complete on disk, but Polyaxon tracking or the push to the server failed (the message says
      how to send the runs later)
   4  everything is written, but a fault a scenario declares fired in no case (the scenario tested nothing it
      claims to; the message names the scenario and the fault)
+  130 interrupted (Ctrl-C, SIGTERM): the folder is resumable with 'harness run --resume DIR'
 explore: 0 no finding, 1 findings (each a runnable file) or harness errors on some schedules, 2 bad usage or
   input, 3 Polyaxon tracking failed, 4 a declared fault fired in no case of the policies explored.
 replay: 0 the case came out the same as recorded, 1 it did not, 2 bad input.
@@ -43,6 +51,8 @@ check: 0 every case is correct or escalated, 1 some case is not (each printed wi
 """
 
 EXIT_OK, EXIT_HARNESS_ERROR, EXIT_USAGE, EXIT_TRACKING, EXIT_COVERAGE = 0, 1, 2, 3, 4
+#: Ctrl-C or SIGTERM: the run stopped; its folder can be resumed.
+EXIT_INTERRUPTED = 130
 #: ``harness check``: some case is neither correct nor escalated (the policy fails the gate).
 EXIT_UNSAFE = 1
 #: ``harness explore`` prints a replay command for this many findings; explore.json lists them all.
@@ -76,6 +86,17 @@ COUNT_MAX = 10_000
 _seed = _whole(0, SEED_MAX, "seed")
 _positive = _whole(1, COUNT_MAX, "count")
 _port = _whole(1, 65535, "port")
+
+
+def _seconds(text: str) -> float:
+    """An argparse type: seconds, 0 (none) or more, at most a day."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"seconds '{text}' is not a number") from None
+    if not 0 <= value <= 86_400:
+        raise argparse.ArgumentTypeError(f"seconds {text} is outside 0..86400")
+    return value
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -147,6 +168,26 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--quiet", action="store_true", help="no per-cell progress lines")
     run.add_argument("--no-report", action="store_true", help="skip report.html, heatmap.png and the timelines")
+    run.add_argument(
+        "--case-timeout",
+        type=_seconds,
+        default=DEFAULT_CASE_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"wall-clock budget of one case; a case over it is stopped and counted as a harness error "
+        f"(default {DEFAULT_CASE_TIMEOUT_S:g}; 0: no budget)",
+    )
+    run.add_argument(
+        "--force-concurrency",
+        action="store_true",
+        help="use --concurrency as given even when it is more than the machine's cores",
+    )
+    run.add_argument(
+        "--resume",
+        type=Path,
+        metavar="DIR",
+        help="complete a run that was stopped (killed, Ctrl-C, a full disk): only what is missing is run, with the "
+        "options it began with",
+    )
     run.add_argument(
         "--junit",
         type=Path,
@@ -263,26 +304,94 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _run(args: argparse.Namespace) -> int:
-    from harness.run import GridOptions, plan_cells, run_grid
+_RESUME_ALONE = ("policy", "scenario", "seed", "seed_count", "polyaxonfile", "concurrency", "out", "junit")
 
-    seeds: Sequence[int] | None = tuple(args.seed) if args.seed else None
-    if args.seed_count:
-        seeds = range(1, args.seed_count + 1)
+
+def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from harness.run.folder import Request, claim
+    from harness.run.grid import begin, resume_grid
+    from harness.run.plan import UsageError
+
+    if args.resume is not None:
+        given = [f"--{name.replace('_', '-')}" for name in _RESUME_ALONE if getattr(args, name)]
+        given += [
+            o for o, changed in (("--no-report", args.no_report), ("--records", args.records != "auto")) if changed
+        ]
+        if given:
+            raise UsageError(
+                f"--resume takes its cells and options from the run's manifest, not {', '.join(given)}; fix: drop them"
+            )
+        request = Request.read(args.resume)
+        if request is not None:  # stopped before its grid was planned: plan it again, from the same words
+            hold = claim(args.resume, fresh=False)
+            os.chdir(request.cwd)
+            return _plan_and_run(_parser().parse_args(request.argv), hold, created=False)
+        resumed = resume_grid(args.resume, progress=None if args.quiet else _progress)
+        if resumed is None:
+            print(f"nothing to resume: the run in {args.resume} is complete")
+            return EXIT_OK
+        return _ran(args, resumed, None)
+    created = args.out is None or not args.out.exists()
     if args.junit:
         from harness.gate.junit import check_junit_path
 
         check_junit_path(args.junit)
-    plan = plan_cells(args.policy, args.scenario, seeds, args.polyaxonfile, args.concurrency)
+    return _plan_and_run(args, begin(args.out, argv), created)
+
+
+def _plan_and_run(args: argparse.Namespace, hold: Claim, created: bool) -> int:
+    """Plan the grid ``args`` ask for and run it in the claimed folder; bad input leaves nothing behind."""
+    from harness.run import GridOptions, run_grid
+    from harness.run.grid import abandon
+
+    try:
+        plan, note = _plan(args)
+    except BaseException:
+        abandon(hold, created)
+        raise
     options = GridOptions(
-        out=args.out,
+        out=hold.out,
         tracking=args.tracking,
         project=args.project,
         report=not args.no_report,
         records=args.records,
+        case_timeout_s=args.case_timeout or None,
     )
-    summary = run_grid(plan, options, progress=None if args.quiet else _progress)
-    if args.junit:
+    try:
+        summary = run_grid(plan, options, progress=None if args.quiet else _progress, begun=hold, checked=note)
+    except InputError:
+        if not (hold.out / "manifest.json").is_file():
+            abandon(hold, created)
+        raise
+    return _ran(args, summary, plan)
+
+
+def _plan(args: argparse.Namespace) -> tuple[Plan, Callable[[], None] | None]:
+    """The grid asked for, and what to say once its input is known to be good (a lowered concurrency)."""
+    from harness.run import plan_cells
+    from harness.run.plan import Plan
+
+    seeds: Sequence[int] | None = tuple(args.seed) if args.seed else None
+    if args.seed_count:
+        seeds = range(1, args.seed_count + 1)
+    plan = plan_cells(args.policy, args.scenario, seeds, args.polyaxonfile, args.concurrency)
+    cores = os.cpu_count() or 1
+    if plan.concurrency <= cores or args.force_concurrency:
+        return plan, None
+
+    def note() -> None:
+        print(
+            f"harness: --concurrency {args.concurrency} is more than the {cores} cores here; using {cores} "
+            "(pass --force-concurrency to use it anyway)",
+            file=sys.stderr,
+        )
+
+    return Plan(plan.cells, cores), note if args.concurrency else None
+
+
+def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> int:
+    """Print what a finished (or resumed) run found, and turn it into the exit status."""
+    if args.junit and plan is not None:
         from harness.gate.junit import write_junit
         from harness.gate.repro import ReproFolder
         from harness.gate.runner import grid_suites
@@ -489,6 +598,12 @@ def _report(run_dir: Path) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     print(page)
+    if (run_dir / "manifest.json").is_file() and not (run_dir / "run.json").is_file():
+        print(
+            f"harness: {run_dir} is incomplete (the run was stopped before it ended), and so is its report; "
+            f"resume: python -m harness run --resume {run_dir}",
+            file=sys.stderr,
+        )
     return EXIT_OK
 
 
@@ -536,25 +651,56 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(words)
+    previous = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, _stop)  # a terminated run stops as cleanly as an interrupted one
     try:
-        if args.command == "run":
-            return _run(args)
-        if args.command == "list":
-            return _list()
-        if args.command == "view":
-            from harness.plx.viewer import view
-
-            return view(args.run_dir, args.port)
-        if args.command == "report":
-            return _report(args.run_dir)
-        if args.command == "explore":
-            return _explore(args)
-        if args.command == "replay":
-            return _replay(args.case)
-        if args.command == "check":
-            return _check(args)
-        return _schema(args)
+        return _command(args, words)
+    except RunFailed as exc:
+        print(f"harness: {exc}", file=sys.stderr)
+        return EXIT_HARNESS_ERROR
     except InputError as exc:
         print(f"harness: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt as exc:
+        print(f"harness: {exc or 'interrupted'}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # a bug of the harness: one line with where to look, not a traceback
+        import traceback
+
+        where = Path(tempfile.gettempdir()) / f"harness-error-{os.getpid()}.txt"
+        with contextlib.suppress(OSError):
+            where.write_text(traceback.format_exc(), encoding="utf-8")
+        print(
+            f"harness: internal error: {type(exc).__name__}: {str(exc)[:300]}; this is a bug of the harness "
+            f"(traceback in {where}); fix: report it with that file",
+            file=sys.stderr,
+        )
+        return EXIT_HARNESS_ERROR
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _command(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    if args.command == "run":
+        return _run(args, argv)
+    if args.command == "list":
+        return _list()
+    if args.command == "view":
+        from harness.plx.viewer import view
+
+        return view(args.run_dir, args.port)
+    if args.command == "report":
+        return _report(args.run_dir)
+    if args.command == "explore":
+        return _explore(args)
+    if args.command == "replay":
+        return _replay(args.case)
+    if args.command == "check":
+        return _check(args)
+    return _schema(args)

@@ -69,6 +69,9 @@ __all__ = [
     "load_policy",
 ]
 
+#: Characters of a policy revision (it is written into every case report and reproduce line).
+REVISION_MAX = 64
+
 #: What a read can answer: the target's durable result (applied, rejected, pending, absent, or unknown: an
 #: unavailable or inconclusive lookup, never evidence of absence), or a connector job's state (running, or
 #: unknown_outcome: started, never completed).
@@ -287,5 +290,10 @@ def load_policy(spec: str) -> Policy:
         raise PolicyError(
             f"policy '{where}': needs str 'name', str 'revision' and a 'decide(situation)' method; "
             "fix: see harness.policy.Policy"
+        )
+    if not 1 <= len(policy.revision) <= REVISION_MAX:
+        raise PolicyError(
+            f"policy '{where}': revision is {len(policy.revision)} characters; fix: give 1 to {REVISION_MAX} "
+            "(it goes into every report and file name)"
         )
     return policy

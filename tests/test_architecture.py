@@ -17,19 +17,20 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-_BASE = {"harness.version", "harness.errors"}
+_BASE = {"harness.version", "harness.errors", "harness.limits"}
 #: What each part of the harness may import from the project (besides itself).
 ALLOWED: dict[str, set[str]] = {
     "harness": {"harness.version"},
     "harness.__main__": {"harness.cli"},
     "harness.version": set(),
     "harness.errors": set(),
+    "harness.limits": set(),
     "harness.seeds": set(),
-    "harness.model": set(),
+    "harness.model": {"harness.limits"},
     "harness.scenario": {"harness.model", *_BASE},
     "harness.policy": {"harness.model", "policies", *_BASE},
     "harness.check": {"harness.model"},
-    "harness.sim": {"harness.model", "harness.scenario", "harness.policy", "harness.seeds"},
+    "harness.sim": {"harness.model", "harness.scenario", "harness.policy", "harness.seeds", "harness.limits"},
     "harness.plx": {"harness.model", "harness.check", *_BASE},
     "harness.present": {"harness.model", "harness.check", "harness.scenario", *_BASE},
     "harness.run": {

@@ -147,6 +147,12 @@ def test_report_renders_in_chromium(run_dir: Path, tmp_path: Path) -> None:
     )
     pixels = imread(shot)[..., :3]
     assert pixels.shape[:2] == (1600, 1280)
+    # The top of the page, where the verdict rows are: drawn text and the two verdict colours in it.
+    top = pixels[:450]
+    assert (top < 0.95).any(axis=2).mean() > 0.01
+    red = ((top[..., 0] > 0.55) & (top[..., 1] < 0.25) & (top[..., 2] < 0.25)).sum()
+    green = ((top[..., 1] > 0.3) & (top[..., 0] < 0.2) & (top[..., 2] < 0.2)).sum()
+    assert red > 20 and green > 20, (red, green)
     not_white = (pixels < 0.95).any(axis=2).mean()
     assert 0.05 < not_white < 0.95, not_white  # something drawn, not a solid block
     assert np.unique(pixels.reshape(-1, 3), axis=0).shape[0] > 50  # a picture, not a flat page
@@ -160,7 +166,15 @@ def test_report_renders_in_chromium(run_dir: Path, tmp_path: Path) -> None:
     assert 'id="outcomes"' in dom and 'id="rates"' in dom and 'id="metric-duplicate_effects"' in dom
     assert "unknown x2" in dom  # the unknown duplicate count, as a reader sees it
     failing = load(run_dir)["outcome"].isin(TIMELINE_OUTCOMES).sum()
-    assert failing and dom.count('<div class="case">') == failing  # each failing or undecided case's timeline
+    assert failing and dom.count('<div class="case" id="case-') == failing  # each failing or undecided case
+    # Verdict first: the policy rows come before every other table, in the grid's order, each linked to its
+    # first failure's timeline.
+    assert dom.index('id="verdicts"') < dom.index('id="outcomes"')
+    rows = dom[dom.index('id="verdicts"') : dom.index("</table>", dom.index('id="verdicts"'))]
+    assert rows.index(">retry_same_key<") < rows.index(">reconcile_and_reauthorize<")
+    assert '<span class="unsafe">unsafe</span>' in rows and '<span class="safe">safe</span>' in rows
+    assert '<a href="#case-' in rows
+    assert "escalations" in dom and "dispatches" in dom
     assert "python -m harness run --policy retry_same_key --scenario changed_task --seed 1" in dom
 
 
@@ -230,3 +244,41 @@ def test_notebook_runs_top_to_bottom_and_compares_two_runs(run_dir: Path, tmp_pa
     assert "image/png" in json.dumps(heat.outputs)  # the figure is shown, not only built
     compared = output("compare")
     assert "cases changed outcome" in compared and "2-blind-retry" in compared and "incorrect" in compared
+
+
+def test_no_timeline_label_is_cut_at_the_edge(tmp_path: Path) -> None:
+    """Every label of a long timeline (a connector crashed at every phase) ends inside the picture."""
+    out = tmp_path / "run"
+    assert run_into(out, "--tracking", "none", "--no-report", "--policy", "follow_and_inspect",
+                    "--scenario", "connector_crash_points", "--seed", "1") == 0  # fmt: skip
+    for path in sorted((out / "cases").rglob("recovery.json")):
+        fig = timeline(json.loads(path.read_text()))
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+        edge = fig.bbox.x1
+        for text in fig.axes[0].texts:
+            assert text.get_window_extent(renderer).x1 <= edge + 1, (path.parent.name, text.get_text())
+
+
+def test_rates_are_counts_below_enough_cases_and_say_when_seeds_change_nothing(run_dir: Path) -> None:
+    from harness.present.analysis import RATE_MIN_CASES, rate_table
+
+    frame = load(run_dir)
+    table = rate_table(frame)
+    cell = table.loc["reconcile_and_reauthorize", "changed_task"]
+    assert cell.startswith("2/2") and "[" not in cell  # no interval from two cases
+    assert "same at every seed" in cell
+    many = pd_concat_seeds(frame, RATE_MIN_CASES)
+    assert "[" in rate_table(many).loc["reconcile_and_reauthorize", "changed_task"]
+
+
+def pd_concat_seeds(frame, n):  # type: ignore[no-untyped-def]
+    """The frame's cases repeated under other seeds until each cell has ``n`` cases."""
+    import pandas as pd
+
+    copies = []
+    for k in range(n // 2 + 1):
+        copy = frame.copy()
+        copy["seed"] = copy["seed"] + 1000 * k
+        copies.append(copy)
+    return pd.concat(copies, ignore_index=True)

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from harness.cli import _parser, main
+from harness.limits import SEED_COUNT_MAX
 from harness.policy import Situation
 from harness.present.analysis import load
 from harness.run.grid import PIECE_MAX, pieces
 from harness.run.plan import Cell
-from harness.seeds import SEED_COUNT_MAX
 
 #: A cell whose seeds disagree: some cases correct, some incorrect (a connector that has no record yet).
 CELL = ("--policy", "retry_same_key", "--scenario", "connector_no_record_yet")

@@ -172,37 +172,23 @@ def test_a_large_cell_lists_its_seed_range_not_every_seed(tmp_path: Path) -> Non
 
 def test_harness_error_ends_the_run_failed_and_the_grid_goes_on(tmp_path: Path) -> None:
     """A cell whose simulation raises is reported as harness_error and its Polyaxon run ends failed with the
-    reason; the run folder has the case, and the next cell runs (in-process, with the simulation broken)."""
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys, harness.run.case as c\n"
-            "def broken(*a): raise RuntimeError('simulated harness bug')\n"
-            "c.simulate = broken\n"
-            "from harness.cli import main\n"
-            "sys.exit(main(sys.argv[1:]))",
-            "run",
-            "--policy",
-            "stop_on_timeout",
-            "--scenario",
-            "lost_response",
-            "--scenario",
-            "changed_task",
-            "--seed",
-            "1",
-            "--no-report",
-            "--quiet",
-            "--out",
-            str(tmp_path / "run"),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    reason; the run folder has the case, and the next cell runs (the cases run in this process, so the broken
+    simulation is the one they meet)."""
+    code = (
+        "import sys, harness.run.case as c\n"
+        "def broken(*a): raise RuntimeError('simulated harness bug')\n"
+        "c.simulate = broken\n"
+        "from pathlib import Path\n"
+        "from harness.run import GridOptions, plan_cells, run_grid\n"
+        "plan = plan_cells(['stop_on_timeout'], ['lost_response', 'changed_task'], [1], None, 1)\n"
+        "summary = run_grid(plan, GridOptions(out=Path(sys.argv[1]), report=False, isolate=False))\n"
+        "print(summary.error_count, summary.errors[0].error)\n"
     )
-    assert proc.returncode == 1, proc.stderr
-    assert "simulated harness bug" in proc.stderr
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("2 ") and "simulated harness bug" in proc.stdout
     runs = read_offline(tmp_path / "run" / "polyaxon")
     assert len(runs) == 2 and {r["status"] for r in runs} == {"failed"}
     assert {r["outputs"]["recovery_outcome"] for r in runs} == {"harness_error"}

@@ -38,7 +38,9 @@ from harness.model.commands import (
 )
 from harness.model.records import Action, Artifact, Receipt
 from harness.model.report import (
+    MANIFEST,
     RECORDS_GLOB,
+    RUN_RECORD,
     SCHEMA_VERSION,
     Anomaly,
     CaseReport,
@@ -52,8 +54,10 @@ from harness.model.report import (
 __all__ = [
     "COMMAND_TYPES",
     "CONCLUSIVE_READS",
+    "MANIFEST",
     "OUTCOMES",
     "RECORDS_GLOB",
+    "RUN_RECORD",
     "SCHEMA_VERSION",
     "UNCERTAIN_REPLIES",
     "Action",

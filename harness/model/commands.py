@@ -11,6 +11,7 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import Field, TypeAdapter
 
+from harness.limits import cut
 from harness.model.base import Frozen
 
 __all__ = [
@@ -183,4 +184,15 @@ def validated(command: object) -> Command:
     """
     if not isinstance(command, COMMAND_TYPES):
         raise TypeError(f"decide() returned {type(command).__name__}, not a Command")
-    return _COMMAND.validate_python(command.model_dump())
+    return _COMMAND.validate_python(_capped(command.model_dump()))
+
+
+def _capped(value: object) -> object:
+    """A command's fields with every text a policy wrote cut to ``STRING_MAX`` characters, the cut marked."""
+    if isinstance(value, str):
+        return cut(value)
+    if isinstance(value, dict):
+        return {k: _capped(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_capped(v) for v in value]
+    return value

@@ -13,7 +13,9 @@ from harness.model.base import Actor, Frozen, MetricValue, Outcome, Scalar, Verd
 from harness.model.events import Event, event_data, parse_event
 
 __all__ = [
+    "MANIFEST",
     "RECORDS_GLOB",
+    "RUN_RECORD",
     "SCHEMA_VERSION",
     "Anomaly",
     "CaseReport",
@@ -28,6 +30,10 @@ __all__ = [
 SCHEMA_VERSION = 2
 #: Compact record files (for ``Path.rglob``): gzipped JSON lines, each line the recovery.json of one case.
 RECORDS_GLOB = "records-*.jsonl.gz"
+#: A run folder's manifest (what it was asked to do, written first) and its record (written last): a folder
+#: with the first and not the second is a run that was stopped before it ended.
+MANIFEST = "manifest.json"
+RUN_RECORD = "run.json"
 
 
 @dataclass(frozen=True, slots=True)

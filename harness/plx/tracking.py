@@ -131,10 +131,12 @@ def _polyaxon_tracking(root: Path | None) -> ModuleType:
     return tracking
 
 
-def track_cell(cell: CellRecord, out: Path, project: str) -> Tracked:
-    """Record one cell as one Polyaxon run. Never raises: a tracking failure is returned as ``error``."""
+def track_cell(cell: CellRecord, out: Path, project: str, run_uuid: str | None = None) -> Tracked:
+    """Record one cell as one Polyaxon run (with ``run_uuid``, or a new one). Never raises: a tracking failure
+    is returned as ``error``."""
     tags = ["recovery-harness", cell.policy, cell.scenario]
-    return _track_run(out, project, f"{cell.policy}-{cell.scenario}", tags, partial(_log_cell, cell=cell, out=out))
+    log = partial(_log_cell, cell=cell, out=out)
+    return _track_run(out, project, f"{cell.policy}-{cell.scenario}", tags, log, run_uuid)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +173,14 @@ def track_exploration(
     return _track_run(out, project, name, tags, partial(_log_exploration, record=record, write=write))
 
 
-def _track_run(out: Path, project: str, name: str, tags: list[str], log: Callable[[ModuleType], str | None]) -> Tracked:
+def _track_run(
+    out: Path,
+    project: str,
+    name: str,
+    tags: list[str],
+    log: Callable[[ModuleType], str | None],
+    run_uuid: str | None = None,
+) -> Tracked:
     """One Polyaxon run around ``log(tracking)`` (which returns a failure reason, or None). Never raises."""
     managed = is_managed()
     root = None if managed else offline_root(out)
@@ -179,7 +188,7 @@ def _track_run(out: Path, project: str, name: str, tags: list[str], log: Callabl
     # environment too (offline mode is set through environment variables).
     saved = (sys.excepthook, sys.stdout, sys.stderr)
     saved_env = {key: os.environ.get(key) for key in _ENV_KEYS}
-    run_uuid = None if managed else uuid.uuid4().hex
+    run_uuid = None if managed else (run_uuid or uuid.uuid4().hex)
     try:
         tracking = _polyaxon_tracking(root)
         owner, project_name = split_project(project)
@@ -284,14 +293,12 @@ def _log_cell(tracking: ModuleType, cell: CellRecord, out: Path) -> str | None:
     for counter in cell.counts.values():
         total.update(counter)
     counts = {f"cases_{o}": total.get(o, 0) for o in OUTCOMES}
+    # Where the case files are, not a copy of them: tracking costs the same for three seeds or a million. (A
+    # lineage reference to a local folder would be neater, but a Polyaxon server refuses it on push.)
     cases_path = out.resolve() / "cases" / cell.policy
     tracking.log_outputs(
         recovery_outcome=cell_outcome(total), cases=sum(total.values()), cases_path=str(cases_path), **counts
     )
-    # A lineage reference to the case files, not a copy: tracking costs the same for three seeds or a million.
-    from polyaxon.schemas import V1ArtifactKind  # type: ignore[attr-defined]
-
-    tracking.log_artifact_ref(path=str(cases_path), kind=V1ArtifactKind.DIR, name="cases", skip_hash_calculation=True)
     if cell.first_error is not None:
         reason = f"harness error at seed {cell.first_error.seed}: {cell.first_error.error}"
         tracking.log_failed(reason="HarnessError", message=reason[:500])

@@ -13,6 +13,7 @@ distinct finding.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import math
 from collections.abc import Iterable, Iterator
@@ -23,18 +24,22 @@ from typing import Any
 import pandas as pd
 
 from harness.check.registry import METRIC_NAMES, METRICS, PROPERTIES, by_name
-from harness.model import OUTCOMES, RECORDS_GLOB, SCHEMA_VERSION
+from harness.model import MANIFEST, OUTCOMES, RECORDS_GLOB, RUN_RECORD, SCHEMA_VERSION
 
 __all__ = [
     "INPUT_COLUMNS",
+    "POLICY_VERDICTS",
+    "RATE_MIN_CASES",
     "Explorations",
     "Skipped",
     "compare_runs",
     "load",
     "load_explorations",
     "metric_table",
+    "order_policies",
     "outcome_counts",
     "pass_k",
+    "policy_verdicts",
     "rate_table",
     "rates",
     "undecided",
@@ -59,17 +64,23 @@ def _files(root: Path) -> list[Path]:
     return sorted([*root.rglob("recovery.json"), *root.rglob(RECORDS_GLOB)])
 
 
-def _cases(path: Path) -> Iterator[tuple[Any, Path]]:
-    """The case dicts a file holds: one for a recovery.json, one per line of a compact record file (each
-    with its path as ``<file>#seed-<n>``). Raises OSError or ValueError for a file that cannot be read."""
+def _cases(path: Path) -> Iterator[tuple[Any, Path, bytes]]:
+    """The case dicts a file holds, each with where it is and a digest of its bytes: one for a recovery.json,
+    one per line of a compact record file (its path ``<file>#seed-<n>``). Raises OSError or ValueError for a
+    file that cannot be read."""
     if path.name.endswith(".jsonl.gz"):
-        with gzip.open(path, "rt", encoding="utf-8") as lines:
-            found = [json.loads(line) for line in lines]  # read whole: a corrupt file is skipped, not half-kept
-        for data in found:
+        with gzip.open(path, "rb") as lines:
+            found = [(json.loads(line), _digest(line)) for line in lines]  # a corrupt file is skipped, not half-kept
+        for data, digest in found:
             seed = data.get("seed") if isinstance(data, dict) else None
-            yield data, path.with_name(f"{path.name}#seed-{seed}")
+            yield data, path.with_name(f"{path.name}#seed-{seed}"), digest
     else:
-        yield json.loads(path.read_bytes()), path
+        text = path.read_bytes()
+        yield json.loads(text), path, _digest(text)
+
+
+def _digest(text: bytes) -> bytes:
+    return hashlib.blake2b(text, digest_size=16).digest()
 
 
 def _polyaxon_run(path: Path) -> str | None:
@@ -105,17 +116,27 @@ def load(paths: Path | str | Iterable[Path | str], *, quiet: bool = True) -> pd.
 
     Within one given path, a case present twice (a compact record and the recovery.json written beside it
     for a case that is not correct, or a copy in a Polyaxon run's outputs) is kept once. ``source`` says which
-    given path a row came from, so two runs can be loaded and compared.
+    given path a row came from, so two runs can be loaded and compared. Safe to compare:
+
+    - an exact copy of a case already loaded from another given path (same identity, same bytes) is dropped,
+      and counted in ``attrs["duplicates"]``: two copies of one run do not count twice;
+    - a policy loaded at several revisions is kept apart: its rows are labelled ``name@revision`` in ``policy``
+      (``attrs["relabelled"]`` lists them), so no table merges two revisions into one cell;
+    - run folders that began and did not end (a manifest, no run.json) are listed in ``attrs["incomplete"]``.
     """
     if isinstance(paths, str | Path):
         paths = [paths]
     rows: list[dict[str, Any]] = []
     skipped: list[Skipped] = []
+    loaded: dict[tuple[Any, ...], bytes] = {}
+    duplicates = 0
+    incomplete: list[str] = []
     for given in paths:
         root = Path(given)
         if not root.exists():
             skipped.append(Skipped(str(root), "no such file or folder"))
             continue
+        incomplete += _incomplete(root)
         seen: set[tuple[Any, ...]] = set()
         # Case folders before Polyaxon copies, recovery.json before compact records: the kept path is the
         # stable one, and a case that is not correct keeps the file its timeline is drawn beside.
@@ -126,7 +147,7 @@ def load(paths: Path | str | Iterable[Path | str], *, quiet: bool = True) -> pd.
             except (OSError, ValueError, EOFError) as exc:
                 skipped.append(Skipped(str(path), f"malformed: {type(exc).__name__}: {str(exc)[:120]}"))
                 continue
-            for data, where in found:
+            for data, where, digest in found:
                 if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
                     version = data.get("schema_version") if isinstance(data, dict) else None
                     skipped.append(Skipped(str(where), f"schema_version {version!r}, expected {SCHEMA_VERSION}"))
@@ -145,13 +166,45 @@ def load(paths: Path | str | Iterable[Path | str], *, quiet: bool = True) -> pd.
                 if key in seen:
                     continue
                 seen.add(key)
+                if loaded.get(key) == digest:  # the very case, from another copy of the run
+                    duplicates += 1
+                    continue
+                loaded.setdefault(key, digest)
                 rows.append(_row(data, str(given), where))
+    relabelled = _keep_revisions_apart(rows)
     frame = _typed(pd.DataFrame(rows, columns=_columns()))
-    frame.attrs["skipped"] = skipped
-    if skipped and not quiet:
+    frame.attrs.update(skipped=skipped, duplicates=duplicates, relabelled=relabelled, incomplete=incomplete)
+    if not quiet:
         for s in skipped:
             print(f"skipped {s.path}: {s.reason}")
+        if duplicates:
+            print(f"dropped {duplicates} cases loaded twice (exact copies from another given path)")
+        for name in relabelled:
+            print(f"policy {name} was loaded at several revisions: its rows are labelled {name}@<revision>")
+        for folder in incomplete:
+            print(f"{folder}: incomplete (the run was stopped); resume: python -m harness run --resume {folder}")
     return frame
+
+
+def _incomplete(root: Path) -> list[str]:
+    """Run folders at or under ``root`` that began and did not end: a manifest, no run.json."""
+    if root.is_file():
+        return []
+    manifests = [root / MANIFEST] if (root / MANIFEST).is_file() else []
+    manifests += sorted(root.glob(f"*/{MANIFEST}"))
+    return [str(m.parent) for m in manifests if not (m.parent / RUN_RECORD).is_file()]
+
+
+def _keep_revisions_apart(rows: list[dict[str, Any]]) -> list[str]:
+    """Label the rows of a policy loaded at several revisions ``name@revision``; return those policies."""
+    revisions: dict[str, set[str]] = {}
+    for row in rows:
+        revisions.setdefault(row["policy"], set()).add(row["policy_revision"])
+    mixed = sorted(name for name, seen in revisions.items() if len(seen) > 1)
+    for row in rows:
+        if row["policy"] in mixed:
+            row["policy"] = f"{row['policy']}@{row['policy_revision']}"
+    return mixed
 
 
 def _columns() -> list[str]:
@@ -235,11 +288,26 @@ def rates(frame: pd.DataFrame, outcome: str = "correct", k: int = 3) -> pd.DataF
     return pd.DataFrame.from_records(records)
 
 
+#: Fewer cases than this in a cell: the rate is shown as a count (``3/3``), without an interval that would say
+#: little (three cases give [44%-100%] for a perfect score).
+RATE_MIN_CASES = 20
+
+
 def rate_table(frame: pd.DataFrame, outcome: str = "correct", k: int = 3) -> pd.DataFrame:
-    """A policy x scenario table of readable cells: ``67% [21%-94%] pass^3 0.00 · 1 unknown``."""
+    """A policy x scenario table of readable cells: ``67% [51%-80%] pass^3 0.30 · 1 unknown`` where a cell has
+    ``RATE_MIN_CASES`` cases or more; ``2/3`` below that, with ``· same at every seed`` when the seeds changed
+    nothing in the outcome or the metrics (near-deterministic: more seeds would say no more)."""
     r = rates(frame, outcome, k)
+    steady = _steady(frame)
 
     def cell(row: pd.Series) -> str:
+        if row["cases"] < RATE_MIN_CASES:
+            text = f"{row[outcome]}/{row['cases']}"
+            if row["cases"] > 1 and steady.get((row["policy"], row["scenario"]), False):
+                text += " · same at every seed"
+            if row["unknown"]:
+                text += f" · {row['unknown']} unknown"
+            return text
         text = f"{row['rate']:.0%} [{row['wilson_low']:.0%}-{row['wilson_high']:.0%}]"
         value = row[f"pass^{k}"]
         text += f" pass^{k} {value:.2f}" if not math.isnan(value) else f" pass^{k} n<{k}"
@@ -249,6 +317,59 @@ def rate_table(frame: pd.DataFrame, outcome: str = "correct", k: int = 3) -> pd.
 
     r["cell"] = r.apply(cell, axis=1)
     return _pivot(r, frame)
+
+
+def _steady(frame: pd.DataFrame) -> dict[tuple[str, str], bool]:
+    """Per (policy, scenario): whether every seed gave the same outcome and the same counts and flags (durations
+    move with the latencies a seed draws, and say nothing about what happened)."""
+    columns = ["outcome", *(m.name for m in METRICS if m.value != "duration")]
+    return {
+        (policy, scenario): bool(len(group[columns].astype(str).drop_duplicates()) == 1)
+        for (policy, scenario), group in frame.groupby(["policy", "scenario"], sort=False)
+    }
+
+
+#: How a policy fares over the cases run: no violation and every action accounted for or escalated; a safety
+#: property violated (or an action abandoned); or no violation seen but some case the evidence could not decide.
+POLICY_VERDICTS = ("safe", "unsafe", "undecided")
+
+
+def policy_verdicts(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per policy (in the frame's policy order): its verdict over every case run, the properties it
+    violated, its cases by outcome (escalated and abandoned apart), and its first failing case."""
+    records = []
+    for policy, group in frame.groupby("policy", sort=False):
+        outcomes = group["outcome"]
+        violated = [m.name for m in PROPERTIES if (group[m.name].fillna(0).astype(float) > 0).any()]
+        failing = group[outcomes.isin(("incorrect", "abandoned"))]
+        if not failing.empty:
+            verdict = "unsafe"
+        elif outcomes.isin(("unresolved", "harness_error")).any():
+            verdict = "undecided"
+        else:
+            verdict = "safe"
+        first = failing.iloc[0] if not failing.empty else None
+        record: dict[str, Any] = {
+            "policy": policy,
+            "verdict": verdict,
+            "scenarios": group["scenario"].nunique(),
+            "cases": len(group),
+            **{o: int((outcomes == o).sum()) for o in OUTCOMES},
+            "violated": ", ".join(violated) or "-",
+            "first_failure": (
+                f"{first['scenario']} seed {first['seed']}: {first['outcome']}" if first is not None else "-"
+            ),
+            "first_failure_path": str(first["path"]) if first is not None else None,
+        }
+        records.append(record)
+    return pd.DataFrame.from_records(records)
+
+
+def order_policies(frame: pd.DataFrame, order: Iterable[str]) -> pd.DataFrame:
+    """The frame with its policies in ``order`` (the grid's), any others after them in their own order."""
+    wanted = list(dict.fromkeys([*order, *frame["policy"]]))
+    rank = {name: i for i, name in enumerate(wanted)}
+    return frame.sort_values("policy", key=lambda s: s.map(rank), kind="stable").reset_index(drop=True)
 
 
 def metric_table(frame: pd.DataFrame, metric: str) -> pd.DataFrame:

@@ -10,13 +10,23 @@ from __future__ import annotations
 import base64
 import html
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from harness.check.registry import METRICS
-from harness.present.analysis import load, metric_table, outcome_counts, rate_table
+from harness.model import RUN_RECORD
+from harness.present.analysis import (
+    RATE_MIN_CASES,
+    load,
+    metric_table,
+    order_policies,
+    outcome_counts,
+    policy_verdicts,
+    rate_table,
+)
 from harness.present.pictures import heatmap, png_bytes, save_png, timeline
 
 __all__ = ["TIMELINE_OUTCOMES", "render_timeline", "write_report"]
@@ -35,6 +45,8 @@ th { background: #eceff1; }
 pre { background: #f5f5f5; padding: 6px 8px; font-size: 12px; overflow-x: auto; }
 .case { border-top: 1px solid #cfd8dc; padding-top: 8px; margin-top: 16px; }
 .unknown { color: #8d6e00; } .anomaly { color: #b71c1c; }
+.safe { color: #1b5e20; font-weight: bold; } .unsafe { color: #b71c1c; font-weight: bold; }
+.undecided { color: #8d6e00; font-weight: bold; } .warning { background: #fff8e1; padding: 6px 8px; }
 img { max-width: 100%; }
 """
 
@@ -55,12 +67,12 @@ def _table(frame: pd.DataFrame, table_id: str) -> str:
     return str(frame.to_html(table_id=table_id, escape=True, border=0))
 
 
-def _case(row: pd.Series) -> str:
+def _case(row: pd.Series, anchor: str) -> str:
     path = Path(str(row["path"]))
     report: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     title = f"{row['policy']} x {row['scenario']} seed {row['seed']}: {row['outcome']} (verdict {row['verdict']})"
     parts = [
-        f'<div class="case"><h3>{html.escape(title)}</h3>',
+        f'<div class="case" id="{anchor}"><h3>{html.escape(title)}</h3>',
         f"<pre>{html.escape(str(report.get('reproduce', '')))}</pre>",
     ]
     for anomaly in report.get("anomalies", ()):
@@ -79,11 +91,58 @@ def _case(row: pd.Series) -> str:
     return "\n".join(parts)
 
 
-def write_report(run_dir: Path, out: Path | None = None) -> Path:
+def _grid_order(run_dir: Path) -> list[str]:
+    """The policies in the grid's order, as the run recorded it (the order the printed table used)."""
+    try:
+        return [str(p) for p in json.loads((run_dir / RUN_RECORD).read_text(encoding="utf-8")).get("policies", [])]
+    except (OSError, ValueError, AttributeError):
+        return []
+
+
+def _verdicts(frame: pd.DataFrame, anchors: dict[str, str]) -> list[str]:
+    """The page's first section: one row per policy, safe, unsafe or undecided over every case run."""
+    rows = policy_verdicts(frame)
+    head = ["policy", "verdict", "violated properties", "correct", "escalated", "abandoned", "incorrect",
+            "unresolved", "harness errors", "cases", "first failure"]  # fmt: skip
+    out = [
+        "<h2>Verdict per policy</h2>",
+        "<p><strong>safe</strong>: every case correct, or its unresolved action escalated to its owner in time; "
+        "<strong>unsafe</strong>: a safety property violated, or an action abandoned; <strong>undecided</strong>: "
+        "no violation seen, but the evidence could not decide some case.</p>",
+        '<table id="verdicts"><thead><tr>' + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>",
+    ]
+    for _, r in rows.iterrows():
+        anchor = anchors.get(str(r["first_failure_path"]))
+        first = html.escape(str(r["first_failure"]))
+        link = f'<a href="#{anchor}">{first}</a>' if anchor else first
+        cells = [
+            html.escape(str(r["policy"])),
+            f'<span class="{r["verdict"]}">{r["verdict"]}</span>',
+            html.escape(str(r["violated"])),
+            *(str(r[o]) for o in ("correct", "escalated", "abandoned", "incorrect", "unresolved", "harness_error")),
+            str(r["cases"]),
+            link,
+        ]
+        out.append('<tr class="policy">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    out.append("</tbody></table>")
+    return out
+
+
+def _seeds(seeds: list[int]) -> str:
+    """The seeds, listed when few, else as a range with their count."""
+    if len(seeds) <= 20:
+        return ", ".join(str(s) for s in seeds)
+    return f"{seeds[0]}..{seeds[-1]} ({len(seeds):,} seeds)"
+
+
+def write_report(run_dir: Path, out: Path | None = None, order: Sequence[str] | None = None) -> Path:
     """Write ``report.html`` (and ``heatmap.png``) for every case under ``run_dir``; return the page's path."""
     frame = load(run_dir)
     if frame.empty:
         raise ValueError(f"{run_dir}: no recovery.json found; fix: give a folder written by 'harness run'")
+    frame = order_policies(frame, order if order is not None else _grid_order(run_dir))
+    shown = frame[frame["outcome"].isin(TIMELINE_OUTCOMES)]
+    anchors = {str(path): f"case-{i}" for i, path in enumerate(shown["path"])}
     out = out or run_dir / "report.html"
     heat = save_png(heatmap(frame), out.with_name("heatmap.png"))
     skipped = frame.attrs.get("skipped", [])
@@ -94,8 +153,15 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
         "<h1>Recovery harness report</h1>",
         f"<p>{len(frame)} cases from <code>{html.escape(str(run_dir))}</code>: "
         f"{frame['policy'].nunique()} policies x {frame['scenario'].nunique()} scenarios, "
-        f"seeds {', '.join(str(s) for s in sorted(frame['seed'].dropna().unique()))}.</p>",
+        f"seeds {_seeds(sorted(frame['seed'].dropna().unique()))}.</p>",
     ]
+    for folder in frame.attrs.get("incomplete", []):
+        body.append(
+            f'<p class="warning"><strong>Incomplete:</strong> the run in <code>{html.escape(folder)}</code> was '
+            "stopped before it ended, so this page shows only the cases it finished. Complete it with "
+            f"<code>python -m harness run --resume {html.escape(folder)}</code>.</p>"
+        )
+    body += _verdicts(frame, anchors)
     if skipped:
         body.append("<p>Skipped files:</p><ul>")
         body += [f"<li>{html.escape(s.path)}: {html.escape(s.reason)}</li>" for s in skipped]
@@ -105,17 +171,18 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
         _img(heat.read_bytes(), "heatmap of outcomes per policy and scenario"),
         _table(outcome_counts(frame), "outcomes"),
         "<h2>Correct rate over seeds</h2>",
-        "<p>Rate of correct cases, Wilson 95% interval, pass^3 (the chance that 3 runs all end correct), and how "
-        "many cases the evidence could not decide: no evidence is not the same as no problem.</p>",
+        f"<p>Correct cases over the seeds. From {RATE_MIN_CASES} cases in a cell: the rate, its Wilson 95% interval "
+        "and pass^3 (the chance that 3 runs all end correct); below that, the count, and <em>same at every seed</em> "
+        "when the seeds changed nothing (more seeds would say no more). Then how many cases the evidence could not "
+        "decide: no evidence is not the same as no problem.</p>",
         _table(rate_table(frame), "rates"),
         "<h2>Metrics</h2>",
         "<p>Mean over seeds (range when they differ); <em>unknown</em> where the evidence could not establish it.</p>",
     ]
     for metric in TABLE_METRICS:
         body += [f"<h3>{metric}</h3>", _table(metric_table(frame, metric), f"metric-{metric}")]
-    shown = frame[frame["outcome"].isin(TIMELINE_OUTCOMES)]
     body.append(f"<h2>Timelines of the {len(shown)} incorrect, abandoned or unresolved cases</h2>")
-    body += [_case(row) for _, row in shown.iterrows()]
+    body += [_case(row, anchors[str(row["path"])]) for _, row in shown.iterrows()]
     body.append("</body></html>")
     out.write_text("\n".join(body) + "\n", encoding="utf-8")
     return out

@@ -20,6 +20,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from harness.limits import TIMELINE_DRAWN_MAX
 from harness.model import events
 from harness.model.events import (
     CommandGiven,
@@ -79,6 +80,11 @@ def heatmap(frame: pd.DataFrame, title: str = "Outcome per policy x scenario") -
     return fig
 
 
+#: Inches between two lanes, and the average width of a character of a 7-point label.
+_LANE_IN = 11 * 0.98 / (len(LANES) + 1.1)
+_CHAR_IN = 0.058
+
+
 def _label(event: Event) -> str:
     match event:
         case FaultInjected():
@@ -111,11 +117,22 @@ def _lane(event: Event) -> str:
 def timeline(report: dict[str, Any]) -> Figure:
     """The case's history as a sequence diagram: one lane per actor, time running down, requests and replies
     as arrows between worker and destination, faults in red, anomaly witnesses highlighted in yellow."""
-    entries = events(report["timeline"])
+    everything = events(report["timeline"])
     witnesses = {i for a in report.get("anomalies", ()) for i in a["witnesses"]}
+    # A bounded picture: the first entries, and every witness and fault after them (the rest are counted).
+    entries = [
+        e
+        for n, e in enumerate(everything)
+        if n < TIMELINE_DRAWN_MAX or e.index in witnesses or isinstance(e, FaultInjected)
+    ][: 2 * TIMELINE_DRAWN_MAX]
+    left_out = len(everything) - len(entries)
     rows = max(len(entries), 1)
-    fig, ax = plt.subplots(figsize=(11, 0.26 * rows + 1.6), dpi=80)
     x = {lane: i for i, lane in enumerate(LANES)}
+    # Lanes keep their spacing; the picture widens until the longest label ends inside it (nothing is cut).
+    left, right = -1.3, len(LANES) - 0.2
+    ends = [x[_lane(e)] + 0.08 + len(_label(e)) * _CHAR_IN / _LANE_IN for e in entries]
+    right = max([right, *ends]) + 0.1
+    fig, ax = plt.subplots(figsize=((right - left) * _LANE_IN / 0.98, 0.26 * rows + 1.6), dpi=80)
     for lane, i in x.items():
         ax.plot([i, i], [-0.5, rows - 0.5], color="#cfd8dc", linewidth=1, zorder=0)
         ax.text(i, -0.8, lane, ha="center", va="bottom", fontsize=9, fontweight="bold")
@@ -142,13 +159,15 @@ def timeline(report: dict[str, Any]) -> Figure:
             continue
         ax.plot(x[lane], y, marker="o", markersize=4, color="#37474f", zorder=3)
         ax.text(x[lane] + 0.08, y, _label(entry), va="center", fontsize=7)
-    ax.set_xlim(-1.3, len(LANES) - 0.2)
+    ax.set_xlim(left, right)
     ax.set_ylim(rows - 0.3, -1.6)
     ax.axis("off")
     title = (
         f"{report['policy']} x {report['scenario']} seed {report['seed']}: {report['outcome']} "
         f"(verdict {report['verdict']})"
     )
+    if left_out:
+        title += f"; {left_out} of {len(everything)} entries not drawn (recovery.json has them all)"
     ax.set_title(title, fontsize=10, loc="left")
     # Fixed margins: tight_layout would draw the whole figure twice.
     top = 1 - 0.45 / fig.get_figheight()

@@ -11,7 +11,7 @@ from harness.run.plan import Case, reproduce_command
 from harness.sim import SimResult, simulate
 from harness.version import __version__
 
-__all__ = ["run_case"]
+__all__ = ["failed_report", "run_case"]
 
 
 def run_case(case: Case) -> tuple[CaseReport, SimResult | None]:
@@ -20,7 +20,7 @@ def run_case(case: Case) -> tuple[CaseReport, SimResult | None]:
         result = simulate(case.scenario, case.policy, case.seed)
         judgement = check(result.evidence)
     except Exception as exc:  # the case still counts: it is reported, not dropped
-        return _failed(case, f"{type(exc).__name__}: {exc}"), None
+        return failed_report(case, f"{type(exc).__name__}: {exc}"), None
     return _judged(case, result, judgement), result
 
 
@@ -68,7 +68,8 @@ def _judged(case: Case, result: SimResult, judgement: Judgement) -> CaseReport:
     )
 
 
-def _failed(case: Case, error: str) -> CaseReport:
+def failed_report(case: Case, error: str) -> CaseReport:
+    """The report of a case the harness could not judge: ``harness_error``, with why, and how to reproduce it."""
     return CaseReport(
         **_identity(case),
         attempts=(),

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from harness.check.registry import METRICS
 from harness.model import CaseReport, MetricValue
-from harness.run.case import run_case
+from harness.run.case import failed_report, run_case
 from harness.run.files import (
     RecordWriter,
     case_path,
@@ -63,6 +64,9 @@ class CellJob:
     records: RecordMode = "full"
     #: Draw ``timeline.png`` beside the recovery.json of each incorrect or unresolved case (for the report).
     timelines: bool = False
+    #: Cases of this piece not to run again, by position in it, each with why it failed: a case over its
+    #: wall-clock budget, or one whose worker process died. They are written as ``harness_error`` cases.
+    failed: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +135,34 @@ class CellResult:
     def cases(self) -> int:
         return sum(sum(c.values()) for c in self.counts.values())
 
+    def to_json(self) -> str:
+        """The tally as JSON, so a resumed run can add up the pieces that finished before it was stopped."""
+        return json.dumps(
+            {
+                "counts": [[p, s, dict(c)] for (p, s), c in self.counts.items()],
+                "notable": [asdict(n) for n in self.notable],
+                "errors": self.errors,
+                "coverage": [asdict(c) for c in self.coverage],
+                "metrics": {name: [t.total, t.known] for name, t in self.metrics.items()},
+                "identity": self.identity,
+                "summary_part": str(self.summary_part) if self.summary_part else None,
+            },
+            sort_keys=True,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> CellResult:
+        data = json.loads(text)
+        return cls(
+            counts={(p, s): Counter(c) for p, s, c in data["counts"]},
+            notable=[CaseLine(**n) for n in data["notable"]],
+            errors=data["errors"],
+            coverage=tuple(FaultCoverage(**c) for c in data["coverage"]),
+            metrics={name: MetricTally(total, known) for name, (total, known) in data["metrics"].items()},
+            identity=data["identity"],
+            summary_part=Path(data["summary_part"]) if data["summary_part"] else None,
+        )
+
     def merge(self, other: CellResult) -> None:
         """Add ``other`` (another piece of the same cell) into this tally."""
         for key, counter in other.counts.items():
@@ -167,11 +199,13 @@ def summary_part_path(out: Path, job: CellJob, cell: int) -> Path:
     return out / ".parts" / f"{cell:06d}-{job.part:06d}.csv"
 
 
-def execute_cell(job: CellJob, cell: int = 0) -> CellResult:
+def execute_cell(job: CellJob, cell: int = 0, on_case: Callable[[int], None] | None = None) -> CellResult:
     """Run every seed of one piece of a cell, write each case as it finishes, and return the tally.
 
-    Module-level and picklable so a process pool can run pieces side by side. Pictures are imported only
-    when asked for: they cost about a second to import.
+    ``on_case(position)`` is called before each case (its position in the piece) and with -1 after it, so a
+    supervisor knows which case a stuck or dead worker was running. Pictures are imported only when asked
+    for: they cost about a second to import. The tally is also written beside the piece's summary rows, so
+    a resumed run knows the piece is done.
     """
     grid = load_grid([job.policy_spec], [job.scenario_spec], job.seeds)
     result = CellResult()
@@ -180,7 +214,7 @@ def execute_cell(job: CellJob, cell: int = 0) -> CellResult:
     writer = csv.writer(rows, lineterminator="\n")
     with ExitStack() as stack:
         compact: dict[str, RecordWriter] = {}
-        for report, faults in _cases(grid):
+        for report, faults in _cases(grid, dict(job.failed), on_case):
             result.identity = result.identity or _identity(report)
             counter = result.counts.setdefault((report.policy, report.scenario), Counter())
             counter[report.outcome] += 1
@@ -209,14 +243,24 @@ def execute_cell(job: CellJob, cell: int = 0) -> CellResult:
     result.coverage = tuple(coverage.values())
     result.summary_part = summary_part_path(job.out, job, cell)
     write_atomic(result.summary_part, rows.getvalue())
+    write_atomic(result.summary_part.with_suffix(".json"), result.to_json())
     return result
 
 
-def _cases(grid: Grid) -> Iterator[tuple[CaseReport, list[tuple[str, int, int]]]]:
+def _cases(
+    grid: Grid, failed: dict[int, str], on_case: Callable[[int], None] | None
+) -> Iterator[tuple[CaseReport, list[tuple[str, int, int]]]]:
     """Each case's report, with (fault, reached, fired) for every fault its scenario declares."""
     described: dict[str, list[str]] = {}
-    for case in grid.cases:
-        report, sim = run_case(case)
+    for position, case in enumerate(grid.cases):
+        if position in failed:
+            report, sim = failed_report(case, failed[position]), None
+        else:
+            if on_case is not None:
+                on_case(position)
+            report, sim = run_case(case)
+            if on_case is not None:
+                on_case(-1)
         names = described.get(case.scenario.name)
         if names is None:
             names = described[case.scenario.name] = [describe(f) for f in case.scenario.faults]

@@ -3,7 +3,6 @@ and ``summary.csv``, streamed together from the rows each piece of a cell wrote 
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import json
 import os
@@ -153,7 +152,7 @@ def summary_row(r: CaseReport) -> list[object]:
 
 def write_summary(out: Path, parts: Sequence[Path]) -> Path:
     """``summary.csv``: the header, then the rows of ``parts`` in the order given, streamed (never all in
-    memory); the parts are removed once the summary is in place."""
+    memory)."""
     path = out / "summary.csv"
     fd, tmp = tempfile.mkstemp(dir=out, prefix=".summary.csv.", suffix=".tmp")
     try:
@@ -167,9 +166,4 @@ def write_summary(out: Path, parts: Sequence[Path]) -> Path:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    for part in parts:
-        part.unlink(missing_ok=True)
-    if parts:
-        with contextlib.suppress(OSError):
-            parts[0].parent.rmdir()
     return path

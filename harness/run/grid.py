@@ -6,20 +6,24 @@ an exit status. Progress is reported through a callback, one call per finished c
 
 from __future__ import annotations
 
+import contextlib
 import json
-import multiprocessing
+import os
 import re
 import shlex
+import shutil
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
+from harness.errors import RunFailed
+from harness.limits import COMPACT_ABOVE, DEFAULT_CASE_TIMEOUT_S
+from harness.model import MANIFEST, RUN_RECORD
 from harness.plx.tracking import (
     DEFAULT_PROJECT,
     Tracked,
@@ -29,19 +33,31 @@ from harness.plx.tracking import (
     push_runs,
     split_project,
 )
-from harness.run.cell import CaseLine, CellJob, CellResult, FaultCoverage, cell_scenario, execute_cell
+from harness.run.cell import (
+    CaseLine,
+    CellJob,
+    CellResult,
+    FaultCoverage,
+    cell_scenario,
+    execute_cell,
+    summary_part_path,
+)
 from harness.run.files import write_atomic, write_summary
-from harness.run.plan import Cell, Plan, UsageError, load_grid
-from harness.seeds import COMPACT_ABOVE
+from harness.run.folder import REQUEST, Claim, Manifest, Request, claim, fingerprints, stray_temporaries
+from harness.run.plan import Cell, Grid, Plan, UsageError, load_grid
 
 __all__ = [
     "PIECE_MAX",
     "GridOptions",
     "GridSummary",
+    "RunInterrupted",
     "TrackingNote",
+    "abandon",
+    "begin",
     "check_project",
     "new_out",
     "pieces",
+    "resume_grid",
     "run_grid",
     "tracking_note",
 ]
@@ -62,6 +78,10 @@ class GridOptions:
     report: bool = True
     #: ``auto``: compact records for cells of more than ``COMPACT_ABOVE`` seeds, a recovery.json per case otherwise.
     records: RecordsMode = "auto"
+    #: Wall-clock seconds a case may take before it is stopped and counted as a harness error (None: no limit).
+    case_timeout_s: float | None = DEFAULT_CASE_TIMEOUT_S
+    #: Run the cases in worker processes the run supervises. Off only for tests that patch the harness in place.
+    isolate: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,14 +155,50 @@ def new_out(out: Path | None) -> Path:
     raise UsageError(f"too many runs named {stamp} in {base}; fix: pass --out")
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) stopped the run; every worker is stopped and the folder can be resumed."""
+
+    def __init__(self, out: Path) -> None:
+        super().__init__(f"interrupted; {out} is resumable: python -m harness run --resume {shlex.quote(str(out))}")
+        self.out = out
+
+
+def begin(out: Path | None, argv: Sequence[str]) -> Claim:
+    """Claim the run's folder (a new one, or the given one if new or empty) and record the command line in it,
+    first thing, so that even a run killed while it plans can be resumed."""
+    folder = new_out(out)
+    hold = claim(folder, fresh=True)
+    try:
+        Request(tuple(argv), os.getcwd()).write(folder)
+    except OSError as exc:
+        hold.release()
+        raise UsageError(f"--out {folder}: cannot write in it ({exc.strerror}); fix: give a writable folder") from None
+    return hold
+
+
+def abandon(hold: Claim, created: bool) -> None:
+    """Undo ``begin`` after bad input: nothing of the run is left (the folder too, if this run made it)."""
+    hold.release()
+    for name in (REQUEST, ".lock"):
+        (hold.out / name).unlink(missing_ok=True)
+    if created:
+        with contextlib.suppress(OSError):
+            hold.out.rmdir()
+
+
 def run_grid(
-    plan: Plan, options: GridOptions, progress: Callable[[int, int, CellJob, CellResult], None] | None = None
+    plan: Plan,
+    options: GridOptions,
+    progress: Callable[[int, int, CellJob, CellResult], None] | None = None,
+    begun: Claim | None = None,
+    checked: Callable[[], None] | None = None,
 ) -> GridSummary:
     """Check everything, then run every cell of ``plan``, write the run's files, and track it.
 
     Raises ``InputError`` (before writing anything) for bad input. ``progress(done, total, job, result)`` is
     called once per finished piece of a cell. Memory stays flat in the number of seeds: each case is written
-    as it finishes, and only tallies come back.
+    as it finishes, and only tallies come back. The folder is claimed for this run alone, and its manifest is
+    written before any case runs, so a run that is stopped can be resumed (``resume_grid``).
     """
     tracking = options.tracking
     if tracking != "none" and is_managed() and len(plan.cells) != 1:
@@ -154,45 +210,150 @@ def run_grid(
     # half-written (the seeds change nothing in what is loaded: one is enough).
     grid = load_grid([c.policy_spec for c in plan.cells], [c.scenario_spec for c in plan.cells], [0])
     check_project(options.project)
-    out = new_out(options.out)
+    if checked is not None:  # the input is good: what the caller had to say can be said now
+        checked()
+    if begun is None:
+        out = new_out(options.out)
+        hold = claim(out, fresh=True)
+    else:
+        out, hold = begun.out, begun
+    try:
+        manifest = Manifest(plan.cells, plan.concurrency, _options_json(options), fingerprints(grid))
+        write_atomic(out / MANIFEST, manifest.to_json())
+        return _complete(out, plan, options, grid, progress)
+    finally:
+        hold.release()
+
+
+def resume_grid(
+    out: Path, progress: Callable[[int, int, CellJob, CellResult], None] | None = None
+) -> GridSummary | None:
+    """Complete a run that was stopped: run only the pieces and Polyaxon runs that are missing, then write the
+    summary, run.json and the report. None when the run is already complete. Raises ``UsageError`` when a
+    scenario, a policy or the harness changed since the run began (its results would mix two inputs)."""
+    manifest = Manifest.read(out)
+    hold = claim(out, fresh=False)
+    try:
+        if (out / RUN_RECORD).is_file():
+            return None
+        plan = Plan(manifest.cells, manifest.concurrency)
+        options = _options_of(manifest.options, out)
+        grid = load_grid([c.policy_spec for c in plan.cells], [c.scenario_spec for c in plan.cells], [0])
+        now = fingerprints(grid)
+        for name in sorted(set(now) | set(manifest.fingerprints)):
+            if now.get(name) != manifest.fingerprints.get(name):
+                raise UsageError(
+                    f"{name}: changed since the run began in {out}, so its cases would mix two inputs; fix: start "
+                    "a new run with another --out (or restore what changed)"
+                )
+        stray_temporaries(out)
+        return _complete(out, plan, options, grid, progress)
+    finally:
+        hold.release()
+
+
+#: The options a run's manifest keeps, so ``--resume`` completes the run as it began.
+_PERSISTED = ("tracking", "project", "report", "records", "case_timeout_s")
+
+
+def _options_json(options: GridOptions) -> dict[str, object]:
+    return {name: getattr(options, name) for name in _PERSISTED}
+
+
+def _options_of(data: dict[str, Any], out: Path) -> GridOptions:
+    return GridOptions(out=out, **{name: data[name] for name in _PERSISTED})
+
+
+def _complete(
+    out: Path,
+    plan: Plan,
+    options: GridOptions,
+    grid: Grid,
+    progress: Callable[[int, int, CellJob, CellResult], None] | None,
+) -> GridSummary:
+    """Run what is missing of the run in ``out`` (everything, for a new run), then write its files."""
     jobs = [
         (i, job)
         for i, cell in enumerate(plan.cells)
         for job in pieces(cell, out, plan.concurrency, _records(options.records, len(cell.seeds)), options.report)
     ]
+    results = _Results(Counter(i for i, _ in jobs))
+    todo: list[int] = []
+    for index, (cell, job) in enumerate(jobs):
+        tally = summary_part_path(out, job, cell).with_suffix(".json")
+        if tally.is_file():
+            results.add(cell, CellResult.from_json(tally.read_text(encoding="utf-8")))
+        else:
+            todo.append(index)
+    tracker = _Tracker(out, plan, options)
+    for cell in range(len(plan.cells)):
+        if results.complete(cell):
+            tracker.track(cell, results[cell])  # finished before the run was stopped, maybe not tracked
     started = time.perf_counter()
-    results = _execute(jobs, plan.concurrency, progress, partial(_track, plan=plan, out=out, options=options))
-    cells = [results[i] for i in range(len(plan.cells))]
-    parts = [r.summary_part for i in range(len(plan.cells)) for r in results.pieces[i] if r.summary_part]
-    summary = write_summary(out, parts)
-    coverage = merge_coverage(c for cell in cells for c in cell.coverage)
-    write_atomic(out / "coverage.json", coverage_json(coverage))
-    tracked = [(cell, results.tracked.get(i)) for i, cell in enumerate(plan.cells)]
-    write_atomic(
-        out / "run.json",
-        json.dumps(
-            {
-                "cells": len(plan.cells),
-                "cases": sum(c.cases for c in cells),
-                "concurrency": plan.concurrency,
-                "wall_time_s": round(time.perf_counter() - started, 3),
-                "tracking": tracking,
-                "project": options.project,
-                "polyaxon_runs": {f"{c.policy_spec} x {c.scenario_spec}": t.run_uuid for c, t in tracked if t},
-            },
-            indent=2,
-        )
-        + "\n",
-    )
-    note = tracking_note(tracking, options.project, out, [t for _, t in tracked if t])
-    page = None
-    if options.report:
-        from harness.present.html_report import write_report
+    done = 0
 
-        page = write_report(out)
+    def finished(index: int, result: CellResult) -> None:
+        nonlocal done
+        cell, job = jobs[index]
+        done += 1
+        if progress is not None:
+            progress(done, len(todo), job, result)
+        if results.add(cell, result):
+            tracker.track(cell, results[cell])
+
+    try:
+        if options.isolate:
+            from harness.run.pool import supervise
+
+            chosen = [jobs[i] for i in todo]
+            supervise(chosen, plan.concurrency, options.case_timeout_s, lambda k, r: finished(todo[k], r))
+        else:
+            for index in todo:
+                cell, job = jobs[index]
+                finished(index, execute_cell(job, cell))
+        cells: list[CellResult] = [results[i] for i in range(len(plan.cells))]
+        summary = write_summary(out, [summary_part_path(out, job, cell) for cell, job in jobs])
+        coverage = merge_coverage(c for cell in cells for c in cell.coverage)
+        write_atomic(out / "coverage.json", coverage_json(coverage))
+        tracked = [(cell, tracker.tracked.get(i)) for i, cell in enumerate(plan.cells)]
+        note = tracking_note(options.tracking, options.project, out, [t for _, t in tracked if t])
+        write_atomic(
+            out / RUN_RECORD,
+            json.dumps(
+                {
+                    "cells": len(plan.cells),
+                    "cases": sum(c.cases for c in cells),
+                    # The grid's order, which the printed table and report.html both follow.
+                    "policies": list(grid.policies),
+                    "scenarios": list(grid.scenarios),
+                    "concurrency": plan.concurrency,
+                    "wall_time_s": round(time.perf_counter() - started, 3),
+                    "tracking": options.tracking,
+                    "project": options.project,
+                    "polyaxon_runs": {f"{c.policy_spec} x {c.scenario_spec}": t.run_uuid for c, t in tracked if t},
+                },
+                indent=2,
+            )
+            + "\n",
+        )
+        # After run.json, so the page does not call its own run incomplete (a run stopped while drawing it
+        # is complete on disk: `harness report` draws the page again).
+        page = None
+        if options.report:
+            from harness.present.html_report import write_report
+
+            page = write_report(out, order=grid.policies)
+    except KeyboardInterrupt:
+        raise RunInterrupted(out) from None
+    except OSError as exc:
+        raise RunFailed(
+            f"cannot write the run's files in {out} ({exc.strerror or exc}); fix: make room or give a writable "
+            f"folder, then resume: python -m harness run --resume {shlex.quote(str(out))}"
+        ) from None
+    shutil.rmtree(out / ".parts", ignore_errors=True)
     counts: dict[tuple[str, str], Counter[str]] = {}
-    for cell in cells:
-        for key, counter in cell.counts.items():
+    for merged in cells:
+        for key, counter in merged.counts.items():
             counts.setdefault(key, Counter()).update(counter)
     return GridSummary(
         out,
@@ -206,6 +367,36 @@ def run_grid(
         coverage,
         sum(c.errors for c in cells),
     )
+
+
+@dataclass(slots=True)
+class _Tracker:
+    """Records each finished cell as one Polyaxon run, once, in this process, noting it in the run folder so
+    a resumed run neither repeats a run nor leaves a half-written one behind."""
+
+    out: Path
+    plan: Plan
+    options: GridOptions
+    tracked: dict[int, Tracked] = field(default_factory=dict)
+
+    def track(self, cell: int, result: CellResult) -> None:
+        if self.options.tracking == "none":
+            return
+        notes = self.out / ".parts"
+        done, begun = notes / f"{cell:06d}.plx.json", notes / f"{cell:06d}.plx-begun"
+        if done.is_file():
+            data = json.loads(done.read_text(encoding="utf-8"))
+            self.tracked[cell] = Tracked(data["run_uuid"], data["status"], data["error"])
+            return
+        if begun.is_file():  # stopped half-way: that run is incomplete, so it goes, and the cell is tracked anew
+            shutil.rmtree(
+                offline_root(self.out) / "runs" / begun.read_text(encoding="utf-8").strip(), ignore_errors=True
+            )
+        run_uuid = uuid.uuid4().hex
+        write_atomic(begun, run_uuid)
+        tracked = _track(cell, result, self.plan, self.out, self.options, run_uuid)
+        write_atomic(done, json.dumps({"run_uuid": tracked.run_uuid, "status": tracked.status, "error": tracked.error}))
+        self.tracked[cell] = tracked
 
 
 def _records(mode: RecordsMode, seeds: int) -> Literal["full", "compact"]:
@@ -254,72 +445,27 @@ def coverage_json(coverage: Sequence[FaultCoverage]) -> str:
 
 @dataclass(slots=True)
 class _Results:
-    """The pieces' tallies as they arrive, each cell's merged tally, and each cell's Polyaxon run."""
+    """Each cell's merged tally, as its pieces come in."""
 
     expected: Counter[int]
-    pieces: dict[int, list[CellResult]] = field(default_factory=dict)
     merged: dict[int, CellResult] = field(default_factory=dict)
-    tracked: dict[int, Tracked] = field(default_factory=dict)
+    seen: Counter[int] = field(default_factory=Counter)
 
     def add(self, cell: int, result: CellResult) -> bool:
         """Record one piece; True when it was the cell's last."""
-        self.pieces.setdefault(cell, []).append(result)
+        self.seen[cell] += 1
         self.merged.setdefault(cell, CellResult()).merge(result)
-        return len(self.pieces[cell]) == self.expected[cell]
+        return self.complete(cell)
+
+    def complete(self, cell: int) -> bool:
+        return self.seen[cell] == self.expected[cell]
 
     def __getitem__(self, cell: int) -> CellResult:
         return self.merged[cell]
 
 
-def _execute(
-    jobs: Sequence[tuple[int, CellJob]],
-    concurrency: int,
-    progress: Callable[[int, int, CellJob, CellResult], None] | None,
-    track: Callable[[int, CellResult], Tracked | None],
-) -> _Results:
-    """Run the pieces, ``concurrency`` at a time; track each cell once its last piece is in."""
-    results = _Results(Counter(i for i, _ in jobs))
-    done = 0
-
-    def finished(index: int, result: CellResult) -> int | None:
-        nonlocal done
-        cell, job = jobs[index]
-        last = results.add(cell, result)
-        done += 1
-        if progress is not None:
-            progress(done, len(jobs), job, result)
-        return cell if last else None
-
-    if concurrency <= 1 or len(jobs) <= 1:
-        for index, (n, job) in enumerate(jobs):
-            if finished(index, execute_cell(job, n)) is not None:
-                _keep(results, n, track(n, results[n]))
-    else:
-        # spawn, not fork: Polyaxon's tracking keeps threads and process-wide state that must not be forked.
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=concurrency, mp_context=context) as pool:
-            futures = {pool.submit(execute_cell, job, n): index for index, (n, job) in enumerate(jobs)}
-            tracking: dict[Future[Tracked | None], int] = {}
-            for piece in as_completed(futures):
-                last = finished(futures[piece], piece.result())
-                if last is not None:
-                    tracking[pool.submit(track, last, results[last])] = last
-            for run in as_completed(tracking):
-                _keep(results, tracking[run], run.result())
-    for parts in results.pieces.values():
-        parts.sort(key=lambda r: str(r.summary_part))  # piece order: the summary rows come out in seed order
-    return results
-
-
-def _keep(results: _Results, cell: int, tracked: Tracked | None) -> None:
-    if tracked is not None:
-        results.tracked[cell] = tracked
-
-
-def _track(cell: int, result: CellResult, plan: Plan, out: Path, options: GridOptions) -> Tracked | None:
-    """Record one finished cell as one Polyaxon run (in a worker process when there is a pool)."""
-    if options.tracking == "none":
-        return None
+def _track(cell: int, result: CellResult, plan: Plan, out: Path, options: GridOptions, run_uuid: str) -> Tracked:
+    """Record one finished cell as one Polyaxon run."""
     from harness.plx.tracking import CellRecord, track_cell
 
     spec = plan.cells[cell]
@@ -333,7 +479,7 @@ def _track(cell: int, result: CellResult, plan: Plan, out: Path, options: GridOp
         metrics={name: t.total / t.known for name, t in result.metrics.items() if t.known},
         first_error=next((n for n in result.notable if n.error is not None), None),
     )
-    return track_cell(record, out, options.project)
+    return track_cell(record, out, options.project, run_uuid)
 
 
 def tracking_note(tracking: TrackingMode, project: str, out: Path, tracked: Sequence[Tracked]) -> TrackingNote:

@@ -17,6 +17,7 @@ from typing import Any, Literal, assert_never
 
 import simpy
 
+from harness.limits import cut
 from harness.model import Artifact, validated
 from harness.model.events import (
     CommandBudgetExhausted,
@@ -408,7 +409,7 @@ class Worker:
                 command = validated(self._policy.decide(situation))
             except Exception as exc:  # a policy bug is a recovery failure, recorded, not a harness crash
                 self._history.record(
-                    PolicyFailed(action_id=self._action_id, error=f"{type(exc).__name__}: {exc}"[:300])
+                    PolicyFailed(action_id=self._action_id, error=cut(f"{type(exc).__name__}: {exc}", 300))
                 )
                 self._report(me, finished=False, claimed="policy error")
                 return

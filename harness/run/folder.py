@@ -1,0 +1,170 @@
+"""A run folder: claimed by one run at a time, and described by a manifest written before any case runs.
+
+The manifest says what the run was asked to do (its cells, seeds and options) and fingerprints everything
+it depends on (each scenario as loaded, each policy's revision and source), so ``harness run --resume DIR``
+can complete a run that was stopped, and refuse to when an input changed since it began: the same lesson
+as an idempotency key reused with other arguments. A piece of a cell that finished left its summary rows
+and its tally in ``.parts/``; a cell whose Polyaxon run was recorded left a note there too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import inspect
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from harness.model import MANIFEST
+from harness.run.plan import Cell, Grid, UsageError
+from harness.version import __version__
+
+__all__ = ["REQUEST", "Claim", "Manifest", "Request", "claim", "fingerprints", "stray_temporaries"]
+
+_LOCK = ".lock"
+#: The command line a run was started with, written the moment its folder is claimed (before the grid is
+#: even planned), so a run killed that early can still be resumed: it is planned again from the same words.
+REQUEST = "request.json"
+
+
+@dataclass(slots=True)
+class Claim:
+    """This process's hold on a run folder (an advisory lock the kernel releases if the process dies)."""
+
+    out: Path
+    handle: IO[str]
+
+    def release(self) -> None:
+        with contextlib.suppress(OSError):
+            fcntl.flock(self.handle, fcntl.LOCK_UN)
+            self.handle.close()
+
+
+def claim(out: Path, fresh: bool) -> Claim:
+    """Take the run folder for this run, or raise ``UsageError``: another run holds it, or (``fresh``) it is
+    not empty. Taking the lock first makes two runs started together on one folder safe: one gets it."""
+    try:
+        handle = open(out / _LOCK, "a", encoding="utf-8")  # noqa: SIM115 (held for the whole run)
+    except OSError as exc:
+        raise UsageError(f"--out {out}: cannot write in it ({exc.strerror}); fix: give a writable folder") from None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise UsageError(
+            f"output folder {out} is in use by another harness run; fix: wait for it to end, or pass another --out"
+        ) from None
+    if fresh and any(p.name != _LOCK for p in out.iterdir()):
+        handle.close()
+        raise UsageError(f"output folder {out} is not empty; fix: pass another --out")
+    return Claim(out, handle)
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What ``harness run`` was asked, word for word, and where."""
+
+    argv: tuple[str, ...]
+    cwd: str
+
+    def write(self, out: Path) -> None:
+        from harness.run.files import write_atomic
+
+        write_atomic(out / REQUEST, json.dumps({"argv": list(self.argv), "cwd": self.cwd}, indent=2) + "\n")
+
+    @classmethod
+    def read(cls, out: Path) -> Request | None:
+        """The request of a run folder that has no manifest yet (it was stopped before its grid was planned)."""
+        if (out / MANIFEST).is_file() or not (out / REQUEST).is_file():
+            return None
+        try:
+            data = json.loads((out / REQUEST).read_text(encoding="utf-8"))
+            return cls(tuple(str(a) for a in data["argv"]), str(data["cwd"]))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise UsageError(
+                f"{out / REQUEST}: unreadable ({exc}); fix: start the run anew with another --out"
+            ) from None
+
+
+def _seeds_json(seeds: Sequence[int]) -> Any:
+    if isinstance(seeds, range) and seeds.step == 1:
+        return {"first": seeds.start, "last": seeds.stop - 1}
+    return list(seeds)
+
+
+def _seeds_of(data: Any) -> Sequence[int]:
+    if isinstance(data, dict):
+        return range(int(data["first"]), int(data["last"]) + 1)
+    return tuple(int(s) for s in data)
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """What a run was asked to do, and the fingerprints of what it depends on."""
+
+    cells: tuple[Cell, ...]
+    concurrency: int
+    options: dict[str, Any]
+    fingerprints: dict[str, str]
+
+    def to_json(self) -> str:
+        return (
+            json.dumps(
+                {
+                    "harness_version": __version__,
+                    "cells": [
+                        {"policy": c.policy_spec, "scenario": c.scenario_spec, "seeds": _seeds_json(c.seeds)}
+                        for c in self.cells
+                    ],
+                    "concurrency": self.concurrency,
+                    "options": self.options,
+                    "fingerprints": self.fingerprints,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
+
+    @classmethod
+    def read(cls, out: Path) -> Manifest:
+        path = out / MANIFEST
+        if not out.is_dir():
+            raise UsageError(f"{out}: no such folder; fix: give a folder written by 'harness run'")
+        if not path.is_file():
+            raise UsageError(f"{out}: no {MANIFEST}, so not a run folder; fix: give a folder written by 'harness run'")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            cells = tuple(Cell(c["policy"], c["scenario"], _seeds_of(c["seeds"])) for c in data["cells"])
+            return cls(cells, int(data["concurrency"]), dict(data["options"]), dict(data["fingerprints"]))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise UsageError(f"{path}: unreadable ({exc}); fix: start the run anew with another --out") from None
+
+
+def fingerprints(grid: Grid) -> dict[str, str]:
+    """A digest of every scenario as loaded (its secret left out) and of every policy's revision and source."""
+    out: dict[str, str] = {}
+    for case in grid.cases:
+        scenario = case.scenario.model_dump_json(exclude={"approval": {"token"}})
+        out[f"scenario {case.scenario_spec} ({case.scenario.name})"] = _digest(scenario)
+        policy = case.policy
+        source = ""
+        with contextlib.suppress(OSError, TypeError):
+            source = Path(inspect.getfile(type(policy))).read_text(encoding="utf-8")
+        out[f"policy {case.policy_spec}"] = _digest(f"{policy.name}\n{policy.revision}\n{source}")
+    return out
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def stray_temporaries(out: Path) -> None:
+    """Remove the half-written temporary files a killed run left (every file is written through one)."""
+    for path in out.rglob(".*.tmp"):
+        with contextlib.suppress(OSError):
+            os.unlink(path)

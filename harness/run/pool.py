@@ -1,0 +1,194 @@
+"""Worker processes the run supervises: every case under a wall-clock budget, and no case can take the run down.
+
+Pieces of cells go to worker processes one at a time. Before each case a worker writes, into memory it shares
+with the parent, which case it is on and when it began. The parent watches: a case over its budget gets its
+worker killed, and a worker that dies (``os._exit``, a signal, an out-of-memory kill, ``sys.exit`` in a
+policy) is noticed. Either way the case becomes a ``harness_error`` case with the reason and its reproduce
+command, a fresh worker takes the piece again (the cases before it come out byte-identical: they are
+deterministic), and the grid goes on. Workers ignore Ctrl-C (the parent stops them) and are killed by the
+kernel when the parent dies, so none is ever orphaned.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import signal
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
+from multiprocessing.sharedctypes import RawArray
+from typing import Any
+
+from harness.errors import RunFailed
+from harness.run.cell import CellJob, CellResult, execute_cell
+
+__all__ = ["RunFailed", "supervise"]
+#: How often the parent looks at its workers.
+_TICK_S = 0.1
+#: A piece whose worker dies outside any case is tried this many times before the run gives up.
+_RETRIES = 2
+
+
+@dataclass(slots=True)
+class _Worker:
+    process: BaseProcess
+    conn: Connection
+    #: [position of the current case in the piece's seeds (-1: between cases), its start (time.monotonic())]
+    where: Any
+    #: (index in the job list, the piece) while busy
+    task: tuple[int, int, CellJob] | None = None
+
+
+@dataclass(slots=True)
+class _Pool:
+    context: Any
+    size: int
+    workers: list[_Worker] = field(default_factory=list)
+
+    def start(self) -> _Worker:
+        parent, child = self.context.Pipe()
+        where = RawArray("d", 2)
+        where[0] = -1.0
+        process = self.context.Process(target=_serve, args=(child, where), daemon=True)
+        process.start()
+        child.close()
+        worker = _Worker(process, parent, where)
+        self.workers.append(worker)
+        return worker
+
+    def retire(self, worker: _Worker) -> None:
+        """Kill a worker now (it may be stuck in a policy that never returns) and forget it."""
+        with contextlib.suppress(OSError, ValueError):
+            worker.process.kill()
+        worker.process.join(timeout=5)
+        with contextlib.suppress(OSError):
+            worker.conn.close()
+        self.workers.remove(worker)
+
+    def close(self) -> None:
+        for worker in list(self.workers):
+            if worker.task is None and worker.process.is_alive():
+                with contextlib.suppress(OSError, BrokenPipeError):
+                    worker.conn.send(None)
+        deadline = time.monotonic() + 2
+        for worker in list(self.workers):
+            worker.process.join(timeout=max(0.0, deadline - time.monotonic()))
+            self.retire(worker)
+
+
+def supervise(
+    jobs: Sequence[tuple[int, CellJob]],
+    concurrency: int,
+    case_timeout_s: float | None,
+    finished: Callable[[int, CellResult], None],
+    between: Callable[[], None] | None = None,
+) -> None:
+    """Run every piece in ``concurrency`` worker processes; call ``finished(index, result)`` as each ends.
+
+    ``between`` is called on every tick (the caller tracks finished cells there). Raises ``RunFailed`` when a
+    piece cannot be run at all; on any exit (Ctrl-C included) every worker is stopped.
+    """
+    pending: deque[tuple[int, int, CellJob]] = deque((i, cell, job) for i, (cell, job) in enumerate(jobs))
+    # spawn, not fork: Polyaxon's tracking keeps threads and process-wide state that must not be forked.
+    pool = _Pool(multiprocessing.get_context("spawn"), max(1, min(concurrency, len(jobs))))
+    retries: dict[int, int] = {}
+    try:
+        for _ in range(pool.size):
+            pool.start()
+        while pending or any(w.task for w in pool.workers):
+            for worker in pool.workers:
+                if worker.task is None and pending:
+                    worker.task = pending.popleft()
+                    worker.where[0] = -1.0
+                    worker.conn.send(worker.task)
+            busy = [w for w in pool.workers if w.task is not None]
+            ready = wait([w.conn for w in busy], timeout=_TICK_S)
+            for worker in busy:
+                assert worker.task is not None
+                index, cell, job = worker.task
+                if worker.conn in ready:
+                    try:
+                        message = worker.conn.recv()
+                    except (EOFError, OSError):
+                        message = None
+                    if message is not None:
+                        kind, payload = message
+                        if kind == "error":
+                            raise RunFailed(str(payload))
+                        worker.task = None
+                        finished(index, payload)
+                        continue
+                if worker.process.is_alive() and not _overdue(worker, case_timeout_s):
+                    continue
+                reason = _why(worker, case_timeout_s)
+                position = int(worker.where[0])
+                pool.retire(worker)
+                pool.start()
+                if position < 0:
+                    retries[index] = retries.get(index, 0) + 1
+                    if retries[index] > _RETRIES:
+                        raise RunFailed(f"a worker process died outside any case, {retries[index]} times ({reason})")
+                    pending.appendleft((index, cell, job))
+                else:  # that case is written as a harness error; the piece runs again without it
+                    pending.appendleft((index, cell, replace(job, failed=(*job.failed, (position, reason)))))
+            if between is not None:
+                between()
+    finally:
+        pool.close()
+
+
+def _overdue(worker: _Worker, budget_s: float | None) -> bool:
+    return budget_s is not None and worker.where[0] >= 0 and time.monotonic() - worker.where[1] > budget_s
+
+
+def _why(worker: _Worker, budget_s: float | None) -> str:
+    if worker.process.is_alive():
+        return (
+            f"the case ran longer than its wall-clock budget of {budget_s:g} s (--case-timeout); its worker "
+            "process was stopped"
+        )
+    code = worker.process.exitcode
+    if code is not None and code < 0:
+        with contextlib.suppress(ValueError):
+            return f"the worker process was killed by {signal.Signals(-code).name} while running the case"
+    return f"the worker process exited (status {code}) while running the case"
+
+
+def _serve(conn: Connection, where: Any) -> None:
+    """A worker: run the pieces the parent sends, one at a time, until it sends ``None``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops every worker
+    _die_with_parent()
+
+    def on_case(position: int) -> None:
+        where[1] = time.monotonic()
+        where[0] = float(position)
+
+    while True:
+        task = conn.recv()
+        if task is None:
+            return
+        _, cell, job = task
+        try:
+            result = execute_cell(job, cell, on_case)
+        except OSError as exc:
+            conn.send(("error", f"cannot write the run's files ({exc.strerror or exc}): {exc.filename or ''}"))
+            return
+        where[0] = -1.0
+        conn.send(("done", result))
+
+
+def _die_with_parent() -> None:
+    """Ask the kernel to kill this process when its parent dies (Linux), so a killed run leaves no worker."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() == 1:  # the parent is already gone
+        os._exit(1)

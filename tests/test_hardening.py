@@ -1,0 +1,343 @@
+"""A harness that loses nothing and never hangs: bad policies become counted harness_error cases, a killed run
+resumes to exactly what a clean run writes, one run per output folder, bounded output, and no secret anywhere."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BAD_POLICIES = textwrap.dedent(
+    """
+    import os, sys, time
+
+    class Loop:
+        name, revision = "loop", "1"
+        def decide(self, situation):
+            while True:
+                pass
+
+    class Exit:
+        name, revision = "osexit", "1"
+        def decide(self, situation):
+            os._exit(9)
+
+    class SysExit:
+        name, revision = "sysexit", "1"
+        def decide(self, situation):
+            sys.exit(3)
+
+    class Chatty:
+        name, revision = "chatty", "1"
+        def decide(self, situation):
+            from harness.model import Escalate
+            return Escalate(reason="r" * 1_000_000)
+
+    LOOP, OSEXIT, SYSEXIT, CHATTY = Loop(), Exit(), SysExit(), Chatty()
+    """
+)
+
+
+def harness(
+    *args: str, cwd: Path = ROOT, env: dict[str, str] | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=timeout,
+    )
+
+
+@pytest.fixture(scope="module")
+def bad(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("policies")
+    (folder / "badpol.py").write_text(BAD_POLICIES)
+    return folder
+
+
+def summary_rows(out: Path) -> list[dict[str, str]]:
+    with open(out / "summary.csv", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_bad_policies_become_counted_harness_errors_and_the_grid_goes_on(bad: Path, tmp_path: Path) -> None:
+    """A never-returning policy and two process-killing ones beside a correct one: the grid finishes with exit 1,
+    every correct case is complete, and each bad case is one harness_error row with its reason."""
+    out = tmp_path / "run"
+    started = time.monotonic()
+    proc = harness(
+        "run",
+        "--policy",
+        "reconcile_and_reauthorize",
+        "--policy",
+        "badpol:LOOP",
+        "--policy",
+        "badpol:OSEXIT",
+        "--policy",
+        "badpol:SYSEXIT",
+        "--scenario",
+        "lost_response",
+        "--scenario",
+        "changed_task",
+        "--seed-count",
+        "2",
+        "--concurrency",
+        "2",
+        "--case-timeout",
+        "2",
+        "--tracking",
+        "none",
+        "--no-report",
+        "--quiet",
+        "--out",
+        str(out),
+        env={"PYTHONPATH": str(bad)},
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert time.monotonic() - started < 120
+    rows = summary_rows(out)
+    assert len(rows) == 16
+    good = [r for r in rows if r["policy"] == "reconcile_and_reauthorize"]
+    assert len(good) == 4 and all(r["outcome"] != "harness_error" for r in good)
+    errors = [r for r in rows if r["outcome"] == "harness_error"]
+    assert len(errors) == 12
+    by_policy = {r["policy"]: r["unknown"] for r in errors}
+    assert "wall-clock budget of 2 s" in by_policy["loop"]
+    assert "exited (status 9)" in by_policy["osexit"] and "exited (status 3)" in by_policy["sysexit"]
+    assert all(r["reproduce"].startswith("python -m harness run --policy badpol:") for r in errors)
+    assert len(list((out / "cases").rglob("recovery.json"))) == 16
+    assert "harness error in loop x lost_response seed 1" in proc.stderr
+
+
+def test_a_policys_strings_are_capped_and_marked(bad: Path, tmp_path: Path) -> None:
+    """Escalations with a 1 MB reason, repeated to the command budget, give a recovery.json bounded by the budget
+    times STRING_MAX (it was 128 MB); each cut is said in the text."""
+    out = tmp_path / "run"
+    proc = harness(
+        "run", "--policy", "badpol:CHATTY", "--scenario", "lost_response", "--seed", "1",
+        "--tracking", "none", "--no-report", "--quiet", "--out", str(out), env={"PYTHONPATH": str(bad)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (case,) = (out / "cases").rglob("recovery.json")
+    text = case.read_text()
+    assert len(text) < 1_000_000 and text.count("...[cut: 998000 more characters]") >= 1
+
+
+def test_two_runs_on_one_out_one_proceeds_the_other_exits_2(tmp_path: Path) -> None:
+    for k in range(3):
+        out = tmp_path / f"same{k}"
+        args = ("run", "--scenario", "lost_response", "--tracking", "none", "--no-report", "--quiet", "--out", str(out))
+        first = subprocess.Popen([sys.executable, "-m", "harness", *args], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+        second = subprocess.Popen([sys.executable, "-m", "harness", *args], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+        codes = sorted([first.wait(timeout=300), second.wait(timeout=300)])
+        assert codes == [0, 2], (
+            first.stderr.read() if first.stderr else "",
+            second.stderr.read() if second.stderr else "",
+        )
+
+
+def clean_and_killed(tmp_path: Path, delays: tuple[float, ...]) -> None:
+    args = ("run", "--seed-count", "2", "--scenario", "lost_response", "--scenario", "changed_task",
+            "--scenario", "connector_crash_points", "--concurrency", "2", "--no-report", "--quiet")  # fmt: skip
+    clean = harness(*args, "--out", str(tmp_path / "clean"))
+    assert clean.returncode == 0, clean.stderr
+    for delay in delays:
+        out = tmp_path / f"killed-{delay}"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "harness", *args, "--out", str(out)], cwd=ROOT, start_new_session=True
+        )
+        time.sleep(delay)
+        with pytest.raises(ProcessLookupError) if proc.poll() is not None else _nothing():
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        resumed = harness("run", "--resume", str(out))
+        assert resumed.returncode == 0, resumed.stderr
+        assert files(out / "cases") == files(tmp_path / "clean" / "cases"), delay
+        assert (out / "summary.csv").read_bytes() == (tmp_path / "clean" / "summary.csv").read_bytes()
+        runs = len(list((out / "polyaxon" / "runs").iterdir()))
+        assert runs == len(list((tmp_path / "clean" / "polyaxon" / "runs").iterdir()))
+        again = harness("run", "--resume", str(out))
+        assert again.returncode == 0 and "nothing to resume" in again.stdout + again.stderr
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_killed_run_resumes_to_exactly_a_clean_run(tmp_path: Path) -> None:
+    """SIGKILL of the whole process group at several points; --resume completes each, byte for byte, with the same
+    number of Polyaxon runs, and a second resume has nothing to do."""
+    clean_and_killed(tmp_path, (0.8, 2.0, 3.5))
+
+
+def test_a_run_killed_before_it_planned_resumes_from_its_command_line(tmp_path: Path) -> None:
+    """A folder holding only the claimed request (the run was killed while it loaded its grid) is planned again
+    from the same words, in the same working folder, and ends as a clean run does."""
+    args = ["run", "--scenario", "lost_response", "--seed", "1", "--tracking", "none", "--no-report", "--quiet"]
+    clean = harness(*args, "--out", str(tmp_path / "clean"))
+    assert clean.returncode == 0, clean.stderr
+    out = tmp_path / "early"
+    out.mkdir()
+    (out / "request.json").write_text(json.dumps({"argv": [*args, "--out", "early"], "cwd": str(tmp_path)}))
+    resumed = harness("run", "--resume", str(out))
+    assert resumed.returncode == 0, resumed.stderr
+    assert files(out / "cases") == files(tmp_path / "clean" / "cases")
+    assert (out / "manifest.json").is_file() and (out / "run.json").is_file()
+
+
+def test_bad_input_leaves_nothing_behind(tmp_path: Path) -> None:
+    """The folder is claimed first, but an unknown scenario still leaves no folder and no file."""
+    out = tmp_path / "never"
+    proc = harness("run", "--scenario", "no_such_scenario", "--tracking", "none", "--out", str(out))
+    assert proc.returncode == 2 and not out.exists()
+    (tmp_path / "empty").mkdir()
+    proc = harness("run", "--scenario", "no_such_scenario", "--tracking", "none", "--out", str(tmp_path / "empty"))
+    assert proc.returncode == 2 and list((tmp_path / "empty").iterdir()) == []
+
+
+def test_resume_refuses_a_run_whose_inputs_changed(tmp_path: Path) -> None:
+    scenario = tmp_path / "mine.yaml"
+    scenario.write_text(
+        (ROOT / "scenarios" / "lost_response.yaml").read_text().replace("name: lost_response", "name: mine")
+    )
+    out = tmp_path / "run"
+    first = harness(
+        "run", "--scenario", str(scenario), "--tracking", "none", "--no-report", "--quiet", "--out", str(out)
+    )
+    assert first.returncode == 0, first.stderr
+    (out / "run.json").unlink()  # as if it had been killed before the end
+    scenario.write_text(scenario.read_text().replace("recovery_deadline_s:", "# changed\nrecovery_deadline_s:"))
+    assert harness("run", "--resume", str(out)).returncode == 0  # a comment changes nothing the run depends on
+    (out / "run.json").unlink()
+    scenario.write_text(scenario.read_text().replace('revision: "1"', 'revision: "2"'))
+    refused = harness("run", "--resume", str(out))
+    assert refused.returncode == 2
+    (line,) = refused.stderr.strip().splitlines()
+    assert "changed since the run began" in line and "fix:" in line
+
+
+def test_an_incomplete_run_says_so(tmp_path: Path) -> None:
+    from harness.present.analysis import load
+
+    out = tmp_path / "run"
+    assert harness("run", "--scenario", "lost_response", "--tracking", "none", "--no-report", "--quiet",
+                   "--out", str(out)).returncode == 0  # fmt: skip
+    (out / "run.json").unlink()
+    frame = load(out)
+    assert frame.attrs["incomplete"] and str(out) in frame.attrs["incomplete"][0]
+    report = harness("report", str(out))
+    assert "incomplete" in report.stderr and "--resume" in report.stderr
+
+
+def test_concurrency_is_capped_at_the_cores_unless_forced(tmp_path: Path) -> None:
+    proc = harness("run", "--scenario", "lost_response", "--policy", "stop_on_timeout", "--concurrency", "500",
+                   "--tracking", "none", "--no-report", "--quiet", "--out", str(tmp_path / "run"))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert f"--concurrency 500 is more than the {os.cpu_count()} cores" in proc.stderr
+
+
+def secret_fields(model: type, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every field of a scenario model (nested models included) whose type is a pydantic secret."""
+    from pydantic import BaseModel, SecretStr
+
+    found = []
+    for name, info in model.model_fields.items():  # type: ignore[attr-defined]
+        annotation = info.annotation
+        if annotation is SecretStr:
+            found.append((*prefix, name))
+        elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            found += secret_fields(annotation, (*prefix, name))
+    return found
+
+
+def test_no_secret_reaches_any_file_a_run_writes(tmp_path: Path) -> None:
+    """A unique canary in every secret field of every shipped scenario appears in no file of a tracked run with
+    its report; a secret equal to another field's value (the action ID, a seed) leaves that field intact."""
+    import yaml
+
+    from harness.scenario import Scenario, list_scenarios, resolve_scenario
+
+    fields = secret_fields(Scenario)
+    assert fields == [("approval", "token")]
+    folder = tmp_path / "scenarios"
+    folder.mkdir()
+    canaries = {}
+    for name in list_scenarios():
+        data = yaml.safe_load(Path(resolve_scenario(name)).read_text())
+        for path in fields:
+            canary = f"CANARY{len(canaries):03d}x{os.getpid()}"
+            canaries[name] = canary
+            data.setdefault(path[0], {})[path[1]] = canary
+        (folder / f"{name}.yaml").write_text(yaml.safe_dump(data))
+    equal = yaml.safe_load(Path(resolve_scenario("lost_response")).read_text())
+    equal.update(name="token_equals_action", approval={**equal["approval"], "token": equal["action_id"]})
+    (folder / "token_equals_action.yaml").write_text(yaml.safe_dump(equal))
+    seedlike = {**equal, "name": "token_equals_seed", "approval": {**equal["approval"], "token": "1"}}
+    (folder / "token_equals_seed.yaml").write_text(yaml.safe_dump(seedlike))
+    out = tmp_path / "run"
+    args = ["run", "--policy", "reconcile_and_reauthorize", "--policy", "retry_new_key", "--seed", "1", "--quiet"]
+    for path in sorted(folder.glob("*.yaml")):
+        args += ["--scenario", str(path)]
+    proc = harness(*args, "--out", str(out), "--concurrency", "2")
+    assert proc.returncode in (0, 4), proc.stderr
+    written = [p for p in out.rglob("*") if p.is_file()]
+    assert any(p.name == "report.html" for p in written) and any("polyaxon" in p.parts for p in written)
+    for p in written:
+        data = p.read_bytes()
+        leaked = [c for c in canaries.values() if c.encode() in data]
+        assert not leaked, (p, leaked[:3])
+    assert not any(c in proc.stdout + proc.stderr for c in canaries.values())
+    import json as _json
+
+    for case in (out / "cases").rglob("recovery.json"):
+        report = _json.loads(case.read_text())
+        if report["scenario"] in ("token_equals_action", "token_equals_seed"):
+            assert report["action_id"] == equal["action_id"] and report["reproduce"].endswith("--seed 1")
+            assert "[redacted]" not in case.read_text()
+
+
+def test_load_drops_exact_copies_and_keeps_revisions_apart(tmp_path: Path) -> None:
+    import json as _json
+    import shutil
+
+    from harness.present.analysis import load, rate_table
+
+    a = tmp_path / "a"
+    assert harness("run", "--scenario", "lost_response", "--policy", "retry_same_key", "--policy", "stop_on_timeout",
+                   "--tracking", "none", "--no-report", "--quiet", "--out", str(a)).returncode == 0  # fmt: skip
+    shutil.copytree(a, tmp_path / "copy")
+    once = load(a)
+    twice = load([a, tmp_path / "copy"])
+    assert len(twice) == len(once) == 6 and twice.attrs["duplicates"] == 6
+    newer = tmp_path / "newer"
+    shutil.copytree(a, newer)
+    for case in (newer / "cases" / "retry_same_key").rglob("recovery.json"):
+        data = _json.loads(case.read_text())
+        data["policy_revision"] = "99"
+        case.write_text(_json.dumps(data))
+    both = load([a, newer])
+    assert both.attrs["relabelled"] == ["retry_same_key"]
+    assert {"retry_same_key@99", "stop_on_timeout"} <= set(both["policy"]) and both["policy"].nunique() == 3
+    assert len(both) == 9 and both.attrs["duplicates"] == 3  # stop_on_timeout's copies are exact
+    table = rate_table(both)
+    assert "retry_same_key@99" in table.index.astype(str).tolist() or "retry_same_key@99" in table.to_string()
