@@ -1,0 +1,438 @@
+"""Tests that kill the checker's surviving mutants (tests/MUTANTS.md): each builds a small history and derives
+what the checker must say from the rule it states, one rule edge at a time."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import OPENING, applied, dispatch, history, recorded
+
+from harness.check import METRICS, PROPERTIES, check
+from harness.check.facts import facts
+from harness.check.finding import HIDDEN, Finding
+from harness.check.registry import METRIC_NAMES, _property, by_name
+from harness.model import Evidence
+
+CANCEL = "2 controller cancel_requested task_id=release-42 revision=17 reason=x"
+
+
+def run(metric: str, evidence: Evidence) -> Finding:
+    """The registry's function for ``metric`` on this evidence."""
+    return by_name(metric).function(facts(evidence))
+
+
+def reply(at: float, n: int, status: str, receipt: str = "none", kind: str = "dispatch") -> str:
+    execution = f"a73-x{n}" if kind == "dispatch" else "none"
+    return (
+        f"{at} transport receive kind={kind} n={n} action_id=a73 execution_id={execution} status={status} "
+        f"receipt_id={receipt}"
+    )
+
+
+# -- the judgement: verdicts of properties and measures ------------------------------------------------
+
+
+def test_an_unknown_property_makes_the_verdict_unknown_and_the_case_unresolved() -> None:
+    """Two dispatches without the destination's ledger: duplicate_effects is unknown, so the verdict is unknown
+    (not true) and the outcome unresolved, with the reason under ``unknown``."""
+    ev = history(OPENING + dispatch(0.0, 1) + "\n" + dispatch(15.0, 2) + "\n" + recorded(20, "r1"), visible=False)
+    judgement = check(ev)
+    assert judgement.checks["duplicate_effects"] == "unknown"
+    assert (judgement.verdict, judgement.outcome) == ("unknown", "unresolved")
+    assert HIDDEN in judgement.unknown["duplicate_effects"]
+
+
+def test_a_measure_never_votes_against_the_case() -> None:
+    """A measure's result is ``true`` whenever its value is known, whatever the value (here non-zero counts and a
+    false flag), and ``unknown`` only when its value is; only properties are ``checks``."""
+    ev = history(OPENING + dispatch(0.0, 1) + "\n" + dispatch(15.0, 2, key="a73.k1"))
+    judgement = check(ev)
+    measures = {r.name: r for r in judgement.results if r.name not in judgement.properties}
+    assert measures["dispatches"].value == 2 and measures["new_keys_while_unknown"].value == 1
+    assert measures["task_completed"].value is False
+    for result in measures.values():
+        assert result.verdict == ("unknown" if result.value is None else "true"), result.name
+    assert measures["executor_finished"].verdict == "unknown"  # the worker never reported
+    assert set(judgement.checks) == {m.name for m in PROPERTIES}
+
+
+def test_a_crashing_checker_names_the_exception_type() -> None:
+    """The reason of a crashed checker names the exception's type and message."""
+
+    def broken(_facts: object) -> Finding:
+        raise LookupError("no such entry")
+
+    judgement = check(history(OPENING), properties={"broken": broken})
+    assert judgement.unknown["broken"] == "checker raised LookupError: no such entry"
+
+
+# -- the registry -----------------------------------------------------------------------------------------
+
+
+def test_each_property_is_a_shown_logged_audited_count() -> None:
+    """Every safety property is declared as a count that is shown, logged and audited, moving the outcome to
+    incorrect unless declared otherwise (``_property`` runs at import; here it is called again)."""
+    function = PROPERTIES[0].function
+    built = _property("x", function)
+    assert (built.name, built.function, built.kind, built.value) == ("x", function, "property", "count")
+    assert (built.effect, built.logged, built.shown, built.audited) == ("incorrect", True, True, True)
+    assert _property("y", function, effect="abandoned").effect == "abandoned"
+    for metric in PROPERTIES:
+        assert metric.effect in ("incorrect", "abandoned")
+        assert _property(metric.name, metric.function, metric.effect) == metric
+
+
+def test_an_unknown_metric_name_lists_the_known_ones() -> None:
+    """``by_name`` of an unknown metric raises a KeyError naming it and every known metric, comma-separated."""
+    with pytest.raises(KeyError) as raised:
+        by_name("nosuch")
+    message = str(raised.value.args[0])
+    assert message == f"unknown metric 'nosuch'; use one of {', '.join(METRIC_NAMES)}"
+    assert len(METRIC_NAMES) == len(METRICS) > 1
+
+
+# -- unauthorized dispatches --------------------------------------------------------------------------------
+
+
+def test_a_dispatch_before_any_task_revision_is_unauthorized() -> None:
+    """With no task revision recorded before it, a dispatch is stale: counted, witnessed by itself and the action."""
+    text = """
+0 controller approval_granted approval_id=apr-17 revision=17 operation=activate target=staging/fraud digest=d7 expires_at_s=none
+0 controller action_recorded action_id=a73 task_id=release-42 revision=17 operation=activate target=staging/fraud model=m7 digest=d7 approval_id=apr-17
+0 controller claim action_id=a73 revision=17 ok=true reason=none
+"""
+    found = run("unauthorized_dispatches", history(text + dispatch(1.0, 1)))
+    assert found.value == 1
+    assert found.anomalies[0].witnesses == (3, 1)
+    assert "revision None" in found.anomalies[0].detail
+
+
+def test_a_dispatch_exactly_at_approval_expiry_is_unauthorized() -> None:
+    """An approval expiring at 10 s no longer authorizes a dispatch sent at 10 s; one sent just before is fine."""
+    text = OPENING.replace("expires_at_s=none", "expires_at_s=10")
+    found = run("unauthorized_dispatches", history(text + dispatch(10.0, 1)))
+    assert found.value == 1 and "expired" in found.anomalies[0].detail
+    assert run("unauthorized_dispatches", history(text + dispatch(9.999, 1))).value == 0
+
+
+def test_a_dispatch_after_its_own_approval_was_revoked_is_unauthorized() -> None:
+    """Revoking the action's approval (apr-17) makes a later dispatch unauthorized; revoking another does not."""
+    for event in ("approval_revoked approval_id=apr-17 reason=x", "approval_expired approval_id=apr-17"):
+        found = run("unauthorized_dispatches", history(OPENING + f"1 controller {event}\n" + dispatch(2.0, 1)))
+        assert found.value == 1 and found.anomalies[0].witnesses == (5, 4)
+        assert "revoked" in found.anomalies[0].detail
+    other = history(OPENING + "1 controller approval_revoked approval_id=apr-99 reason=x\n" + dispatch(2.0, 1))
+    assert run("unauthorized_dispatches", other).value == 0
+
+
+def test_an_approval_with_another_id_does_not_authorize_the_action() -> None:
+    """An approval bound to the same revision, target and digest but under another id is not the action's."""
+    text = OPENING.replace("approval_granted approval_id=apr-17", "approval_granted approval_id=apr-other")
+    found = run("unauthorized_dispatches", history(text + dispatch(1.0, 1)))
+    assert found.value == 1 and "no approval" in found.anomalies[0].detail
+
+
+def test_a_task_change_after_the_claim_needs_a_fresh_claim() -> None:
+    """The task recorded again (still revision 17) after the claim: the dispatch is unauthorized, witnessed by the
+    dispatch, the claim and the change; a fresh claim after the change authorizes it."""
+    again = "1 controller task_revision task_id=release-42 revision=17 operation=activate target=staging/fraud model=m7 digest=d7\n"
+    found = run("unauthorized_dispatches", history(OPENING + again + dispatch(2.0, 1)))
+    assert found.value == 1 and found.anomalies[0].witnesses == (5, 3, 4)
+    assert "changed after the claim" in found.anomalies[0].detail
+    fresh = "1.5 controller claim action_id=a73 revision=17 ok=true reason=none\n"
+    assert run("unauthorized_dispatches", history(OPENING + again + fresh + dispatch(2.0, 1))).value == 0
+
+
+def test_a_claim_against_another_revision_does_not_authorize() -> None:
+    """A successful claim made against revision 16 does not authorize a dispatch of revision 17's action."""
+    text = OPENING.replace("claim action_id=a73 revision=17", "claim action_id=a73 revision=16")
+    found = run("unauthorized_dispatches", history(text + dispatch(1.0, 1)))
+    assert found.value == 1 and found.anomalies[0].witnesses == (4, 3)
+    assert "another revision" in found.anomalies[0].detail
+
+
+# -- effects and records ------------------------------------------------------------------------------------
+
+
+def test_an_effect_of_an_unknown_execution_is_kept_apart_from_the_actions() -> None:
+    """An effect whose execution no dispatch names is not counted against a73: a73 applied once is no duplicate,
+    and its accounting time is its own."""
+    stray = (
+        "1 destination applied receipt_id=r9 idempotency_key=zz execution_id=zz-x1 "
+        "operation=activate target=staging/fraud model=m7 digest=d7"
+    )
+    ev = history(OPENING + "\n".join([dispatch(0.0, 1), applied(0.5, 1, "r1"), stray, recorded(15, "r1")]))
+    assert run("duplicate_effects", ev) == Finding(0)
+    assert run("time_to_account_s", ev).value == 14.5
+
+
+def test_dispatches_after_a_cancellation_without_the_ledger_are_unknown_with_a_reason() -> None:
+    """Without the destination's ledger, a dispatch sent after the cancellation leaves effects_after_cancel
+    unknown, with the reason; the effect it caused, when visible, is an ``effect_after_cancel``."""
+    text = OPENING + CANCEL + "\n" + dispatch(3.0, 1)
+    found = run("effects_after_cancel", history(text, visible=False))
+    assert found.value is None and found.reason == f"{HIDDEN} and 1 dispatches were sent after the cancellation"
+    visible = run("effects_after_cancel", history(text + "\n" + applied(3.5, 1, "r1")))
+    assert visible.value == 1 and visible.anomalies[0].kind == "effect_after_cancel"
+
+
+def test_a_single_record_is_no_duplicate_record() -> None:
+    """One write of a receipt is no anomaly; two are a ``duplicate_record``."""
+    once = run("duplicate_records", history(OPENING + dispatch(0.0, 1) + "\n" + recorded(15, "r1")))
+    assert (once.value, once.anomalies) == (0, ())
+    twice = history(OPENING + dispatch(0.0, 1) + "\n" + recorded(15, "r1") + "\n" + recorded(16, "r1"))
+    assert [a.kind for a in run("duplicate_records", twice).anomalies] == ["duplicate_record"]
+
+
+def test_an_effect_recorded_before_any_dispatch_is_compared_with_the_action() -> None:
+    """With no dispatch before it, a recorded effect is compared with the action's own artifact."""
+    other = recorded(1, "r1").replace("model=m7 digest=d7", "model=m8 digest=d8")
+    found = run("mismatched_records", history(OPENING + other))
+    assert found.value == 1 and found.anomalies[0].witnesses == (4, 2)
+    assert run("mismatched_records", history(OPENING + recorded(1, "r1"))).value == 0
+
+
+# -- the caller's knowledge ---------------------------------------------------------------------------------
+
+
+def test_a_rejected_reply_is_known_to_the_caller() -> None:
+    """A dispatch answered ``rejected`` (with its receipt) is known: a new key after it is no hazard."""
+    ev = history(
+        OPENING + dispatch(0.0, 1) + "\n" + reply(1.0, 1, "rejected", "r1") + "\n" + dispatch(15.0, 2, key="a73.k1")
+    )
+    assert run("new_keys_while_unknown", ev).value == 0
+
+
+def test_a_retry_after_an_uncertain_reply_is_a_retry_after_uncertain() -> None:
+    """A dispatch after a connection error is a ``retry_after_uncertain``, naming both executions."""
+    ev = history(OPENING + dispatch(0.0, 1) + "\n" + reply(1.0, 1, "connection_error") + "\n" + dispatch(15.0, 2))
+    found = run("retries_after_uncertain", ev)
+    assert found.value == 1
+    anomaly = found.anomalies[0]
+    assert (anomaly.kind, anomaly.witnesses) == ("retry_after_uncertain", (5, 6))
+    assert anomaly.detail.startswith("a73-x2 sent after a73-x1 was answered connection_error")
+
+
+# -- completions, deadlines and accounting times ------------------------------------------------------------
+
+SECOND = """
+6 controller task_revision task_id=release-42 revision=18 operation=activate target=staging/fraud model=m8 digest=d8
+6 controller approval_granted approval_id=apr-18 revision=18 operation=activate target=staging/fraud digest=d8 expires_at_s=none
+6 controller action_recorded action_id=a74 task_id=release-42 revision=18 operation=activate target=staging/fraud model=m8 digest=d8 approval_id=apr-18
+6 controller claim action_id=a74 revision=18 ok=true reason=none
+"""
+REVISION_18 = "6 controller task_revision task_id=release-42 revision=18 operation=activate target=staging/fraud model=m8 digest=d8"
+
+
+def completed(at: float, action: str = "a73", revision: int = 17) -> str:
+    return (
+        f"{at} controller task_completed task_id=release-42 revision={revision} action_id={action} receipt_id=r1 "
+        "operation=activate target=staging/fraud model=m7 digest=d7"
+    )
+
+
+def test_a_completion_by_an_unrecorded_action_is_wrong() -> None:
+    """Revision 17 completed by a receipt of an action never recorded: wrong, witnessed by the completion and the
+    revision in force (there is no action to cite)."""
+    found = run("wrong_revision_completions", history(OPENING + completed(5, action="a99")))
+    assert found.value == 1
+    assert (found.anomalies[0].kind, found.anomalies[0].witnesses) == ("wrong_revision_completion", (4, 0))
+
+
+def test_a_completion_of_a_revision_the_task_has_left_is_wrong() -> None:
+    """a73's receipt completing revision 17 after the task moved to 18 is wrong, witnessed by the completion, the
+    action and the revision in force; the task is not complete."""
+    ev = history(
+        OPENING + "\n".join([dispatch(0.0, 1), applied(0.5, 1, "r1"), REVISION_18, recorded(15, "r1"), completed(15)])
+    )
+    found = run("wrong_revision_completions", ev)
+    assert found.value == 1 and found.anomalies[0].witnesses == (8, 2, 6)
+    assert "while the task was at 18" in found.anomalies[0].detail
+    assert run("task_completed", ev).value is False
+
+
+def test_a_completion_after_a_cancellation_is_wrong_and_leaves_the_task_incomplete() -> None:
+    """A matching completion recorded after a cancellation is wrong and does not complete the task; the same
+    completion with the cancellation after it is right and completes it."""
+    before = history(
+        OPENING + "\n".join([dispatch(0.0, 1), applied(0.5, 1, "r1"), CANCEL, recorded(15, "r1"), completed(15)])
+    )
+    found = run("wrong_revision_completions", before)
+    assert found.value == 1 and found.anomalies[0].witnesses == (8, 2, 0)
+    assert "cancellation" in found.anomalies[0].detail
+    assert run("task_completed", before).value is False
+    after = history(
+        OPENING
+        + "\n".join(
+            [dispatch(0.0, 1), applied(0.5, 1, "r1"), recorded(15, "r1"), completed(15), CANCEL.replace("2 ", "16 ", 1)]
+        )
+    )
+    assert run("wrong_revision_completions", after).value == 0
+    assert run("task_completed", after).value is True
+
+
+def test_task_completed_is_unknown_with_a_reason_when_it_cannot_be_decided() -> None:
+    """No task revision on record, or a matching completion whose receipt the hidden ledger cannot confirm: null,
+    each with its reason."""
+    bare = run("task_completed", history(OPENING.split("\n", 2)[2]))
+    assert bare.value is None and "task revision" in (bare.reason or "")
+    hidden = history(OPENING + "\n".join([dispatch(0.0, 1), recorded(15, "r1"), completed(15)]), visible=False)
+    found = run("task_completed", hidden)
+    assert found.value is None and HIDDEN in (found.reason or "")
+
+
+def test_executor_finished_without_a_report_says_so() -> None:
+    """No worker report: executor_finished is null, with the reason that the worker never reported."""
+    found = run("executor_finished", history(OPENING))
+    assert found.value is None and "never reported" in (found.reason or "")
+
+
+def test_a_record_exactly_at_the_deadline_is_in_time() -> None:
+    """The ledger accounting for the action at the deadline itself resolves it: neither unresolved nor abandoned."""
+    ev = history(OPENING + "\n".join([dispatch(0.0, 1), applied(0.5, 1, "r1"), recorded(120, "r1")]), deadline_s=120)
+    assert run("unresolved_actions", ev).value == 0
+    assert run("abandoned_actions", ev).value == 0
+
+
+def test_every_action_is_judged_even_after_an_escalated_one() -> None:
+    """a73 escalated in time does not excuse a74: a74 alone is abandoned, and both are unresolved."""
+    ev = history(OPENING + "5 controller escalated action_id=a73 owner=release-oncall reason=x" + SECOND)
+    abandoned = run("abandoned_actions", ev)
+    assert abandoned.value == 1 and abandoned.anomalies[0].witnesses == (7,)
+    unresolved = run("unresolved_actions", ev)
+    assert [a.witnesses for a in unresolved.anomalies] == [(2,), (7,)]
+
+
+def test_time_to_account_says_why_it_is_unknown_for_every_action() -> None:
+    """The reason lists every action that stops the figure: one with no effect and one whose effect was never
+    recorded, in either order; a known figure has no reason."""
+    a74_sent = (
+        "7 transport send kind=dispatch n=1 action_id=a74 execution_id=a74-x1 idempotency_key=a74 "
+        "operation=activate target=staging/fraud model=m8 digest=d8"
+    )
+    a74_applied = (
+        "7.5 destination applied receipt_id=r2 idempotency_key=a74 execution_id=a74-x1 "
+        "operation=activate target=staging/fraud model=m8 digest=d8"
+    )
+    first_never_recorded = history(OPENING + dispatch(0.0, 1) + "\n" + applied(0.5, 1, "r1") + SECOND)
+    reason = run("time_to_account_s", first_never_recorded).reason or ""
+    assert "effect of a73 was never recorded" in reason and "a74 has no effect" in reason
+    first_without_effect = history(OPENING + SECOND + a74_sent + "\n" + a74_applied)
+    reason = run("time_to_account_s", first_without_effect).reason or ""
+    assert "a73 has no effect" in reason and "effect of a74 was never recorded" in reason
+    known = run(
+        "time_to_account_s", history(OPENING + "\n".join([dispatch(0.0, 1), applied(0.5, 1, "r1"), recorded(15, "r1")]))
+    )
+    assert (known.value, known.reason) == (14.5, None)
+
+
+def test_time_to_account_is_unknown_without_the_ledger_or_without_an_action() -> None:
+    """Without the destination's ledger the figure is null for that reason; with no action on record, it is null
+    because there is nothing to time."""
+    hidden = run("time_to_account_s", history(OPENING + dispatch(0.0, 1) + "\n" + recorded(15, "r1"), visible=False))
+    assert (hidden.value, hidden.reason) == (None, HIDDEN)
+    nothing = run("time_to_account_s", history(OPENING.split("\n", 2)[1]))
+    assert nothing.value is None and "no action" in (nothing.reason or "")
+
+
+# -- false records, duplicates and reasons without the ledger -------------------------------------------------
+
+
+def test_each_false_record_names_what_was_recorded() -> None:
+    """A rejection and an absence the destination contradicts are ``false_record``s saying what was recorded;
+    a receipt it never applied is one too, witnessed by the write alone."""
+    rejected = recorded(15, "r1", event="rejection_recorded")
+    absent = "15 controller absence_recorded action_id=a73 reason=x version=1"
+    for write, status in ((rejected, "rejected"), (absent, "absent")):
+        found = run("false_records", history(OPENING + "\n".join([dispatch(0.0, 1), applied(0.5, 1, "r1"), write])))
+        assert found.value == 1 and found.anomalies[0].kind == "false_record"
+        assert f"a73 recorded {status}," in found.anomalies[0].detail
+    unapplied = run("false_records", history(OPENING + dispatch(0.0, 1) + "\n" + recorded(15, "r9")))
+    assert (unapplied.anomalies[0].kind, unapplied.anomalies[0].witnesses) == ("false_record", (5,))
+    accepted = "0.1 destination accepted idempotency_key=a73 execution_id=a73-x1"
+    pending = run("false_records", history(OPENING + "\n".join([dispatch(0.0, 1), accepted, absent])))
+    assert pending.anomalies[0].kind == "false_record"
+
+
+def test_records_without_the_ledger_are_unknown_with_a_reason() -> None:
+    """With ledger writes and no destination ledger to compare them with, false_records is null with the reason."""
+    found = run("false_records", history(OPENING + dispatch(0.0, 1) + "\n" + recorded(15, "r1"), visible=False))
+    assert found.value is None and HIDDEN in (found.reason or "")
+
+
+def test_duplicate_effects_without_the_ledger_name_the_dispatches() -> None:
+    """The reason names how many dispatches of which action may each have applied."""
+    found = run("duplicate_effects", history(OPENING + dispatch(0.0, 1) + "\n" + dispatch(15.0, 2), visible=False))
+    assert found.value is None and "2 dispatches of a73" in (found.reason or "")
+
+
+def test_a_single_effect_is_no_duplicate_effect() -> None:
+    """One effect per action is no anomaly; a second is a ``duplicate_effect``."""
+    once = run("duplicate_effects", history(OPENING + dispatch(0.0, 1) + "\n" + applied(0.5, 1, "r1")))
+    assert (once.value, once.anomalies) == (0, ())
+    twice = history(
+        OPENING + "\n".join([dispatch(0.0, 1), applied(0.5, 1, "r1"), dispatch(15.0, 2), applied(15.5, 2, "r2")])
+    )
+    assert [a.kind for a in run("duplicate_effects", twice).anomalies] == ["duplicate_effect"]
+
+
+def test_a_mismatched_record_before_any_task_revision_is_still_counted() -> None:
+    """With no task revision on record, a receipt for other arguments than the action's is still mismatched."""
+    opening = OPENING.split("\n", 2)[2]  # the approval, the action and the claim
+    other = recorded(1, "r1").replace("model=m7 digest=d7", "model=m8 digest=d8")
+    found = run("mismatched_records", history(opening + other))
+    assert found.value == 1 and found.anomalies[0].witnesses == (3, 1)
+    assert "the task wanted" not in found.anomalies[0].detail
+
+
+# -- anomaly kinds: recovery.json exposes them --------------------------------------------------------------
+
+#: The kind of anomaly each counting metric reports, as recovery.json lists them under ``anomalies``.
+KINDS = {
+    "unauthorized_dispatches": "unauthorized_dispatch",
+    "duplicate_effects": "duplicate_effect",
+    "wrong_revision_completions": "wrong_revision_completion",
+    "duplicate_records": "duplicate_record",
+    "effects_after_cancel": "effect_after_cancel",
+    "false_records": "false_record",
+    "mismatched_records": "mismatched_record",
+    "changed_arguments": "changed_arguments",
+    "retries_after_uncertain": "retry_after_uncertain",
+    "abandoned_actions": "abandoned_action",
+    "unresolved_actions": "unresolved_action",
+    "new_keys_while_unknown": "new_key_while_unknown",
+}
+
+
+def test_every_anomaly_has_its_metrics_kind() -> None:
+    """One history that breaks every property at once: each metric's anomalies carry that metric's kind, and the
+    judgement lists them all."""
+    other = recorded(17, "r9").replace("model=m7 digest=d7", "model=m8 digest=d8")
+    lines = [
+        dispatch(0.0, 1),  # 4
+        applied(0.5, 1, "r1"),  # 5
+        reply(1.0, 1, "connection_error"),  # 6
+        CANCEL,  # 7
+        dispatch(15.0, 2, key="a73.k1", model="m8", digest="d8"),  # 8: unauthorized, new key, retry after uncertain
+        applied(15.5, 2, "r2", key="a73.k1"),  # 9: a duplicate effect, after the cancellation
+        dispatch(16.0, 3, key="a73.k1"),  # 10: the key again, with other arguments
+        other,  # 11: a receipt never applied, for other arguments than the last request asked
+        other.replace("17 ", "18 ", 1),  # 12: recorded twice
+        completed(19),  # 13: after the cancellation; nothing was in the ledger by the deadline (10 s)
+    ]
+    judgement = check(history(OPENING + "\n".join(lines), deadline_s=10))
+    by_kind = {a.kind for a in judgement.anomalies}
+    for metric, kind in KINDS.items():
+        found = run(metric, history(OPENING + "\n".join(lines), deadline_s=10))
+        assert found.value, metric
+        assert {a.kind for a in found.anomalies} == {kind}, metric
+    assert by_kind == set(KINDS.values())
+
+
+def test_facts_keep_each_read_as_recorded() -> None:
+    """The reads view holds the lookup, follow and verification records themselves, in history order."""
+    ev = history(
+        OPENING
+        + "1 transport send kind=lookup n=1 action_id=a73 idempotency_key=a73\n"
+        + "2 transport send kind=follow_job n=1 action_id=a73 idempotency_key=a73"
+    )
+    assert facts(ev).reads == [ev.history[4], ev.history[5]]
