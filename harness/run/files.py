@@ -4,13 +4,11 @@ and ``summary.csv``, streamed together from the rows each piece of a cell wrote 
 from __future__ import annotations
 
 import gzip
-import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from harness.check.registry import METRIC_NAMES
 from harness.model import RECORDS_GLOB, CaseReport
@@ -19,7 +17,6 @@ __all__ = [
     "SUMMARY_COLUMNS",
     "RecordWriter",
     "case_path",
-    "read_records",
     "read_reports",
     "record_line",
     "recovery_json",
@@ -86,13 +83,6 @@ def read_reports(out: Path) -> dict[tuple[str, str, int], CaseReport]:
                 report = CaseReport.model_validate_json(line)
                 found.setdefault((report.policy, report.scenario, report.seed), report)
     return found
-
-
-def read_records(path: Path) -> Iterator[dict[str, Any]]:
-    """The cases of one compact record file, as the dicts their recovery.json would hold."""
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        for line in handle:
-            yield json.loads(line)
 
 
 _UMASK = os.umask(0)

@@ -38,7 +38,7 @@ _RETRIES = 2
 class _Worker:
     process: BaseProcess
     conn: Connection
-    #: [position of the current case in the piece's seeds (-1: between cases), its start (time.monotonic())]
+    #: [position of the current case among the piece's cases (-1: between cases), its start (time.monotonic())]
     where: Any
     #: (index in the job list, the piece) while busy
     task: tuple[int, int, CellJob] | None = None
@@ -86,12 +86,10 @@ def supervise(
     concurrency: int,
     case_timeout_s: float | None,
     finished: Callable[[int, CellResult], None],
-    between: Callable[[], None] | None = None,
 ) -> None:
     """Run every piece in ``concurrency`` worker processes; call ``finished(index, result)`` as each ends.
 
-    ``between`` is called on every tick (the caller tracks finished cells there). Raises ``RunFailed`` when a
-    piece cannot be run at all; on any exit (Ctrl-C included) every worker is stopped.
+    Raises ``RunFailed`` when a piece cannot be run at all; on any exit (Ctrl-C included) every worker is stopped.
     """
     pending: deque[tuple[int, int, CellJob]] = deque((i, cell, job) for i, (cell, job) in enumerate(jobs))
     # spawn, not fork: Polyaxon's tracking keeps threads and process-wide state that must not be forked.
@@ -136,8 +134,6 @@ def supervise(
                     pending.appendleft((index, cell, job))
                 else:  # that case is written as a harness error; the piece runs again without it
                     pending.appendleft((index, cell, replace(job, failed=(*job.failed, (position, reason)))))
-            if between is not None:
-                between()
     finally:
         pool.close()
 
