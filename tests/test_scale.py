@@ -11,6 +11,7 @@ import pytest
 
 from harness.cli import _parser, main
 from harness.limits import SEED_COUNT_MAX
+from harness.model import CaseReport
 from harness.policy import Situation
 from harness.present.analysis import load
 from harness.run.grid import PIECE_MAX, pieces
@@ -139,6 +140,26 @@ def test_the_situations_built_without_validation_are_what_validation_gives() -> 
         assert situation.model_fields_set == set(Situation.model_fields)
     with pytest.raises(Exception, match="frozen"):
         seen[0].now_s = 1.0  # type: ignore[misc]
+
+
+def test_the_reports_built_without_validation_are_what_validation_gives() -> None:
+    """Every case's report is built without validation; read back through the model it must be equal, write the
+    same bytes, and have every field set, for every policy and scenario shipped."""
+    from harness.policy import builtin_policy_names
+    from harness.run.case import run_case
+    from harness.run.files import recovery_json
+    from harness.run.plan import load_grid
+    from harness.scenario import list_scenarios
+
+    outcomes = set()
+    for case in load_grid(builtin_policy_names(), list_scenarios(), [1]).cases:
+        report, _ = run_case(case)
+        outcomes.add(report.outcome)
+        again = CaseReport.model_validate_json(recovery_json(report))
+        assert again == report, (case.policy.name, case.scenario.name)
+        assert recovery_json(again) == recovery_json(report)
+        assert report.model_fields_set == set(CaseReport.model_fields)
+    assert {"correct", "incorrect", "escalated"} <= outcomes
 
 
 class Recording:

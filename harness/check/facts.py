@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from harness.model import Evidence
 from harness.model.events import (
@@ -112,37 +112,35 @@ def facts(evidence: Evidence) -> Facts:
     """Sort the history's records into typed views; records of other types are kept only in the history."""
     out = Facts(evidence)
     for event in evidence.history:
-        match event:
-            case DispatchSent():
-                out.dispatches.append(event)
-            case LookupSent() | JobFollowSent() | VerifySent():
-                out.reads.append(event)
-            case TaskRevisionRecorded():
-                out.revisions.append(event)
-            case ApprovalGranted():
-                out.approvals.append(event)
-            case ApprovalExpired() | ApprovalRevoked():
-                out.approval_revocations.setdefault(event.approval_id, event)
-            case CancelRequested():
-                out.cancels.append(event)
-            case ActionRecorded():
-                out.actions[event.action_id] = event
-            case ClaimDecided():
-                out.claims.append(event)
-            case EffectRecorded() | RejectionRecorded() | AbsenceRecorded():
-                out.records.append(event)
-            case DispatchHeld():
-                out.holds.append(event)
-            case TaskCompleted():
-                out.completions.append(event)
-            case Escalated():
-                out.escalations.append(event)
-            case Applied():
-                out.effects.append(event)
-            case Accepted():
-                out.accepts.append(event)
-            case ReplyReceived():
-                out.replies.append(event)
-            case WorkerReported():
-                out.reports.append(event)
+        view = _VIEW.get(type(event))
+        if view is not None:
+            cast("list[Event]", getattr(out, view)).append(event)
+        elif isinstance(event, ApprovalExpired | ApprovalRevoked):
+            out.approval_revocations.setdefault(event.approval_id, event)
+        elif isinstance(event, ActionRecorded):
+            out.actions[event.action_id] = event
     return out
+
+
+#: The list each record type is appended to (one dictionary lookup per record, not a chain of type tests);
+#: revocations and actions are keyed by ID instead. Every type a view holds, and no other.
+_VIEW: dict[type[Event], str] = {
+    DispatchSent: "dispatches",
+    LookupSent: "reads",
+    JobFollowSent: "reads",
+    VerifySent: "reads",
+    TaskRevisionRecorded: "revisions",
+    ApprovalGranted: "approvals",
+    CancelRequested: "cancels",
+    ClaimDecided: "claims",
+    EffectRecorded: "records",
+    RejectionRecorded: "records",
+    AbsenceRecorded: "records",
+    DispatchHeld: "holds",
+    TaskCompleted: "completions",
+    Escalated: "escalations",
+    Applied: "effects",
+    Accepted: "accepts",
+    ReplyReceived: "replies",
+    WorkerReported: "reports",
+}

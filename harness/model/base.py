@@ -78,5 +78,9 @@ class Frozen(BaseModel):
         _set(model, "__pydantic_private__", None)
         return model
 
+    def replaced(self, **changes: object) -> Self:
+        """A copy with ``changes``, built as ``trusted`` is: for the hot path's own records only."""
+        return self.trusted(**{**self.__dict__, **changes})
+
 
 _set = object.__setattr__

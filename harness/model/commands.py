@@ -184,7 +184,16 @@ def validated(command: object) -> Command:
     """
     if not isinstance(command, COMMAND_TYPES):
         raise TypeError(f"decide() returned {type(command).__name__}, not a Command")
+    cls = type(command)
+    if cls in _EXACT:
+        # One of the closed set itself (the usual case, once per decision): its fields are scalars, so its own
+        # validator checks them, with texts cut, without a dump and a search of the union.
+        fields = {k: cut(v) if isinstance(v, str) else v for k, v in command.__dict__.items()}
+        return cls.__pydantic_validator__.validate_python(fields)  # type: ignore[no-any-return]
     return _COMMAND.validate_python(_capped(command.model_dump()))
+
+
+_EXACT = frozenset(COMMAND_TYPES)
 
 
 def _capped(value: object) -> object:

@@ -41,7 +41,8 @@ class TaskSpec(Frozen):
 
     @property
     def artifact(self) -> Artifact:
-        return Artifact(operation=self.operation, target=self.target, model=self.model, digest=self.digest)
+        # Built from this spec's own validated fields (once per case, in the hot path).
+        return Artifact.trusted(operation=self.operation, target=self.target, model=self.model, digest=self.digest)
 
 
 class ApprovalSpec(Frozen):

@@ -182,7 +182,7 @@ class Controller:
         # A revision nobody approved yet still gets its action recorded: its claim is then refused.
         approval = self._approvals.get(t.revision)
         approval_id = approval.approval_id if approval else ""
-        view = Action(
+        view = Action.trusted(
             action_id=action_id,
             task_id=t.task_id,
             revision=t.revision,

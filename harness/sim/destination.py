@@ -228,7 +228,9 @@ class Destination:
         key, artifact = request.idempotency_key, operation.artifact
         self._receipt_count += 1
         status: Literal["applied", "rejected"] = "rejected" if artifact.model in self._spec.reject_models else "applied"
-        receipt = Receipt(receipt_id=f"r{self._receipt_count}", status=status, idempotency_key=key, artifact=artifact)
+        receipt = Receipt.trusted(
+            receipt_id=f"r{self._receipt_count}", status=status, idempotency_key=key, artifact=artifact
+        )
         now = self._history.now_s()
         operation.changes.append((now, status, receipt))
         record = Applied if status == "applied" else Rejected

@@ -32,8 +32,13 @@ class History:
         Records are built by the actor and stamped here, once, before anyone else can see them; this is the
         only place a record's ``index`` and ``at_s`` are ever set.
         """
-        object.__setattr__(event, "index", len(self.entries))
-        object.__setattr__(event, "at_s", self.now_s())
+        _set_index(event, len(self.entries))
+        _set_at_s(event, round(self._env.now, 6))
         self.entries.append(event)
         for listener in self._listeners:
             listener(event)
+
+
+# The slots of the frozen record, written directly (the record is not yet visible to anyone).
+_set_index = Event.index.__set__  # type: ignore[misc, attr-defined]
+_set_at_s = Event.at_s.__set__  # type: ignore[misc, attr-defined]

@@ -90,7 +90,7 @@ class _Incarnation:
 
     def result(self, kind: str, refused: str | None = None) -> None:
         """Note what became of a command: carried out, or refused with the reason."""
-        self.last = CommandResult(kind=kind, refused=refused is not None, reason=refused)
+        self.last = CommandResult.trusted(kind=kind, refused=refused is not None, reason=refused)
         if refused is not None:
             self.refusals.append(self.last)
 
@@ -229,13 +229,19 @@ class Worker:
         execution_id = f"{action.action_id}-x{n}"
         self._controller.begin_attempt(action.action_id, execution_id, key)
         recorded_at_s = self._history.now_s()
-        me.attempts[execution_id] = AttemptView(
+        me.attempts[execution_id] = AttemptView.trusted(
             execution_id=execution_id,
             idempotency_key=key,
             recorded_at_s=recorded_at_s,
             sent=False,
             sent_at_s=None,
             observation="in_flight",
+            late=False,
+            response_status=None,
+            replied_at_s=None,
+            receipt=None,
+            job_id=None,
+            do_not_replay=False,
         )
         if self._injector.hit(CrashBeforeSend, action.action_id, n):
             raise _Crashed
@@ -258,31 +264,27 @@ class Worker:
             if not me.open:
                 return False
             previous = me.attempts[execution_id]
-            me.attempts[execution_id] = previous.model_copy(
-                update={
-                    "observation": "response",
-                    "late": previous.observation == "timeout",
-                    "response_status": reply.status,
-                    "replied_at_s": self._history.now_s(),
-                    "receipt": reply.receipt,
-                    "job_id": reply.job_id,
-                    "do_not_replay": reply.do_not_replay,
-                }
+            me.attempts[execution_id] = previous.replaced(
+                observation="response",
+                late=previous.observation == "timeout",
+                response_status=reply.status,
+                replied_at_s=self._history.now_s(),
+                receipt=reply.receipt,
+                job_id=reply.job_id,
+                do_not_replay=reply.do_not_replay,
             )
             if not reply_event.triggered:
                 reply_event.succeed(reply)
             return True
 
         self._transport.send(request, deliver)
-        me.attempts[execution_id] = me.attempts[execution_id].model_copy(
-            update={"sent": True, "sent_at_s": recorded_at_s}
-        )
+        me.attempts[execution_id] = me.attempts[execution_id].replaced(sent=True, sent_at_s=recorded_at_s)
         if self._injector.hit(CrashAwaitingReply, action.action_id, n):
             raise _Crashed
         timeout = self._env.timeout(self._scenario.worker.timeout_s)
         yield reply_event | timeout
         if not reply_event.triggered:
-            me.attempts[execution_id] = me.attempts[execution_id].model_copy(update={"observation": "timeout"})
+            me.attempts[execution_id] = me.attempts[execution_id].replaced(observation="timeout")
             self._history.record(ReplyTimedOut(execution_id=execution_id, n=n))
         return me.attempts[execution_id]
 
@@ -320,26 +322,28 @@ class Worker:
             reply = answered.value
             assert isinstance(reply, Reply)
             me.lookups.append(
-                LookupView(
+                LookupView.trusted(
                     at_s=self._history.now_s(),
                     effect=reply.effect or "unknown",
                     receipt=reply.receipt,
                     source=source,
+                    sent_at_s=sent_at_s,
                     job_id=reply.job_id,
                     verified=reply.verified,
-                    sent_at_s=sent_at_s,
                 )
             )
         else:
             expired[0] = True
             self._history.record(LookupTimedOut(action_id=self._action_id, n=n))
             me.lookups.append(
-                LookupView(
+                LookupView.trusted(
                     at_s=self._history.now_s(),
                     effect="unknown",
+                    receipt=None,
                     source=source,
-                    verified="unknown" if source == "verify" else None,
                     sent_at_s=sent_at_s,
+                    job_id=None,
+                    verified="unknown" if source == "verify" else None,
                 )
             )
 
@@ -351,13 +355,19 @@ class Worker:
         # The controller's ledger lists every attempt; this incarnation adds what it saw of them.
         attempts = tuple(
             me.attempts.get(eid)
-            or AttemptView(
+            or AttemptView.trusted(
                 execution_id=eid,
                 idempotency_key=record.keys[eid],
                 recorded_at_s=record.recorded_at_s[eid],
                 sent=None,
                 sent_at_s=None,
                 observation="unknown",
+                late=False,
+                response_status=None,
+                replied_at_s=None,
+                receipt=None,
+                job_id=None,
+                do_not_replay=False,
             )
             for eid in record.execution_ids
         )

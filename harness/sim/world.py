@@ -32,10 +32,16 @@ __all__ = ["GroundTruth", "SimResult", "simulate"]
 @dataclass(frozen=True, slots=True)
 class SimResult:
     evidence: Evidence
-    truth: GroundTruth
+    #: The auditor of the finished case; ``truth`` reads it (only tests do, so a sweep never pays for it).
+    auditor: Auditor
     attempts: tuple[str, ...]
     #: Per declared fault, in the scenario's order: (times its site was reached, times it fired).
     coverage: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def truth(self) -> GroundTruth:
+        """What really happened, from the auditor's ground truth: the checker never sees it."""
+        return self.auditor.truth()
 
 
 def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
@@ -84,7 +90,7 @@ def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
     )
     attempts = tuple(eid for action in controller.actions.values() for eid in action.execution_ids)
     coverage = tuple(zip(injector.reached, injector.fired, strict=True))
-    return SimResult(evidence=evidence, truth=auditor.truth(), attempts=attempts, coverage=coverage)
+    return SimResult(evidence=evidence, auditor=auditor, attempts=attempts, coverage=coverage)
 
 
 def _caller_side(event: Event) -> bool:
