@@ -64,16 +64,15 @@ def _run(name: str, checker: Checker, f: Facts, is_property: bool) -> CheckResul
     try:
         found = checker(f)
     except Exception as exc:  # a crashing checker proves nothing: unknown, never true
-        return CheckResult(
-            name=name, verdict="unknown", value=None, reason=f"checker raised {type(exc).__name__}: {exc}"
-        )
-    if found.value is None:
+        return CheckResult(name, "unknown", None, f"checker raised {type(exc).__name__}: {exc}")
+    value = found.value
+    if value is None:
         verdict: Verdict = "unknown"
     elif is_property:
-        verdict = "false" if found.value else "true"
+        verdict = "false" if value else "true"
     else:
         verdict = "true"
-    return CheckResult(name=name, verdict=verdict, value=found.value, reason=found.reason, anomalies=found.anomalies)
+    return CheckResult(name, verdict, value, found.reason, found.anomalies)
 
 
 def check(evidence: Evidence, properties: dict[str, Checker] | None = None) -> Judgement:
@@ -83,14 +82,14 @@ def check(evidence: Evidence, properties: dict[str, Checker] | None = None) -> J
     """
     f = facts(evidence)
     chosen = _PROPERTIES if properties is None else properties
-    results = [_run(name, fn, f, is_property=True) for name, fn in chosen.items()]
-    results += [_run(m.name, m.function, f, is_property=False) for m in _MEASURES]
-    verdict = compose(r.verdict for r in results[: len(chosen)])
+    results = [_run(name, fn, f, True) for name, fn in chosen.items()]
+    verdict = compose(r.verdict for r in results)
+    results += [_run(name, fn, f, False) for name, fn in _MEASURES]
     return Judgement(tuple(results), verdict, _outcome(results, verdict), tuple(chosen))
 
 
 _PROPERTIES: dict[str, Checker] = {m.name: m.function for m in PROPERTIES}
-_MEASURES = tuple(m for m in METRICS if m.kind == "measure")
+_MEASURES = tuple((m.name, m.function) for m in METRICS if m.kind == "measure")
 
 
 def _outcome(results: list[CheckResult], verdict: Verdict) -> Outcome:
@@ -102,12 +101,13 @@ def _outcome(results: list[CheckResult], verdict: Verdict) -> Outcome:
         return "abandoned"
     if verdict == "unknown":
         return "unresolved"
-    if any(r.value != 0 for r in results if _effect(r.name) == "escalated"):
+    if any(r.value != 0 for r in results if r.name in _ESCALATED):
         return "escalated"
     return "correct"
 
 
 _EFFECTS = {m.name: m.effect for m in METRICS}
+_ESCALATED = frozenset(name for name, effect in _EFFECTS.items() if effect == "escalated")
 
 
 def _effect(name: str) -> str:

@@ -209,7 +209,9 @@ def execute_cell(job: CellJob, cell: int = 0, on_case: Callable[[int], None] | N
     """
     grid = load_grid([job.policy_spec], [job.scenario_spec], job.seeds)
     result = CellResult()
-    coverage: dict[tuple[str, int], FaultCoverage] = {}
+    # Per (scenario, fault index): [cases that reached the fault's site, cases in which it fired].
+    coverage: dict[tuple[str, int, str], list[int]] = {}
+    metrics = {name: result.metrics.setdefault(name, MetricTally()) for name in _LOGGED}
     rows = io.StringIO()
     writer = csv.writer(rows, lineterminator="\n")
     with ExitStack() as stack:
@@ -220,11 +222,11 @@ def execute_cell(job: CellJob, cell: int = 0, on_case: Callable[[int], None] | N
             counter[report.outcome] += 1
             _note(result, report)
             for i, (fault, reached, fired) in enumerate(faults):
-                seen = FaultCoverage(report.scenario, i, fault, int(reached > 0), int(fired > 0))
-                key = (report.scenario, i)
-                coverage[key] = coverage[key].plus(seen) if key in coverage else seen
-            for name in _LOGGED:
-                result.metrics.setdefault(name, MetricTally()).add(report.metrics.get(name))
+                seen = coverage.setdefault((report.scenario, i, fault), [0, 0])
+                seen[0] += reached > 0
+                seen[1] += fired > 0
+            for name, tally in metrics.items():
+                tally.add(report.metrics.get(name))
             writer.writerow(summary_row(report))
             if job.records == "compact":
                 if report.scenario not in compact:
@@ -240,7 +242,7 @@ def execute_cell(job: CellJob, cell: int = 0, on_case: Callable[[int], None] | N
 
                 if report.outcome in TIMELINE_OUTCOMES:
                     render_timeline(path)
-    result.coverage = tuple(coverage.values())
+    result.coverage = tuple(FaultCoverage(sc, i, fault, n[0], n[1]) for (sc, i, fault), n in coverage.items())
     result.summary_part = summary_part_path(job.out, job, cell)
     write_atomic(result.summary_part, rows.getvalue())
     write_atomic(result.summary_part.with_suffix(".json"), result.to_json())
