@@ -15,6 +15,7 @@ timed before every group and the ratio uses the median, so compare ratios, not r
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import subprocess
@@ -27,14 +28,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import simpy
 from skeleton import skeleton_case
 
 from harness.check import check
+from harness.model import entries
 from harness.run.case import run_case
 from harness.run.files import case_path, record_line, recovery_json, write_atomic
 from harness.run.plan import Case, load_grid
 from harness.scenario import list_scenarios
 from harness.sim import simulate
+from harness.sim.history import History
 
 ROOT = Path(__file__).resolve().parent.parent
 POLICY, SCENARIO = "reconcile_and_reauthorize", "lost_response"
@@ -103,6 +107,45 @@ def case_path_rates(cases: list[Case], out: Path) -> tuple[float, float, float]:
         return len(cases)
 
     return rate(sim), rate(sim_check), rate(whole)
+
+
+def floor_costs(cases: list[Case]) -> tuple[float, float, float]:
+    """Microseconds per case of three parts every case pays whatever the simulator does: the checker alone,
+    building and stamping the case's history records alone, and turning them into timeline entries alone."""
+    results = [simulate(c.scenario, c.policy, c.seed) for c in cases]
+    histories = [r.evidence.history for r in results]
+    # Each record's own fields, taken beforehand so that only construction and stamping are timed.
+    fields = [[(type(e), _own_fields(e)) for e in h] for h in histories]
+    env = simpy.Environment()
+
+    def per_case(work: Callable[[], object]) -> float:
+        started = time.perf_counter()
+        work()
+        return (time.perf_counter() - started) / len(cases) * 1e6
+
+    def judge() -> None:
+        for r in results:
+            check(r.evidence)
+
+    def record() -> None:
+        for records in fields:
+            history = History(env)
+            for cls, values in records:
+                history.record(cls(**values))  # type: ignore[arg-type]
+
+    def timeline() -> None:
+        for h in histories:
+            entries(h)
+
+    return (
+        min(per_case(judge) for _ in range(3)),
+        min(per_case(record) for _ in range(3)),
+        min(per_case(timeline) for _ in range(3)),
+    )
+
+
+def _own_fields(event: object) -> dict[str, object]:
+    return {f.name: getattr(event, f.name) for f in dataclasses.fields(event) if f.name not in ("index", "at_s")}  # type: ignore[arg-type]
 
 
 def full_path_rate(cases: list[Case], out: Path) -> float:
@@ -223,6 +266,14 @@ def main() -> None:
             f"with a recovery.json per case {full:,.0f}/s ({full / sk:.3f})"
         )
         targets.append(Target("simulate + check, lost_response, one core", spine_check / sk, 1 / 3, "min", "ratio"))
+        judge_us, record_us, timeline_us = floor_costs(spine)
+        skeleton_us = 1e6 / sk
+        print(
+            f"{SCENARIO}: parts every case pays, in skeleton cases of {skeleton_us:.1f} us (simpy itself is 1; "
+            f"a ratio of 1/3 leaves 3 for everything): the checker alone {judge_us / skeleton_us:.2f}, building and "
+            f"stamping the history's records alone {record_us / skeleton_us:.2f}, the timeline entries alone "
+            f"{timeline_us / skeleton_us:.2f}"
+        )
 
         n_small, n_large = max(1, args.sweep // 10), args.sweep
         small_rate, small_mem = sweep(n_small, 2, work / "small")
