@@ -11,6 +11,8 @@ import importlib
 import pkgutil
 from typing import Literal, Protocol, runtime_checkable
 
+from pydantic import PrivateAttr
+
 from harness.errors import InputError, one_line
 from harness.model import (
     COMMAND_TYPES,
@@ -229,8 +231,14 @@ class Situation(Frozen):
         ]
         return max(times) if times else None
 
+    #: ``observed_receipts()`` as the simulator kept it while the case ran (``None``: derived on each call), so
+    #: that reading it costs the same after a thousand reads as after one. Not a field: never serialized.
+    _receipts: tuple[Receipt, ...] | None = PrivateAttr(default=None)
+
     def observed_receipts(self) -> list[Receipt]:
         """Every receipt seen so far, from replies and lookups, oldest first, without repeats."""
+        if self._receipts is not None:
+            return list(self._receipts)
         seen: dict[str, Receipt] = {}
         for attempt in self.attempts:
             if attempt.receipt is not None:

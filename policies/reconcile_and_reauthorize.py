@@ -25,6 +25,7 @@ from harness.policy import (
     Escalate,
     Hold,
     LookUp,
+    LookupView,
     Receipt,
     RecordAbsent,
     RecordEffect,
@@ -115,16 +116,9 @@ class ReconcileAndReauthorize:
         # A read answers for the moment it was made: one sent before the last attempt (even in the same instant)
         # or answered before the last wait is stale. (Half a wait, not a whole one: after waiting exactly wait_s,
         # float arithmetic can land just short.)
-        fresh = [
-            lk
-            for lk in situation.lookups
-            if lk.source == self.read_source
-            and (latest_attempt is None or (lk.sent_at_s if lk.sent_at_s is not None else lk.at_s) > latest_attempt)
-            and situation.now_s - lk.at_s < self.wait_s / 2
-        ]
-        if not fresh:
+        lookup = self._latest_fresh_read(situation, latest_attempt)
+        if lookup is None:
             return self.read_command
-        lookup = fresh[-1]
         # The read describes the target as it stood no earlier than when it was sent.
         looked_at = lookup.sent_at_s if lookup.sent_at_s is not None else lookup.at_s
         effect = lookup.effect
@@ -144,6 +138,17 @@ class ReconcileAndReauthorize:
                 return self._wait_or_escalate(situation, f"cannot retry yet: {why}")
             return self.retry_command(situation)
         return self._absent_without_retry(situation, looked_at)
+
+    def _latest_fresh_read(self, situation: Situation, latest_attempt: float | None) -> LookupView | None:
+        """The latest of this policy's reads that is still fresh, newest first: reads are answered in order, so
+        the first one too old ends the search (a decision costs the same after a thousand reads as after one)."""
+        for lk in reversed(situation.lookups):
+            if situation.now_s - lk.at_s >= self.wait_s / 2:
+                return None
+            sent = lk.sent_at_s if lk.sent_at_s is not None else lk.at_s
+            if lk.source == self.read_source and (latest_attempt is None or sent > latest_attempt):
+                return lk
+        return None
 
     def retry_command(self, situation: Situation) -> Command:
         """How to send an absent action again, once that is authorized and safe: the same key, after a claim."""

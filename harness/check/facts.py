@@ -7,9 +7,10 @@ applied effects. Each record keeps its ``index``, so anomalies can cite witnesse
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar, cast
+from typing import Generic, Protocol, TypeVar, cast
 
 from harness.model import Evidence
 from harness.model.events import (
@@ -66,6 +67,16 @@ class Facts:
     replies: list[ReplyReceived] = field(default_factory=list)
     reports: list[WorkerReported] = field(default_factory=list)
 
+    #: Built on first use, so that every question below costs a lookup or a binary search, never a rescan of
+    #: the history per dispatch (a case with a thousand retries would otherwise cost a million steps).
+    _by_action: dict[str, _Sorted[ClaimDecided]] | None = field(default=None, init=False, repr=False)
+    _grants: dict[str, _Sorted[ApprovalGranted]] | None = field(default=None, init=False, repr=False)
+    _first_record: dict[str, LedgerWrite] | None = field(default=None, init=False, repr=False)
+    _first_hold: dict[str, DispatchHeld] | None = field(default=None, init=False, repr=False)
+    _dispatches_by_action: dict[str, list[DispatchSent]] | None = field(default=None, init=False, repr=False)
+    _revision_indexes: list[int] | None = field(default=None, init=False, repr=False)
+    _cancel_indexes: list[int] | None = field(default=None, init=False, repr=False)
+
     @property
     def destination_visible(self) -> bool:
         return self.evidence.destination_visible
@@ -76,36 +87,100 @@ class Facts:
 
     def revision_at(self, index: int) -> TaskRevisionRecorded | None:
         """The task revision in force just before entry ``index``."""
-        return _latest_before(self.revisions, index)
+        if self._revision_indexes is None:
+            self._revision_indexes = [r.index for r in self.revisions]
+        i = bisect_left(self._revision_indexes, index)
+        return self.revisions[i - 1] if i > 0 else None
 
     def approval_before(self, approval_id: str, index: int) -> ApprovalGranted | None:
         """The latest grant of ``approval_id`` recorded before entry ``index``."""
-        return _latest_before(self.approvals, index, lambda a: a.approval_id == approval_id)
+        if self._grants is None:
+            self._grants = _sorted_by(self.approvals, lambda a: a.approval_id)
+        grants = self._grants.get(approval_id)
+        return grants.latest_before(index) if grants else None
 
     def claim_before(self, action_id: str, index: int) -> ClaimDecided | None:
         """The latest successful claim of ``action_id`` recorded before entry ``index``."""
-        return _latest_before(self.claims, index, lambda c: c.action_id == action_id and c.ok)
+        if self._by_action is None:
+            self._by_action = _sorted_by([c for c in self.claims if c.ok], lambda c: c.action_id)
+        claims = self._by_action.get(action_id)
+        return claims.latest_before(index) if claims else None
 
     def cancel_before(self, index: int) -> CancelRequested | None:
-        return next((c for c in self.cancels if c.index < index), None)
+        """The first cancellation, if it was recorded before entry ``index``."""
+        return self.cancels[0] if self.cancels and self.cancels[0].index < index else None
 
     def record_before(self, action_id: str, index: int) -> LedgerWrite | None:
-        """The first ledger write for ``action_id`` recorded before entry ``index``."""
-        return next((r for r in self.records if r.action_id == action_id and r.index < index), None)
+        """The first ledger write for ``action_id``, if it was recorded before entry ``index``."""
+        if self._first_record is None:
+            self._first_record = _first_of(self.records)
+        first = self._first_record.get(action_id)
+        return first if first is not None and first.index < index else None
+
+    def hold_before(self, action_id: str, index: int) -> DispatchHeld | None:
+        """The first hold of ``action_id``'s dispatch, if it was recorded before entry ``index``."""
+        if self._first_hold is None:
+            self._first_hold = _first_of(self.holds)
+        first = self._first_hold.get(action_id)
+        return first if first is not None and first.index < index else None
+
+    def change_between(self, after: int, before: int) -> TaskRevisionRecorded | CancelRequested | None:
+        """A change of the task strictly between entries ``after`` and ``before``: the first new revision, else
+        the first cancellation."""
+        if self._revision_indexes is None:
+            self._revision_indexes = [r.index for r in self.revisions]
+        if self._cancel_indexes is None:
+            self._cancel_indexes = [c.index for c in self.cancels]
+        i = bisect_right(self._revision_indexes, after)
+        if i < len(self.revisions) and self.revisions[i].index < before:
+            return self.revisions[i]
+        j = bisect_right(self._cancel_indexes, after)
+        if j < len(self.cancels) and self.cancels[j].index < before:
+            return self.cancels[j]
+        return None
 
     def dispatches_of(self, action_id: str) -> list[DispatchSent]:
-        return [d for d in self.dispatches if d.action_id == action_id]
+        if self._dispatches_by_action is None:
+            self._dispatches_by_action = {}
+            for d in self.dispatches:
+                self._dispatches_by_action.setdefault(d.action_id, []).append(d)
+        return list(self._dispatches_by_action.get(action_id, ()))
 
 
-def _latest_before(records: Sequence[E], index: int, match: Callable[[E], bool] = lambda _: True) -> E | None:
-    """The last of ``records`` (in history order) recorded before entry ``index`` that ``match`` accepts."""
-    found = None
+@dataclass(slots=True)
+class _Sorted(Generic[E]):
+    """Records of one key in history order, with their indexes beside them for a binary search."""
+
+    records: list[E]
+    indexes: list[int]
+
+    def latest_before(self, index: int) -> E | None:
+        i = bisect_left(self.indexes, index)
+        return self.records[i - 1] if i > 0 else None
+
+
+def _sorted_by(records: Sequence[E], key: Callable[[E], str]) -> dict[str, _Sorted[E]]:
+    grouped: dict[str, _Sorted[E]] = {}
     for record in records:
-        if record.index >= index:
-            break
-        if match(record):
-            found = record
-    return found
+        group = grouped.setdefault(key(record), _Sorted([], []))
+        group.records.append(record)
+        group.indexes.append(record.index)
+    return grouped
+
+
+class _OfAction(Protocol):
+    @property
+    def action_id(self) -> str: ...
+
+
+A = TypeVar("A", bound=_OfAction)
+
+
+def _first_of(records: Sequence[A]) -> dict[str, A]:
+    first: dict[str, A] = {}
+    for record in records:
+        first.setdefault(record.action_id, record)
+    return first
 
 
 def facts(evidence: Evidence) -> Facts:

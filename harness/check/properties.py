@@ -53,7 +53,7 @@ def _why_unauthorized(f: Facts, d: DispatchSent) -> tuple[str, list[int]] | None
     recorded = f.record_before(d.action_id, d.index)
     if recorded is not None:
         return f"sent after the action was recorded ({recorded.event})", [d.index, recorded.index]
-    held = next((h for h in f.holds if h.action_id == d.action_id and h.index < d.index), None)
+    held = f.hold_before(d.action_id, d.index)
     if held is not None:
         return "sent after dispatch of the action was held", [d.index, held.index]
     approval = f.approval_before(action.approval_id, d.index)
@@ -78,9 +78,9 @@ def _why_unauthorized(f: Facts, d: DispatchSent) -> tuple[str, list[int]] | None
         return "sent without a successful claim", [d.index]
     if claim.revision != revision.revision:
         return "the claim was made against another revision", [d.index, claim.index]
-    changes = [c for c in [*f.revisions, *f.cancels] if claim.index < c.index < d.index]
-    if changes:
-        return "the task changed after the claim and no fresh claim was made", [d.index, claim.index, changes[0].index]
+    change = f.change_between(claim.index, d.index)
+    if change is not None:
+        return "the task changed after the claim and no fresh claim was made", [d.index, claim.index, change.index]
     return None
 
 

@@ -75,7 +75,8 @@ class Frozen(BaseModel):
         _set(model, "__dict__", values)
         _set(model, "__pydantic_fields_set__", set(values))
         _set(model, "__pydantic_extra__", None)
-        _set(model, "__pydantic_private__", None)
+        private = cls.__private_attributes__
+        _set(model, "__pydantic_private__", {k: a.get_default() for k, a in private.items()} if private else None)
         return model
 
     def replaced(self, **changes: object) -> Self:

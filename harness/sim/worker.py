@@ -87,6 +87,56 @@ class _Incarnation:
     lookups: list[LookupView] = field(default_factory=list)
     last: CommandResult | None = None
     refusals: list[CommandResult] = field(default_factory=list)
+    #: Every attempt in the controller's ledger as this incarnation sees it, in the ledger's order, extended
+    #: as the ledger grows and updated as its own attempts change: a Situation copies it instead of rebuilding
+    #: it, so a case's decisions cost time linear in its attempts, not quadratic.
+    seen: list[AttemptView] = field(default_factory=list)
+    #: Where each of this incarnation's own attempts sits in ``seen``.
+    slots: dict[str, int] = field(default_factory=dict)
+    #: The places in ``seen`` of the attempts whose reply brought a receipt.
+    with_receipt: set[int] = field(default_factory=set)
+    #: The receipts its reads brought, first of each, in the order they came.
+    read_receipts: dict[str, Receipt] = field(default_factory=dict)
+
+    def see(self, attempt: AttemptView) -> AttemptView:
+        """Note what this incarnation now knows of one of its own attempts."""
+        self.attempts[attempt.execution_id] = attempt
+        slot = self.slots.get(attempt.execution_id)
+        if slot is not None:
+            self.seen[slot] = attempt
+            self._note_receipt(slot, attempt)
+        return attempt
+
+    def place(self, attempt: AttemptView, own: bool) -> None:
+        """Append the next attempt of the controller's ledger to ``seen``."""
+        slot = len(self.seen)
+        self.seen.append(attempt)
+        if own:
+            self.slots[attempt.execution_id] = slot
+            self._note_receipt(slot, attempt)
+
+    def read(self, lookup: LookupView) -> None:
+        self.lookups.append(lookup)
+        if lookup.receipt is not None:
+            self.read_receipts.setdefault(lookup.receipt.receipt_id, lookup.receipt)
+
+    def receipts(self) -> tuple[Receipt, ...]:
+        """What ``Situation.observed_receipts`` derives from the attempts and reads, without scanning them:
+        the attempts' receipts in the ledger's order, then the reads', each receipt once."""
+        found: dict[str, Receipt] = {}
+        for slot in sorted(self.with_receipt):
+            receipt = self.seen[slot].receipt
+            assert receipt is not None
+            found.setdefault(receipt.receipt_id, receipt)
+        for receipt in self.read_receipts.values():
+            found.setdefault(receipt.receipt_id, receipt)
+        return tuple(found.values())
+
+    def _note_receipt(self, slot: int, attempt: AttemptView) -> None:
+        if attempt.receipt is None:
+            self.with_receipt.discard(slot)
+        else:
+            self.with_receipt.add(slot)
 
     def result(self, kind: str, refused: str | None = None) -> None:
         """Note what became of a command: carried out, or refused with the reason."""
@@ -229,19 +279,21 @@ class Worker:
         execution_id = f"{action.action_id}-x{n}"
         self._controller.begin_attempt(action.action_id, execution_id, key)
         recorded_at_s = self._history.now_s()
-        me.attempts[execution_id] = AttemptView.trusted(
-            execution_id=execution_id,
-            idempotency_key=key,
-            recorded_at_s=recorded_at_s,
-            sent=False,
-            sent_at_s=None,
-            observation="in_flight",
-            late=False,
-            response_status=None,
-            replied_at_s=None,
-            receipt=None,
-            job_id=None,
-            do_not_replay=False,
+        me.see(
+            AttemptView.trusted(
+                execution_id=execution_id,
+                idempotency_key=key,
+                recorded_at_s=recorded_at_s,
+                sent=False,
+                sent_at_s=None,
+                observation="in_flight",
+                late=False,
+                response_status=None,
+                replied_at_s=None,
+                receipt=None,
+                job_id=None,
+                do_not_replay=False,
+            )
         )
         if self._injector.hit(CrashBeforeSend, action.action_id, n):
             raise _Crashed
@@ -264,27 +316,29 @@ class Worker:
             if not me.open:
                 return False
             previous = me.attempts[execution_id]
-            me.attempts[execution_id] = previous.replaced(
-                observation="response",
-                late=previous.observation == "timeout",
-                response_status=reply.status,
-                replied_at_s=self._history.now_s(),
-                receipt=reply.receipt,
-                job_id=reply.job_id,
-                do_not_replay=reply.do_not_replay,
+            me.see(
+                previous.replaced(
+                    observation="response",
+                    late=previous.observation == "timeout",
+                    response_status=reply.status,
+                    replied_at_s=self._history.now_s(),
+                    receipt=reply.receipt,
+                    job_id=reply.job_id,
+                    do_not_replay=reply.do_not_replay,
+                )
             )
             if not reply_event.triggered:
                 reply_event.succeed(reply)
             return True
 
         self._transport.send(request, deliver)
-        me.attempts[execution_id] = me.attempts[execution_id].replaced(sent=True, sent_at_s=recorded_at_s)
+        me.see(me.attempts[execution_id].replaced(sent=True, sent_at_s=recorded_at_s))
         if self._injector.hit(CrashAwaitingReply, action.action_id, n):
             raise _Crashed
         timeout = self._env.timeout(self._scenario.worker.timeout_s)
         yield reply_event | timeout
         if not reply_event.triggered:
-            me.attempts[execution_id] = me.attempts[execution_id].replaced(observation="timeout")
+            me.see(me.attempts[execution_id].replaced(observation="timeout"))
             self._history.record(ReplyTimedOut(execution_id=execution_id, n=n))
         return me.attempts[execution_id]
 
@@ -321,7 +375,7 @@ class Worker:
         if answered.triggered:
             reply = answered.value
             assert isinstance(reply, Reply)
-            me.lookups.append(
+            me.read(
                 LookupView.trusted(
                     at_s=self._history.now_s(),
                     effect=reply.effect or "unknown",
@@ -335,7 +389,7 @@ class Worker:
         else:
             expired[0] = True
             self._history.record(LookupTimedOut(action_id=self._action_id, n=n))
-            me.lookups.append(
+            me.read(
                 LookupView.trusted(
                     at_s=self._history.now_s(),
                     effect="unknown",
@@ -352,28 +406,33 @@ class Worker:
     def _situation(self, me: _Incarnation) -> Situation:
         action = self.action
         record = self._controller.actions[action.action_id]
-        # The controller's ledger lists every attempt; this incarnation adds what it saw of them.
-        attempts = tuple(
-            me.attempts.get(eid)
-            or AttemptView.trusted(
-                execution_id=eid,
-                idempotency_key=record.keys[eid],
-                recorded_at_s=record.recorded_at_s[eid],
-                sent=None,
-                sent_at_s=None,
-                observation="unknown",
-                late=False,
-                response_status=None,
-                replied_at_s=None,
-                receipt=None,
-                job_id=None,
-                do_not_replay=False,
-            )
-            for eid in record.execution_ids
-        )
+        # The controller's ledger lists every attempt; this incarnation adds what it saw of them. Only attempts
+        # recorded since it last looked are new here.
+        for eid in record.execution_ids[len(me.seen) :]:
+            if eid in me.attempts:
+                me.place(me.attempts[eid], own=True)
+            else:
+                me.place(
+                    AttemptView.trusted(
+                        execution_id=eid,
+                        idempotency_key=record.keys[eid],
+                        recorded_at_s=record.recorded_at_s[eid],
+                        sent=None,
+                        sent_at_s=None,
+                        observation="unknown",
+                        late=False,
+                        response_status=None,
+                        replied_at_s=None,
+                        receipt=None,
+                        job_id=None,
+                        do_not_replay=False,
+                    ),
+                    own=False,
+                )
+        attempts = tuple(me.seen)
         # Built without validation: every field is already a checked value of the right type, and a decision
         # point is the hot path of a sweep (validating the Situation was a tenth of a case's time).
-        return Situation.trusted(
+        situation = Situation.trusted(
             now_s=self._history.now_s(),
             deadline_s=self._scenario.recovery_deadline_s,
             started_at_s=me.started_at_s,
@@ -389,6 +448,8 @@ class Worker:
             last=me.last,
             refusals=tuple(me.refusals),
         )
+        situation._receipts = me.receipts()  # what observed_receipts() derives, kept as the case ran
+        return situation
 
     def _contract_view(self) -> ContractView:
         """The destination's contract as the policy sees it: the same for the whole case, built once."""
