@@ -24,6 +24,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -33,10 +34,11 @@ from skeleton import skeleton_case
 
 from harness.check import check
 from harness.model import entries
+from harness.policy import Policy
 from harness.run.case import run_case
 from harness.run.files import case_path, record_line, recovery_json, write_atomic
 from harness.run.plan import Case, load_grid
-from harness.scenario import list_scenarios
+from harness.scenario import Scenario, list_scenarios
 from harness.sim import simulate
 from harness.sim.history import History
 
@@ -142,6 +144,73 @@ def floor_costs(cases: list[Case]) -> tuple[float, float, float]:
         min(per_case(record) for _ in range(3)),
         min(per_case(timeline) for _ in range(3)),
     )
+
+
+def growth(out: Path) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Milliseconds per case as a recovery grows tenfold (100, then 1,000 rounds; linear would cost ten times
+    as much, quadratic a hundred): simulate + check of ``reconcile_and_reauthorize`` facing that many
+    unanswered lookups, and the checker alone on a policy that claims and retries after that many lost replies."""
+    from harness.policy import RetrySameAction, Situation, load_policy
+    from harness.scenario import load_scenario
+
+    template = (ROOT / "scenarios" / f"{SCENARIO}.yaml").read_text(encoding="utf-8")
+    fault = "{boundary: response_lost, nth: 1}"
+
+    def scenario(n: int, faults: str, deadline_s: int, worker: str) -> Path:
+        path = out / f"growth-{n}-{len(faults)}" / f"{SCENARIO}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = template.replace(fault, faults).replace("recovery_deadline_s: 120", f"recovery_deadline_s: {deadline_s}")
+        path.write_text(text + f"worker: {worker}\n", encoding="utf-8")
+        return path
+
+    class ClaimingRetry:
+        """Retry under the same key with a fresh claim after every lost reply, until a reply brings a receipt."""
+
+        name, revision = "claiming_retry", "1"
+
+        def decide(self, situation: Situation) -> object:
+            from harness.policy import RecordEffect, Stop
+
+            if situation.recorded is not None:
+                return Stop()
+            receipts = situation.observed_receipts()
+            return RecordEffect(receipt_id=receipts[0].receipt_id) if receipts else RetrySameAction(claim=True)
+
+    def ms(work: Callable[[], object], repeat: int = 3) -> float:
+        best = float("inf")
+        for _ in range(repeat):
+            started = time.perf_counter()
+            work()
+            best = min(best, time.perf_counter() - started)
+        return best * 1000
+
+    reconcile, retrying = load_policy(POLICY), ClaimingRetry()
+    lookups, checks = [], []
+    for n in (100, 1000):
+        unanswered = load_scenario(
+            scenario(
+                n,
+                f"{fault}\n  - {{boundary: lookup_unavailable, nth: 1, count: {n}}}",
+                10 * n + 60,
+                "{command_count_max: 10000}",
+            )
+        )
+        lookups.append(ms(partial(_judge, unanswered, reconcile)))
+        lost = load_scenario(
+            scenario(
+                n,
+                f"{{boundary: response_lost, nth: 1, count: {n}}}",
+                50_000,
+                "{command_count_max: 10000, timeout_s: 1.0}",
+            )
+        )
+        evidence = simulate(lost, retrying, 1).evidence  # type: ignore[arg-type]
+        checks.append(ms(partial(check, evidence)))
+    return (lookups[0], lookups[1]), (checks[0], checks[1])
+
+
+def _judge(scenario: Scenario, policy: Policy) -> object:
+    return check(simulate(scenario, policy, 1).evidence)
 
 
 def _own_fields(event: object) -> dict[str, object]:
@@ -273,6 +342,17 @@ def main() -> None:
             f"a ratio of 1/3 leaves 3 for everything): the checker alone {judge_us / skeleton_us:.2f}, building and "
             f"stamping the history's records alone {record_us / skeleton_us:.2f}, the timeline entries alone "
             f"{timeline_us / skeleton_us:.2f}"
+        )
+
+        (look_small, look_large), (check_small, check_large) = growth(work)
+        print(
+            f"a case ten times longer: {POLICY} facing 100 then 1,000 unanswered lookups {look_small:.1f} -> "
+            f"{look_large:.1f} ms (x{look_large / look_small:.1f}); the checker after 100 then 1,000 claimed "
+            f"retries {check_small:.1f} -> {check_large:.1f} ms (x{check_large / check_small:.1f}); linear is x10"
+        )
+        targets.append(Target("growth of a case 10 times longer (lookups)", look_large / look_small, 15, "max", "x"))
+        targets.append(
+            Target("growth of the checker 10 times longer (retries)", check_large / check_small, 15, "max", "x")
         )
 
         n_small, n_large = max(1, args.sweep // 10), args.sweep
