@@ -93,6 +93,10 @@ def inconsistencies(scenario: Scenario, history: Sequence[Event]) -> Iterator[st
     """Every way ``history`` contradicts itself or the world it was simulated in, as a line each."""
     sent: set[tuple[str, str]] = set()  # (key, execution ID) of every dispatch sent so far
     receipts: dict[str, str] = {}  # receipt ID -> key, for every effect or rejection so far
+    applied: set[str] = set()
+    latest: dict[str, str] = {}  # key -> execution ID of the newest operation the destination accepted under it
+    outcome: dict[str, str | None] = {}  # execution ID of an operation -> its receipt (None: not yet applied)
+    remembered: set[str] = set()  # keys accepted since the destination last restarted
     granted: set[str] = set()
     revision = scenario.task.revision
     recorded: dict[str, str | None] = {}  # action -> receipt ID of its first ledger write (None: an absence)
@@ -106,20 +110,32 @@ def inconsistencies(scenario: Scenario, history: Sequence[Event]) -> Iterator[st
                 sent.add((e.idempotency_key, e.execution_id))
             case Applied() | Rejected():
                 receipts[e.receipt_id] = e.idempotency_key
+                outcome[e.execution_id] = e.receipt_id
+                if isinstance(e, Applied):
+                    applied.add(e.receipt_id)
+            case Accepted():
+                latest[e.idempotency_key] = e.execution_id
+                outcome[e.execution_id] = None
+                remembered.add(e.idempotency_key)
         if isinstance(e, ANSWERS) and (e.idempotency_key, e.execution_id) not in sent:
             yield f"{where} answers ({e.idempotency_key}, {e.execution_id}), which no dispatch sent"
         match e:
-            case ReplayedByDestination() if (
-                e.receipt_id is not None and receipts.get(e.receipt_id) != e.idempotency_key
-            ):
-                yield f"{where} replays {e.receipt_id}, not an earlier receipt under {e.idempotency_key}"
+            case ReplayedByDestination() if e.receipt_id != outcome.get(latest.get(e.idempotency_key, ""), "?"):
+                expected = outcome.get(latest.get(e.idempotency_key, ""), "?")
+                yield f"{where} replays {e.receipt_id}; the newest operation under {e.idempotency_key} has {expected}"
             case LookupAnswered() if e.effect in ("applied", "rejected") and e.receipt_id not in receipts:
                 if not any(f.boundary == "lookup_foreign_receipt" for f in scenario.faults):
                     yield f"{where} answers {e.effect} with {e.receipt_id}, a receipt never given"
             case LookupAnswered() if e.effect not in ("applied", "rejected") and e.receipt_id is not None:
                 yield f"{where} answers {e.effect} with a receipt"
-            case OutcomeVerified() if e.result == "confirmed" and receipts.get(str(e.receipt_id)) != e.idempotency_key:
-                yield f"{where} confirms {e.receipt_id}, not a receipt under {e.idempotency_key}"
+            case OutcomeVerified() if e.result == "confirmed" and (
+                e.receipt_id not in applied or receipts.get(str(e.receipt_id)) != e.idempotency_key
+            ):
+                yield f"{where} confirms {e.receipt_id}, not an effect under {e.idempotency_key}"
+            case OutcomeVerified() if (
+                e.receipt_id in receipts and e.receipt_id not in applied and e.result != "refuted"
+            ):
+                yield f"{where} says {e.result} of the rejection {e.receipt_id}"
             case OutcomeVerified() if e.result in ("absent", "unknown") and e.receipt_id is not None:
                 yield f"{where} says {e.result} and names a receipt"
             case TaskRevisionRecorded():
@@ -166,8 +182,12 @@ def inconsistencies(scenario: Scenario, history: Sequence[Event]) -> Iterator[st
                     yield f"{where}: {e.receipt_id} against {e.recorded_receipt_id}"
             case TaskCompleted() | TaskNotCompleted() if e.task_id != scenario.task.task_id or e.revision != revision:
                 yield f"{where} for {e.task_id} revision {e.revision} at {revision}"
-            case DestinationRestarted() if scenario.destination.dedupe != "process" and e.forgotten_keys != 0:
-                yield f"{where} forgets {e.forgotten_keys} keys it keeps durably ({scenario.destination.dedupe})"
+            case DestinationRestarted():
+                kept = scenario.destination.dedupe != "process"
+                if e.forgotten_keys != (0 if kept else len(remembered)):
+                    yield f"{where} forgets {e.forgotten_keys} keys ({scenario.destination.dedupe}; {len(remembered)} held)"
+                if not kept:
+                    remembered.clear()
             case DispatchHeld() if e.action_id not in {a.action_id for a in history if isinstance(a, ActionRecorded)}:
                 yield f"{where} holds {e.action_id}, never recorded"
 
@@ -219,12 +239,13 @@ def _cases() -> tuple[Case, ...]:
     ]
     # What no policy above causes: a rejection, and arguments changed under the original key.
     rejecting = [dataclasses.replace(case, scenario=_rejecting(case.scenario)) for case in once]
+    restarting = [dataclasses.replace(case, scenario=_restarting(case.scenario)) for case in once]
     resending = [
         dataclasses.replace(case, policy=Resender(), scenario=_with_operator(case.scenario, OPERATOR_EVENTS[0]))
         for case in once
         if case.policy.name == "retry_same_key"
     ]
-    return (*grid, *buggy, *disturbed, *rejecting, *resending)
+    return (*grid, *buggy, *disturbed, *rejecting, *restarting, *resending)
 
 
 class Resender:
@@ -239,6 +260,13 @@ class Resender:
         if situation.last is not None and situation.last.kind == "resend_current_arguments":
             return RecordEffect(receipt_id="never-seen")
         return ResendCurrentArguments(claim=False)
+
+
+def _restarting(scenario: Scenario) -> Scenario:
+    """The destination restarts after the first dispatch, whatever it keeps."""
+    data = scenario.model_dump()
+    data["faults"] = [*data["faults"], {"boundary": "destination_restart", "nth": 1}]
+    return Scenario.model_validate(data)
 
 
 def _rejecting(scenario: Scenario) -> Scenario:

@@ -1,0 +1,140 @@
+"""Behaviour of the simulator that mutation testing found no test asked about (tests/MUTANTS.md lists them).
+
+Each test states a rule of the world the simulator models and derives its expectation from that rule: an
+operator event waits for the nth occurrence of what it refers to, and only that one; a fencing destination
+lets through what carries an approval in force; a write that contradicts the ledger names what the ledger
+holds. None of them names the outcome of a shipped scenario.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conftest import shipped
+
+from harness.model.events import (
+    ApprovalRevoked,
+    CancelRequested,
+    CancelRequestFired,
+    ChangeTaskFired,
+    DispatchSent,
+    EffectRecorded,
+    Event,
+    RecordConflict,
+    ReplyTimedOut,
+    RequestRefused,
+)
+from harness.policy import Command, LookUp, RecordAbsent, RecordEffect, Situation, Stop, load_policy
+from harness.scenario import Scenario
+from harness.sim import simulate
+
+
+def _scenario(name: str, **changes: Any) -> Scenario:
+    data = shipped(name).model_dump()
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(data.get(key), dict):
+            data[key] = data[key] | value
+        else:
+            data[key] = value
+    return Scenario.model_validate(data)
+
+
+def _after(entry: dict[str, Any], **op: Any) -> dict[str, Any]:
+    return op | {"when": {"after": entry}}
+
+
+def _indexes(history: tuple[Event, ...], cls: type[Event]) -> list[int]:
+    return [e.index for e in history if isinstance(e, cls)]
+
+
+def test_an_operator_event_waits_for_the_nth_occurrence_and_fires_once() -> None:
+    """Triggered after the 2nd dispatch sent: it fires after the 2nd send and before the 3rd, exactly once."""
+    scenario = _scenario(
+        "lost_response",
+        faults=[{"boundary": "response_lost", "nth": 1, "count": 3}],
+        operator=[_after({"actor": "transport", "event": "send", "nth": 2}, do="request_cancel")],
+    )
+    history = simulate(scenario, load_policy("retry_same_key"), 1).evidence.history
+    sends = _indexes(history, DispatchSent)
+    fired = _indexes(history, CancelRequestFired)
+    assert len(sends) >= 2 and len(fired) == 1
+    assert sends[1] < fired[0] < (sends[2] if len(sends) > 2 else len(history))
+
+
+def test_an_operator_event_waiting_for_something_later_does_not_hold_up_another() -> None:
+    """Two events wait; the one listed first waits for a later entry. The second still fires on its own."""
+    scenario = _scenario(
+        "lost_response",
+        operator=[
+            _after({"actor": "worker", "event": "timeout", "nth": 1}, do="expire_approval"),
+            _after({"actor": "transport", "event": "send", "nth": 1}, do="request_cancel"),
+        ],
+    )
+    history = simulate(scenario, load_policy("reconcile_and_reauthorize"), 1).evidence.history
+    send, timeout = _indexes(history, DispatchSent)[0], _indexes(history, ReplyTimedOut)[0]
+    assert send < _indexes(history, CancelRequestFired)[0] < timeout
+
+
+def test_a_change_of_task_waits_for_its_own_trigger_when_the_first_event_never_comes() -> None:
+    """An event whose entry never occurs never fires; one listed after it still does, after its entry."""
+    scenario = _scenario(
+        "lost_response",
+        operator=[
+            _after({"actor": "worker", "event": "crashed", "nth": 1}, do="request_cancel"),
+            _after({"actor": "worker", "event": "timeout", "nth": 1}, do="change_task", model="m9", digest="d9"),
+        ],
+    )
+    history = simulate(scenario, load_policy("reconcile_and_reauthorize"), 1).evidence.history
+    assert not _indexes(history, CancelRequestFired)
+    assert _indexes(history, ReplyTimedOut)[0] < _indexes(history, ChangeTaskFired)[0]
+
+
+def test_a_cancellation_revokes_the_approval_and_says_why() -> None:
+    history = simulate(
+        _scenario(
+            "lost_response", operator=[_after({"actor": "transport", "event": "send", "nth": 1}, do="request_cancel")]
+        ),
+        load_policy("reconcile_and_reauthorize"),
+        1,
+    ).evidence.history
+    cancel = next(e for e in history if isinstance(e, CancelRequested))
+    revoked = next(e for e in history if isinstance(e, ApprovalRevoked))
+    assert revoked.index == cancel.index + 1 and revoked.reason == "cancellation requested"
+
+
+def test_a_fencing_destination_accepts_what_carries_an_approval_in_force() -> None:
+    """Fencing refuses only requests whose approval is revoked or expired: with nothing revoked, nothing is
+    refused, and the lost reply is reconciled as without fencing."""
+    scenario = _scenario("lost_response", destination={"fencing": True})
+    history = simulate(scenario, load_policy("reconcile_and_reauthorize"), 1).evidence.history
+    assert not _indexes(history, RequestRefused)
+    assert _indexes(history, EffectRecorded)
+
+
+class Contradictor:
+    """Reads the outcome, records the effect it saw, then records the action absent: a write the ledger must
+    answer with a conflict naming the receipt it holds."""
+
+    name, revision = "contradictor", "1"
+
+    def decide(self, situation: Situation) -> Command:
+        receipts = situation.observed_receipts()
+        if not receipts:
+            return LookUp()
+        if situation.recorded is None:
+            return RecordEffect(receipt_id=receipts[0].receipt_id)
+        if situation.last is not None and situation.last.kind == "record_effect":
+            return RecordAbsent(reason="contradicting the ledger")
+        return Stop()
+
+
+def test_an_absence_written_over_an_effect_is_a_conflict_naming_the_recorded_receipt() -> None:
+    history = simulate(shipped("lost_response"), Contradictor(), 1).evidence.history  # type: ignore[arg-type]
+    effect = next(e for e in history if isinstance(e, EffectRecorded))
+    conflict = next(e for e in history if isinstance(e, RecordConflict))
+    assert conflict.index > effect.index
+    assert (conflict.action_id, conflict.receipt_id, conflict.recorded_receipt_id) == (
+        effect.action_id,
+        None,
+        effect.receipt_id,
+    )
