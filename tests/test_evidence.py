@@ -97,6 +97,11 @@ def inconsistencies(scenario: Scenario, history: Sequence[Event]) -> Iterator[st
     latest: dict[str, str] = {}  # key -> execution ID of the newest operation the destination accepted under it
     outcome: dict[str, str | None] = {}  # execution ID of an operation -> its receipt (None: not yet applied)
     remembered: set[str] = set()  # keys accepted since the destination last restarted
+    # key -> each operation under it, oldest first, as [(time, state), ...]: what a lookup reads, lag included
+    operations: dict[str, list[list[tuple[float, str]]]] = {}
+    by_execution: dict[str, list[tuple[float, str]]] = {}
+    lag_s = scenario.destination.lookup_lag_s
+    foreign = any(f.boundary == "lookup_foreign_receipt" for f in scenario.faults)
     granted: set[str] = set()
     revision = scenario.task.revision
     recorded: dict[str, str | None] = {}  # action -> receipt ID of its first ledger write (None: an absence)
@@ -111,9 +116,12 @@ def inconsistencies(scenario: Scenario, history: Sequence[Event]) -> Iterator[st
             case Applied() | Rejected():
                 receipts[e.receipt_id] = e.idempotency_key
                 outcome[e.execution_id] = e.receipt_id
+                by_execution[e.execution_id].append((e.at_s, e.event))
                 if isinstance(e, Applied):
                     applied.add(e.receipt_id)
             case Accepted():
+                by_execution[e.execution_id] = [(e.at_s, "pending")]
+                operations.setdefault(e.idempotency_key, []).append(by_execution[e.execution_id])
                 latest[e.idempotency_key] = e.execution_id
                 outcome[e.execution_id] = None
                 remembered.add(e.idempotency_key)
@@ -124,8 +132,13 @@ def inconsistencies(scenario: Scenario, history: Sequence[Event]) -> Iterator[st
                 expected = outcome.get(latest.get(e.idempotency_key, ""), "?")
                 yield f"{where} replays {e.receipt_id}; the newest operation under {e.idempotency_key} has {expected}"
             case LookupAnswered() if e.effect in ("applied", "rejected") and e.receipt_id not in receipts:
-                if not any(f.boundary == "lookup_foreign_receipt" for f in scenario.faults):
+                if not foreign:
                     yield f"{where} answers {e.effect} with {e.receipt_id}, a receipt never given"
+            case LookupAnswered() if e.effect != "unknown" and not foreign:
+                # The newest operation under the key that existed lookup_lag_s ago, as it stood then.
+                seen = _as_of(operations.get(e.idempotency_key, []), round(e.at_s - lag_s, 6))
+                if e.effect != seen:
+                    yield f"{where} answers {e.effect}; {lag_s} s earlier the ledger said {seen}"
             case LookupAnswered() if e.effect not in ("applied", "rejected") and e.receipt_id is not None:
                 yield f"{where} answers {e.effect} with a receipt"
             case OutcomeVerified() if e.result == "confirmed" and (
@@ -190,6 +203,14 @@ def inconsistencies(scenario: Scenario, history: Sequence[Event]) -> Iterator[st
                     remembered.clear()
             case DispatchHeld() if e.action_id not in {a.action_id for a in history if isinstance(a, ActionRecorded)}:
                 yield f"{where} holds {e.action_id}, never recorded"
+
+
+def _as_of(operations: list[list[tuple[float, str]]], at_s: float) -> str:
+    for states in reversed(operations):
+        before = [state for when, state in states if when <= at_s]
+        if before:
+            return before[-1]
+    return "absent"
 
 
 @cache
