@@ -261,12 +261,13 @@ def _cases() -> tuple[Case, ...]:
     # What no policy above causes: a rejection, and arguments changed under the original key.
     rejecting = [dataclasses.replace(case, scenario=_rejecting(case.scenario)) for case in once]
     restarting = [dataclasses.replace(case, scenario=_restarting(case.scenario)) for case in once]
+    lagging = [dataclasses.replace(case, scenario=_lagging(case.scenario)) for case in once]
     resending = [
         dataclasses.replace(case, policy=Resender(), scenario=_with_operator(case.scenario, OPERATOR_EVENTS[0]))
         for case in once
         if case.policy.name == "retry_same_key"
     ]
-    return (*grid, *buggy, *disturbed, *rejecting, *restarting, *resending)
+    return (*grid, *buggy, *disturbed, *rejecting, *restarting, *lagging, *resending)
 
 
 class Resender:
@@ -281,6 +282,15 @@ class Resender:
         if situation.last is not None and situation.last.kind == "resend_current_arguments":
             return RecordEffect(receipt_id="never-seen")
         return ResendCurrentArguments(claim=False)
+
+
+def _lagging(scenario: Scenario) -> Scenario:
+    """Lookups lag 20 s behind a ledger whose first operation takes 30 s to apply: reads land before the
+    operation, while it is pending, and after it applied, each as the ledger stood 20 s earlier."""
+    data = scenario.model_dump()
+    data["destination"]["lookup_lag_s"] = 20.0
+    data["faults"] = [*data["faults"], {"boundary": "apply_delayed", "nth": 1, "delay_s": 30.0}]
+    return Scenario.model_validate(data)
 
 
 def _restarting(scenario: Scenario) -> Scenario:

@@ -138,3 +138,30 @@ def test_an_absence_written_over_an_effect_is_a_conflict_naming_the_recorded_rec
         None,
         effect.receipt_id,
     )
+
+
+def _recorded_artifact(scenario: Scenario) -> tuple[str, str, str, str]:
+    from buggy_policies import CORPUS
+
+    trusting = next(c.policy for c in CORPUS if c.policy.name == "reconcile_trusts_any_receipt")
+    history = simulate(scenario, trusting, 1).evidence.history
+    a = next(e for e in history if isinstance(e, EffectRecorded)).artifact
+    return a.operation, a.target, a.model, a.digest
+
+
+def test_a_foreign_receipt_is_another_deployment_of_the_same_target() -> None:
+    """The lookup's foreign receipt keeps the operation and target of what the key holds and names the fault's
+    model and digest; a caller that trusts it records exactly that."""
+    scenario = shipped("foreign_receipt")
+    fault = next(f for f in scenario.faults if f.boundary == "lookup_foreign_receipt")
+    task = scenario.task
+    assert _recorded_artifact(scenario) == (task.operation, task.target, fault.model, fault.digest)  # type: ignore[attr-defined]
+
+
+def test_a_foreign_receipt_for_a_key_the_destination_never_saw_names_no_operation() -> None:
+    scenario = _scenario(
+        "foreign_receipt",
+        faults=[{"boundary": "request_lost", "nth": 1}, {"boundary": "lookup_foreign_receipt", "nth": 1}],
+    )
+    fault = scenario.faults[1]
+    assert _recorded_artifact(scenario) == ("unknown", "unknown", fault.model, fault.digest)  # type: ignore[attr-defined]
