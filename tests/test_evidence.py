@@ -131,6 +131,8 @@ def inconsistencies(scenario: Scenario, history: Sequence[Event]) -> Iterator[st
             case ReplayedByDestination() if e.receipt_id != outcome.get(latest.get(e.idempotency_key, ""), "?"):
                 expected = outcome.get(latest.get(e.idempotency_key, ""), "?")
                 yield f"{where} replays {e.receipt_id}; the newest operation under {e.idempotency_key} has {expected}"
+            case LookupAnswered() if e.effect in ("applied", "rejected") and e.receipt_id is None:
+                yield f"{where} answers {e.effect} without a receipt"
             case LookupAnswered() if e.effect in ("applied", "rejected") and e.receipt_id not in receipts:
                 if not foreign:
                     yield f"{where} answers {e.effect} with {e.receipt_id}, a receipt never given"

@@ -165,3 +165,17 @@ def test_a_foreign_receipt_for_a_key_the_destination_never_saw_names_no_operatio
     )
     fault = scenario.faults[1]
     assert _recorded_artifact(scenario) == ("unknown", "unknown", fault.model, fault.digest)  # type: ignore[attr-defined]
+
+
+def test_a_ledger_change_is_visible_to_a_read_as_of_its_own_instant() -> None:
+    """What a lagging lookup reads: the operation as it stood at a moment, changes made at that very moment
+    included, later ones not."""
+    from harness.model import Artifact
+    from harness.sim.destination import _Operation
+
+    operation = _Operation(artifact=Artifact(operation="o", target="t", model="m", digest="d"), first_at_s=1.0)
+    operation.changes += [(1.0, "pending", None), (2.5, "applied", None)]
+    assert operation.as_of(0.5) is None
+    assert operation.as_of(1.0) == ("pending", None)
+    assert operation.as_of(2.4) == ("pending", None)
+    assert operation.as_of(2.5) == ("applied", None)

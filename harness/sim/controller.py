@@ -70,8 +70,10 @@ class _Action:
     version: int = 0
     status: Literal["applied", "rejected", "absent"] | None = None
     receipt_id: str | None = None
-    #: (task revision, task version) at the last successful claim; cleared by any ledger write.
-    claim: tuple[int, int] | None = None
+    #: The task revision at the last successful claim; cleared by any ledger write and by a hold. A claim holds
+    #: while the task stays at that revision and no cancellation is requested (revisions only grow, and a
+    #: cancellation is final, so the pair says everything a version counter would).
+    claim: int | None = None
     escalated: bool = False
     #: Further dispatch refused (a ``Hold``): claims of the action are refused from then on.
     held: bool = False
@@ -86,8 +88,6 @@ class _Task:
     task_id: str
     revision: int
     artifact: Artifact
-    #: Bumped on every change that invalidates earlier claims (a new revision, a cancellation).
-    version: int = 0
     cancel_requested: bool = False
     completed_revision: int | None = None
 
@@ -133,7 +133,6 @@ class Controller:
         self._revoke(t.revision, f"task changed to revision {t.revision + 1}")
         t.revision += 1
         t.artifact = t.artifact.model_copy(update={"model": model, "digest": digest})
-        t.version += 1
         self._record_revision()
         if approved:
             # '@' is not allowed in scenario names, so a generated id never collides with a given one.
@@ -142,7 +141,6 @@ class Controller:
     def request_cancel(self, reason: str) -> None:
         t = self.task
         t.cancel_requested = True
-        t.version += 1
         self._history.record(CancelRequested(task_id=t.task_id, revision=t.revision, reason=reason))
         self._revoke(t.revision, "cancellation requested")
 
@@ -225,7 +223,7 @@ class Controller:
         elif older is not None:
             reason = f"{HELD_TARGET}: {older} is not accounted for"
         if reason is None:
-            action.claim = (t.revision, t.version)
+            action.claim = t.revision
         self._history.record(ClaimDecided(action_id=action_id, revision=revision, ok=reason is None, reason=reason))
         return reason
 
@@ -255,7 +253,7 @@ class Controller:
         return (
             action.status is None
             and not action.held
-            and action.claim == (t.revision, t.version)
+            and action.claim == t.revision
             and action.view.revision == t.revision
             and not t.cancel_requested
             and self._approval_valid(action.view)
