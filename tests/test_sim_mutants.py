@@ -179,3 +179,24 @@ def test_a_ledger_change_is_visible_to_a_read_as_of_its_own_instant() -> None:
     assert operation.as_of(1.0) == ("pending", None)
     assert operation.as_of(2.4) == ("pending", None)
     assert operation.as_of(2.5) == ("applied", None)
+
+
+def test_a_claim_is_refused_once_the_action_is_accounted_for_or_its_dispatch_is_held() -> None:
+    """The controller's atomic recheck refuses a claim for an action whose outcome is already recorded (a
+    dispatch then could only add an effect) and for an action whose dispatch was held; each refusal says why."""
+    from test_sim import controller_at
+
+    from harness.model import Receipt
+
+    scenario = shipped("lost_response")
+    _, recorded = controller_at(scenario)
+    receipt = Receipt(receipt_id="r1", status="applied", idempotency_key="a73", artifact=scenario.task.artifact)
+    recorded.record_effect("a73", receipt, guarded=True)
+    refused = recorded.claim_if_revision("a73", scenario.task.revision)
+    assert refused is not None and "accounted for as applied" in refused
+
+    _, held = controller_at(scenario)
+    held.hold_dispatch("a73", "no longer authorized")
+    refused = held.claim_if_revision("a73", scenario.task.revision)
+    assert refused is not None and "held" in refused
+    assert not held.authorized_now("a73")
