@@ -103,6 +103,7 @@ def inconsistencies(scenario: Scenario, history: Sequence[Event]) -> Iterator[st
     lag_s = scenario.destination.lookup_lag_s
     foreign = any(f.boundary == "lookup_foreign_receipt" for f in scenario.faults)
     granted: set[str] = set()
+    granted_at: dict[int, str] = {}  # revision -> the approval granted for it
     revision = scenario.task.revision
     recorded: dict[str, str | None] = {}  # action -> receipt ID of its first ledger write (None: an absence)
     writes: Counter[str] = Counter()
@@ -164,6 +165,12 @@ def inconsistencies(scenario: Scenario, history: Sequence[Event]) -> Iterator[st
                 revoked_for.clear()
                 revision = e.revision
             case ApprovalGranted():
+                first = e.revision == scenario.task.revision
+                name = scenario.approval.approval_id if first else f"{scenario.approval.approval_id}@r{e.revision}"
+                expires = scenario.approval.expires_at_s if first else None
+                if (e.approval_id, e.expires_at_s) != (name, expires):
+                    yield f"{where} grants {e.approval_id} until {e.expires_at_s}, not {name} until {expires}"
+                granted_at[e.revision] = e.approval_id
                 if e.approval_id in granted:
                     yield f"{where} grants {e.approval_id} twice"
                 if e.revision != revision:
@@ -179,6 +186,8 @@ def inconsistencies(scenario: Scenario, history: Sequence[Event]) -> Iterator[st
                 yield f"{where} cancels {e.task_id} at revision {e.revision}; the task is at {revision}"
             case ActionRecorded() if e.task_id != scenario.task.task_id or e.revision != revision:
                 yield f"{where} records {e.action_id} for {e.task_id} revision {e.revision} at {revision}"
+            case ActionRecorded() if e.approval_id != granted_at.get(e.revision, ""):
+                yield f"{where} relies on {e.approval_id!r}; revision {e.revision} has {granted_at.get(e.revision)!r}"
             case ClaimDecided() if e.ok == (e.reason is not None):
                 yield f"{where}: ok={e.ok} with reason {e.reason!r}"
             case EffectRecorded() | RejectionRecorded() | AbsenceRecorded():
@@ -264,12 +273,13 @@ def _cases() -> tuple[Case, ...]:
     rejecting = [dataclasses.replace(case, scenario=_rejecting(case.scenario)) for case in once]
     restarting = [dataclasses.replace(case, scenario=_restarting(case.scenario)) for case in once]
     lagging = [dataclasses.replace(case, scenario=_lagging(case.scenario)) for case in once]
+    unapproved = [dataclasses.replace(case, scenario=_starts_after_unapproved_change(case.scenario)) for case in once]
     resending = [
         dataclasses.replace(case, policy=Resender(), scenario=_with_operator(case.scenario, OPERATOR_EVENTS[0]))
         for case in once
         if case.policy.name == "retry_same_key"
     ]
-    return (*grid, *buggy, *disturbed, *rejecting, *restarting, *lagging, *resending)
+    return (*grid, *buggy, *disturbed, *rejecting, *restarting, *lagging, *unapproved, *resending)
 
 
 class Resender:
@@ -284,6 +294,15 @@ class Resender:
         if situation.last is not None and situation.last.kind == "resend_current_arguments":
             return RecordEffect(receipt_id="never-seen")
         return ResendCurrentArguments(claim=False)
+
+
+def _starts_after_unapproved_change(scenario: Scenario) -> Scenario:
+    """The worker starts only after the task moved to a revision nobody approved."""
+    data = scenario.model_dump()
+    data["worker"]["dispatch_at_s"] = 2.0
+    change = {"do": "change_task", "model": "m9", "digest": "d9", "when": {"at_s": 1.0}}
+    data["operator"] = [*data["operator"], change]
+    return Scenario.model_validate(data)
 
 
 def _lagging(scenario: Scenario) -> Scenario:

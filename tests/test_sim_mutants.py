@@ -200,3 +200,21 @@ def test_a_claim_is_refused_once_the_action_is_accounted_for_or_its_dispatch_is_
     refused = held.claim_if_revision("a73", scenario.task.revision)
     assert refused is not None and "held" in refused
     assert not held.authorized_now("a73")
+
+
+def test_an_action_recorded_at_a_revision_nobody_approved_is_never_claimed() -> None:
+    """The worker starts after the task moved to a revision without an approval: its action is recorded relying
+    on no approval, the claim is refused for that, and nothing is sent."""
+    from harness.model.events import ActionRecorded, ClaimDecided
+
+    scenario = _scenario(
+        "lost_response",
+        worker={"dispatch_at_s": 2.0},
+        operator=[{"do": "change_task", "model": "m9", "digest": "d9", "when": {"at_s": 1.0}}],
+    )
+    history = simulate(scenario, load_policy("reconcile_and_reauthorize"), 1).evidence.history
+    action = next(e for e in history if isinstance(e, ActionRecorded))
+    claim = next(e for e in history if isinstance(e, ClaimDecided))
+    assert (action.revision, action.approval_id) == (scenario.task.revision + 1, "")
+    assert not claim.ok and claim.reason == "approval missing, revoked or expired"
+    assert not _indexes(history, DispatchSent)
