@@ -218,3 +218,62 @@ def test_an_action_recorded_at_a_revision_nobody_approved_is_never_claimed() -> 
     assert (action.revision, action.approval_id) == (scenario.task.revision + 1, "")
     assert not claim.ok and claim.reason == "approval missing, revoked or expired"
     assert not _indexes(history, DispatchSent)
+
+
+class _Watching:
+    """Decides as ``inner`` does and keeps every Situation it is shown."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.seen = inner, []
+        self.name, self.revision = inner.name, inner.revision
+
+    def decide(self, situation: Situation) -> Command:
+        self.seen.append(situation)
+        return self.inner.decide(situation)  # type: ignore[no-any-return]
+
+
+def test_a_recovering_worker_sees_when_its_approval_runs_out() -> None:
+    scenario = _scenario("lost_response", approval={"expires_at_s": 100.0})
+    watching = _Watching(load_policy("reconcile_and_reauthorize"))
+    simulate(scenario, watching, 1)  # type: ignore[arg-type]
+    assert watching.seen
+    assert {s.approval.expires_at_s for s in watching.seen} == {100.0}
+
+
+def test_after_the_deadline_the_world_only_settles_what_is_in_flight() -> None:
+    """Once every worker has ended and nothing is in flight, the simulation stops: an operator event scheduled
+    long after the deadline never happens."""
+    scenario = shipped("lost_response")
+    late = scenario.recovery_deadline_s + 10.0
+    history = simulate(
+        _scenario("lost_response", operator=[{"do": "request_cancel", "when": {"at_s": late}}]),
+        load_policy("reconcile_and_reauthorize"),
+        1,
+    ).evidence.history
+    assert not _indexes(history, CancelRequestFired)
+    assert max(e.at_s for e in history) <= scenario.recovery_deadline_s
+
+
+def test_a_guarded_completion_needs_the_revisions_own_artifact_and_completes_a_revision_once() -> None:
+    from test_sim import controller_at
+
+    from harness.model import Receipt
+    from harness.model.events import TaskCompleted, TaskNotCompleted
+
+    scenario = shipped("lost_response")
+    _, controller = controller_at(scenario)
+    other = scenario.task.artifact.model_copy(update={"model": "m-other"})
+    controller.record_effect(
+        "a73", Receipt(receipt_id="r1", status="applied", idempotency_key="a73", artifact=other), True
+    )
+    history = controller._history.entries
+    refused = next(e for e in history if isinstance(e, TaskNotCompleted))
+    assert "does not match" in refused.reason and controller.task_view().completed_revision is None
+
+    _, controller = controller_at(scenario)
+    receipt = Receipt(receipt_id="r1", status="applied", idempotency_key="a73", artifact=scenario.task.artifact)
+    controller.record_effect("a73", receipt, True)
+    assert controller.task_view().completed_revision == scenario.task.revision
+    assert [type(e) for e in controller._history.entries if isinstance(e, TaskCompleted | TaskNotCompleted)] == [
+        TaskCompleted
+    ]
