@@ -277,3 +277,14 @@ def test_a_guarded_completion_needs_the_revisions_own_artifact_and_completes_a_r
     assert [type(e) for e in controller._history.entries if isinstance(e, TaskCompleted | TaskNotCompleted)] == [
         TaskCompleted
     ]
+
+
+def test_fault_coverage_counts_every_time_a_site_is_reached_and_never_one_it_was_not() -> None:
+    """A fault for three consecutive replies is reached and fires three times when three dispatches are sent;
+    one for the fifth reply, never sent, is reached zero times."""
+    three = _scenario("lost_response", faults=[{"boundary": "response_lost", "nth": 1, "count": 3}])
+    result = simulate(three, load_policy("retry_same_key"), 1)
+    assert len(_indexes(result.evidence.history, DispatchSent)) == 4
+    assert result.coverage == ((3, 3),)
+    fifth = _scenario("lost_response", faults=[{"boundary": "response_lost", "nth": 5}])
+    assert simulate(fifth, load_policy("reconcile_and_reauthorize"), 1).coverage == ((0, 0),)
