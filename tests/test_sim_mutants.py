@@ -288,3 +288,14 @@ def test_fault_coverage_counts_every_time_a_site_is_reached_and_never_one_it_was
     assert result.coverage == ((3, 3),)
     fifth = _scenario("lost_response", faults=[{"boundary": "response_lost", "nth": 5}])
     assert simulate(fifth, load_policy("reconcile_and_reauthorize"), 1).coverage == ((0, 0),)
+
+
+def test_a_lookup_reads_the_target_itself_even_while_the_connector_is_down() -> None:
+    """A lookup inspects the target's durable result directly: a device connector that crashed and has not
+    restarted yet does not stand in its way (a job follow would get no answer)."""
+    from harness.model.events import ConnectorCrashed, ConnectorRestarted, LookupAnswered
+
+    scenario = _scenario("connector_crash_while_running", connector={"wait_s": 4.0, "restart_s": 600.0})
+    history = simulate(scenario, load_policy("reconcile_and_reauthorize"), 1).evidence.history
+    down, up = _indexes(history, ConnectorCrashed)[0], (_indexes(history, ConnectorRestarted) or [len(history)])[0]
+    assert any(down < i < up for i in _indexes(history, LookupAnswered))
