@@ -299,3 +299,9 @@ def test_a_lookup_reads_the_target_itself_even_while_the_connector_is_down() -> 
     history = simulate(scenario, load_policy("reconcile_and_reauthorize"), 1).evidence.history
     down, up = _indexes(history, ConnectorCrashed)[0], (_indexes(history, ConnectorRestarted) or [len(history)])[0]
     assert any(down < i < up for i in _indexes(history, LookupAnswered))
+
+
+def test_an_operator_event_at_a_time_fires_its_delay_later() -> None:
+    scenario = _scenario("lost_response", operator=[{"do": "request_cancel", "when": {"at_s": 1.0, "delay_s": 2.5}}])
+    history = simulate(scenario, load_policy("reconcile_and_reauthorize"), 1).evidence.history
+    assert [e.at_s for e in history if isinstance(e, CancelRequestFired)] == [3.5]
