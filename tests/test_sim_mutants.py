@@ -305,3 +305,42 @@ def test_an_operator_event_at_a_time_fires_its_delay_later() -> None:
     scenario = _scenario("lost_response", operator=[{"do": "request_cancel", "when": {"at_s": 1.0, "delay_s": 2.5}}])
     history = simulate(scenario, load_policy("reconcile_and_reauthorize"), 1).evidence.history
     assert [e.at_s for e in history if isinstance(e, CancelRequestFired)] == [3.5]
+
+
+def test_the_dedupe_window_and_the_request_validity_include_their_last_instant() -> None:
+    """A window of W seconds still deduplicates a request arriving exactly W after the first; a validity of V
+    seconds still accepts a request arriving exactly V after it was sent."""
+    from test_sim import request, run_destination
+
+    from harness.model.events import Accepted, ReplayedByDestination
+
+    _, history = run_destination("reject", [(0.0, request(1)), (30.0, request(2))], dedupe_window_s=30.0)
+    assert len(_indexes(history.entries, Accepted)) == 1 and _indexes(history.entries, ReplayedByDestination)
+    _, history = run_destination("reject", [(0.0, request(1)), (30.5, request(2))], dedupe_window_s=30.0)
+    assert len(_indexes(history.entries, Accepted)) == 2
+
+    _, history = run_destination("reject", [(10.0, request(1, sent_at_s=0.0))], request_validity_s=10.0)
+    assert _indexes(history.entries, Accepted) and not _indexes(history.entries, RequestRefused)
+    _, history = run_destination("reject", [(10.5, request(1, sent_at_s=0.0))], request_validity_s=10.0)
+    assert _indexes(history.entries, RequestRefused)
+
+
+def test_a_revision_is_completed_once_even_by_two_actions() -> None:
+    """Two actions of the same revision each record an applied receipt for its artifact: the first completes
+    the task, the second is told the revision is already completed."""
+    from test_sim import controller_at
+
+    from harness.model import Receipt
+    from harness.model.events import TaskCompleted, TaskNotCompleted
+
+    scenario = shipped("lost_response")
+    _, controller = controller_at(scenario)
+    controller.record_action("a74")
+    for action_id, receipt_id in (("a73", "r1"), ("a74", "r2")):
+        receipt = Receipt(
+            receipt_id=receipt_id, status="applied", idempotency_key=action_id, artifact=scenario.task.artifact
+        )
+        controller.record_effect(action_id, receipt, True)
+    outcomes = [e for e in controller._history.entries if isinstance(e, TaskCompleted | TaskNotCompleted)]
+    assert [type(e) for e in outcomes] == [TaskCompleted, TaskNotCompleted]
+    assert outcomes[1].reason == "revision already completed"  # type: ignore[union-attr]
