@@ -75,8 +75,10 @@ class Frozen(BaseModel):
         _set(model, "__dict__", values)
         _set(model, "__pydantic_fields_set__", set(values))
         _set(model, "__pydantic_extra__", None)
-        private = cls.__private_attributes__
-        _set(model, "__pydantic_private__", {k: a.get_default() for k, a in private.items()} if private else None)
+        private = _PRIVATE_DEFAULTS.get(cls)
+        if private is None:
+            private = _PRIVATE_DEFAULTS[cls] = {k: a.get_default() for k, a in cls.__private_attributes__.items()}
+        _set(model, "__pydantic_private__", dict(private) if private else None)
         return model
 
     def replaced(self, **changes: object) -> Self:
@@ -85,3 +87,5 @@ class Frozen(BaseModel):
 
 
 _set = object.__setattr__
+#: Each class's private attributes with their defaults (most have none), looked up once per class.
+_PRIVATE_DEFAULTS: dict[type[Frozen], dict[str, object]] = {}

@@ -123,6 +123,8 @@ class _Incarnation:
     def receipts(self) -> tuple[Receipt, ...]:
         """What ``Situation.observed_receipts`` derives from the attempts and reads, without scanning them:
         the attempts' receipts in the ledger's order, then the reads', each receipt once."""
+        if not self.with_receipt and not self.read_receipts:
+            return ()
         found: dict[str, Receipt] = {}
         for slot in sorted(self.with_receipt):
             receipt = self.seen[slot].receipt
@@ -448,7 +450,11 @@ class Worker:
             last=me.last,
             refusals=tuple(me.refusals),
         )
-        situation._receipts = me.receipts()  # what observed_receipts() derives, kept as the case ran
+        # What observed_receipts() derives, kept as the case ran (written into the private slot directly: the
+        # record is not yet visible to anyone, and pydantic's attribute path costs more than the rest).
+        private = situation.__pydantic_private__
+        assert private is not None
+        private["_receipts"] = me.receipts()
         return situation
 
     def _contract_view(self) -> ContractView:
