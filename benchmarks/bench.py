@@ -1,6 +1,6 @@
 """Speed and memory figures, as ratios to a bare-simpy skeleton measured in the same run, and the targets.
 
-    python benchmarks/bench.py                 # every figure (about five minutes on two cores)
+    python benchmarks/bench.py                 # every figure (about two minutes on two cores)
     python benchmarks/bench.py --sweep 20000   # smaller sweeps, for a quick look
 
 It prints, in one run: the skeleton's cases per second on one core (``benchmarks/skeleton.py``); for every
