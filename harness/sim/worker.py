@@ -147,6 +147,30 @@ class _Incarnation:
             self.refusals.append(self.last)
 
 
+def _unanswered(
+    execution_id: str,
+    key: str,
+    recorded_at_s: float,
+    sent: bool | None,
+    observation: Literal["in_flight", "unknown"],
+) -> AttemptView:
+    """An attempt no reply has reached: one being sent by this incarnation, or one another made (``unknown``)."""
+    return AttemptView.trusted(
+        execution_id=execution_id,
+        idempotency_key=key,
+        recorded_at_s=recorded_at_s,
+        sent=sent,
+        sent_at_s=None,
+        observation=observation,
+        late=False,
+        response_status=None,
+        replied_at_s=None,
+        receipt=None,
+        job_id=None,
+        do_not_replay=False,
+    )
+
+
 class Worker:
     def __init__(
         self,
@@ -281,22 +305,7 @@ class Worker:
         execution_id = f"{action.action_id}-x{n}"
         self._controller.begin_attempt(action.action_id, execution_id, key)
         recorded_at_s = self._history.now_s()
-        me.see(
-            AttemptView.trusted(
-                execution_id=execution_id,
-                idempotency_key=key,
-                recorded_at_s=recorded_at_s,
-                sent=False,
-                sent_at_s=None,
-                observation="in_flight",
-                late=False,
-                response_status=None,
-                replied_at_s=None,
-                receipt=None,
-                job_id=None,
-                do_not_replay=False,
-            )
-        )
+        me.see(_unanswered(execution_id, key, recorded_at_s, sent=False, observation="in_flight"))
         if self._injector.hit(CrashBeforeSend, action.action_id, n):
             raise _Crashed
         self._auditor.dispatched(action.action_id, n, key, artifact)
@@ -414,23 +423,8 @@ class Worker:
             if eid in me.attempts:
                 me.place(me.attempts[eid], own=True)
             else:
-                me.place(
-                    AttemptView.trusted(
-                        execution_id=eid,
-                        idempotency_key=record.keys[eid],
-                        recorded_at_s=record.recorded_at_s[eid],
-                        sent=None,
-                        sent_at_s=None,
-                        observation="unknown",
-                        late=False,
-                        response_status=None,
-                        replied_at_s=None,
-                        receipt=None,
-                        job_id=None,
-                        do_not_replay=False,
-                    ),
-                    own=False,
-                )
+                seen_by_another = _unanswered(eid, record.keys[eid], record.recorded_at_s[eid], None, "unknown")
+                me.place(seen_by_another, own=False)
         attempts = tuple(me.seen)
         # Built without validation: every field is already a checked value of the right type, and a decision
         # point is the hot path of a sweep (validating the Situation was a tenth of a case's time).
