@@ -43,7 +43,8 @@ Exit statuses:
   4  everything is written, but a fault a scenario declares fired in no case (the scenario tested nothing it
      claims to; the message names the scenario and the fault)
   130 interrupted (Ctrl-C, SIGTERM): the folder is resumable with 'harness run --resume DIR'
-explore: 0 no finding, 1 findings (each a runnable file) or harness errors on some schedules, 2 bad usage or
+explore: 0 no finding, 1 findings (each a runnable file) or harness errors on some schedules (a case over
+  --case-timeout or a worker that died stops that policy's exploration of that template), 2 bad usage or
   input, 3 Polyaxon tracking failed, 4 a declared fault fired in no case of the policies explored.
 replay: 0 the case came out the same as recorded, 1 it did not, 2 bad input.
 check: 0 every case is correct or escalated, 1 some case is not (each printed with its reproduce command and
@@ -168,14 +169,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--quiet", action="store_true", help="no per-cell progress lines")
     run.add_argument("--no-report", action="store_true", help="skip report.html, heatmap.png and the timelines")
-    run.add_argument(
-        "--case-timeout",
-        type=_seconds,
-        default=DEFAULT_CASE_TIMEOUT_S,
-        metavar="SECONDS",
-        help=f"wall-clock budget of one case; a case over it is stopped and counted as a harness error "
-        f"(default {DEFAULT_CASE_TIMEOUT_S:g}; 0: no budget)",
-    )
+    _case_timeout(run, "counted as a harness error")
     run.add_argument(
         "--force-concurrency",
         action="store_true",
@@ -245,6 +239,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="[OWNER/]NAME",
         help=f"Polyaxon project for the runs (default: {DEFAULT_PROJECT})",
     )
+    _case_timeout(explore, "reported as a harness error, and its policy explored no further in that part")
     explore.add_argument("--quiet", action="store_true", help="no progress lines")
     check = sub.add_parser(
         "check", help="gate one policy: exit 1 unless every case is correct or escalated; JUnit XML, repro files"
@@ -278,6 +273,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--concurrency", type=_positive, default=1, metavar="N", help="processes side by side (default 1)"
     )
+    _case_timeout(check, "a failure of the gate (a harness error)")
     check.add_argument("--quiet", action="store_true", help="no progress lines while exploring")
     replay = sub.add_parser(
         "replay", help="re-run a recorded case (recovery.json or a finding) and check it is the same"
@@ -453,6 +449,17 @@ def _progress(done: int, total: int, job: CellJob, result: CellResult) -> None:
     print(f"[{done:>{width}}/{total}] {job.policy_spec} x {job.scenario_spec}{which}: {counts}", file=sys.stderr)
 
 
+def _case_timeout(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--case-timeout",
+        type=_seconds,
+        default=DEFAULT_CASE_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"wall-clock budget of one case; a case over it, or one whose worker process dies, is stopped and "
+        f"{what} (default {DEFAULT_CASE_TIMEOUT_S:g}; 0: no budget)",
+    )
+
+
 def _explore(args: argparse.Namespace) -> int:
     from harness.explore import ExploreOptions, explore
     from harness.policy import builtin_policy_names
@@ -468,6 +475,7 @@ def _explore(args: argparse.Namespace) -> int:
         shards=args.shard[1],
         tracking=args.tracking,
         project=args.project,
+        case_timeout_s=args.case_timeout or None,
     )
     summary = explore(
         args.policy or builtin_policy_names(),
@@ -538,6 +546,7 @@ def _check(args: argparse.Namespace) -> int:
         explore=args.explore,
         out=args.out,
         concurrency=args.concurrency,
+        case_timeout_s=args.case_timeout or None,
     )
     summary = check_policy(args.policy[0], options, progress=None if args.quiet else _explore_progress)
     for case in summary.failures:
@@ -664,7 +673,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"harness: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt as exc:
-        print(f"harness: {exc or 'interrupted'}", file=sys.stderr)
+        print(f"harness: {str(exc) or 'interrupted'}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as exc:  # a bug of the harness: one line with where to look, not a traceback
         import traceback

@@ -10,11 +10,10 @@ enable a random subset of kinds. Every policy meets the same schedules. Each dis
 from __future__ import annotations
 
 import json
-import multiprocessing
+import shlex
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ import yaml
 
 from harness.explore.schedule import apply, element_dict
 from harness.explore.search import ExploreJob, Finding, JobResult, explore_job, shape
+from harness.limits import DEFAULT_CASE_TIMEOUT_S
 from harness.plx.tracking import (
     DEFAULT_PROJECT,
     ExplorationRecord,
@@ -35,6 +35,7 @@ from harness.policy import load_policy
 from harness.run.files import write_atomic
 from harness.run.grid import TrackingNote, check_project, new_out, tracking_note
 from harness.run.plan import UsageError, load_grid
+from harness.run.pool import supervise
 from harness.scenario import Scenario, scenario_cases
 
 __all__ = ["Exploration", "ExploreOptions", "ExploreSummary", "explore", "explore_json", "finding_yaml"]
@@ -53,6 +54,11 @@ class ExploreOptions:
     #: One Polyaxon run per (policy, scenario) explored: offline (default), pushed to a server too, or none.
     tracking: TrackingMode = "offline"
     project: str = DEFAULT_PROJECT
+    #: Wall-clock budget of one case (``--case-timeout``); ``None``: none. A case over it, or one whose worker
+    #: process dies, is a harness error, and its policy is explored no further in that job.
+    case_timeout_s: float | None = DEFAULT_CASE_TIMEOUT_S
+    #: Run the jobs in worker processes the exploration supervises. Off only for tests that patch in place.
+    isolate: bool = True
 
 
 @dataclass(slots=True)
@@ -154,7 +160,7 @@ def explore(
         for case in templates
         for i in ([options.shard] if options.shards > 1 else range(split))
     ]
-    results = _run(jobs, options.concurrency, progress)
+    results = _run(jobs, options, progress)
     summary = ExploreSummary(out)
     rows = {
         (p_spec, s_spec): Exploration(
@@ -169,6 +175,7 @@ def explore(
     }
     by_name = {policy.name: spec for spec, policy in policies.items()}
     merged: dict[tuple[str, str, str], Finding] = {}
+    stuck: list[Finding] = []
     for job, result in zip(jobs, results, strict=True):
         s_spec = spec_of_case[job.scenario_spec]
         for p_spec, policy in policies.items():
@@ -183,6 +190,7 @@ def explore(
             site[1] += fired
         summary.unfired += [(result.scenario, f) for f in result.unfired]
         summary.errors += [f"{job.scenario_spec}: {e}" for e in result.errors]
+        stuck += result.stuck
         for finding in result.findings:
             key = (finding.policy, job.scenario_spec, shape(finding.schedule))
             if key not in merged or finding.first_seen < merged[key].first_seen:
@@ -194,6 +202,7 @@ def explore(
         path = out / "findings" / finding.policy / f"{finding.scenario}-{n}.yaml"
         write_atomic(path, finding_yaml(templates[finding.scenario_spec], finding, n))
         rows[(by_name[finding.policy], spec_of_case[finding.scenario_spec])].findings.append((finding, path))
+    summary.errors[:0] = _write_stuck(out, stuck, templates, options)
     summary.explorations = list(rows.values())
     summary.elapsed_s = round(time.perf_counter() - started, 3)
     if options.tracking != "none":
@@ -202,6 +211,28 @@ def explore(
         summary.tracking = tracking_note(options.tracking, options.project, out, [t for _, t in tracked])
     write_atomic(out / "explore.json", explore_json(summary, options, specs, list(templates)))
     return summary
+
+
+def _write_stuck(
+    out: Path, stuck: Sequence[Finding], templates: dict[str, Scenario], options: ExploreOptions
+) -> list[str]:
+    """Each case that ran over its budget or killed its worker, written as a runnable scenario under
+    ``errors/``; one line each, saying what happened, what was not explored, and the command that re-runs it."""
+    lines: list[str] = []
+    numbered: Counter[tuple[str, str]] = Counter()
+    # Shards of one template all run it as written first: a case that failed there failed in each of them.
+    distinct = {(f.policy, f.scenario_spec, f.schedule.key, f.seed): f for f in stuck}
+    for case in sorted(distinct.values(), key=lambda f: (f.policy, f.scenario_spec)):
+        numbered[(case.policy, case.scenario)] += 1
+        path = out / "errors" / case.policy / f"{case.scenario}-{numbered[(case.policy, case.scenario)]}.yaml"
+        write_atomic(path, finding_yaml(templates[case.scenario_spec], case, numbered[(case.policy, case.scenario)]))
+        budget = f" --case-timeout {options.case_timeout_s:g}" if options.case_timeout_s else ""
+        lines.append(
+            f"{case.scenario_spec}: {case.policy} seed {case.seed}: {case.error}; this policy's other schedules of "
+            f"{case.scenario} were not explored in this part of the exploration; reproduce: python -m harness run "
+            f"--policy {shlex.quote(case.policy_spec)} --scenario {shlex.quote(str(path))} --seed {case.seed}{budget}"
+        )
+    return lines
 
 
 def _track(exploration: Exploration, summary: ExploreSummary, options: ExploreOptions) -> Tracked:
@@ -247,8 +278,9 @@ def _case_name(scenario_spec: str) -> str:
 
 
 def _run(
-    jobs: Sequence[ExploreJob], concurrency: int, progress: Callable[[int, int, JobResult], None] | None
+    jobs: Sequence[ExploreJob], options: ExploreOptions, progress: Callable[[int, int, JobResult], None] | None
 ) -> list[JobResult]:
+    """Every job's result, in the jobs' order; in supervised worker processes unless ``options.isolate`` is off."""
     results: dict[int, JobResult] = {}
 
     def done(i: int, result: JobResult) -> None:
@@ -256,41 +288,43 @@ def _run(
         if progress is not None:
             progress(len(results), len(jobs), result)
 
-    if concurrency <= 1 or len(jobs) <= 1:
+    if options.isolate:
+        supervise(jobs, options.concurrency, options.case_timeout_s, done)
+    else:
         for i, job in enumerate(jobs):
             done(i, explore_job(job))
-    else:
-        with ProcessPoolExecutor(max_workers=concurrency, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {pool.submit(explore_job, job): i for i, job in enumerate(jobs)}
-            for future in as_completed(futures):
-                done(futures[future], future.result())
     return [results[i] for i in range(len(jobs))]
 
 
 def finding_yaml(template: Scenario, finding: Finding, n: int) -> str:
     """The finding as a runnable scenario: the template with exactly the minimal schedule, named ``<scenario>-<n>``,
-    with how to reproduce it (policy, revision, seed) in ``reproduces`` and in its description."""
+    with how to reproduce it (policy, revision, seed) in ``reproduces`` and in its description. A case that could
+    not be judged (``finding.error``) has no ``reproduces``: its description says what happened."""
     scenario = apply(template, finding.schedule)
     data: dict[str, Any] = scenario.model_dump(mode="json", exclude_defaults=True, exclude={"approval"})
     data["approval"] = template.approval.model_dump(mode="json", exclude={"token"}, exclude_defaults=True)
     data["name"] = f"{template.name}-{n}"
     data["revision"] = f"{template.revision}+explore"
     shown = "; ".join(_show(e) for e in finding.schedule.elements) or "(the template's own schedule)"
+    who = f"{finding.policy} (revision {finding.policy_revision}) at seed {finding.seed}"
+    if finding.error is None:
+        found = f"{who} is {finding.outcome}, violating {', '.join(finding.properties)}. Minimal schedule: {shown}"
+    else:  # not judged, so nothing for replay to compare: run it with a budget instead
+        found = f"{who} could not be judged: {finding.error}. Schedule: {shown}"
     data["description"] = (
-        f"Found by harness explore from {template.name}: {finding.policy} (revision {finding.policy_revision}) at "
-        f"seed {finding.seed} is {finding.outcome}, violating {', '.join(finding.properties)}. Minimal schedule: "
-        f"{shown}. Template: {template.description.strip()}"
+        f"Found by harness explore from {template.name}: {found}. Template: {template.description.strip()}"
     )
     data["faults"] = [element_dict(e) for e in finding.schedule.elements if e.kind == "fault"]
     data["operator"] = [element_dict(e) for e in finding.schedule.elements if e.kind == "operator"]
-    data["reproduces"] = {
-        "policy": finding.policy_spec,
-        "policy_revision": finding.policy_revision,
-        "seed": finding.seed,
-        "outcome": finding.outcome,
-        "properties": list(finding.properties),
-    }
-    order = ["name", "revision", "description", "reproduces"]
+    if finding.error is None:
+        data["reproduces"] = {
+            "policy": finding.policy_spec,
+            "policy_revision": finding.policy_revision,
+            "seed": finding.seed,
+            "outcome": finding.outcome,
+            "properties": list(finding.properties),
+        }
+    order = [k for k in ("name", "revision", "description", "reproduces") if k in data]
     ordered = {k: data[k] for k in order} | {k: v for k, v in data.items() if k not in order}
     return yaml.safe_dump(ordered, sort_keys=False, width=110)
 
@@ -298,7 +332,7 @@ def finding_yaml(template: Scenario, finding: Finding, n: int) -> str:
 def _show(e: Any) -> str:
     data = element_dict(e)
     head = data.pop("boundary", None) or data.pop("do", None) or "contract"
-    return f"{head} " + " ".join(f"{k}={v}" for k, v in data.items())
+    return " ".join([head, *(f"{k}={v}" for k, v in data.items())])
 
 
 def explore_json(

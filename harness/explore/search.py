@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import TypeVar
 
-from harness.check import check
+from harness.check import Judgement, check
 from harness.explore.schedule import (
     Element,
     Observed,
@@ -31,7 +33,7 @@ from harness.policy import Policy, load_policy
 from harness.run.cell import describe
 from harness.scenario import Scenario, scenario_cases
 from harness.seeds import rng
-from harness.sim import simulate
+from harness.sim import SimResult, simulate
 
 __all__ = ["ExploreJob", "Finding", "JobResult", "explore_job", "schedules", "shape", "shrink"]
 
@@ -50,6 +52,15 @@ class ExploreJob:
     seeds: tuple[int, ...]
     shard: int = 0
     shards: int = 1
+    #: Cases of this job not to run again, by position among the cases it simulates, each with why it failed
+    #: (over its wall-clock budget, or its worker process died): the policy is explored no further in this job.
+    failed: tuple[tuple[int, str], ...] = ()
+
+    def execute(self, on_case: Callable[[int], None]) -> JobResult:
+        return explore_job(self, on_case)
+
+    def without(self, position: int, reason: str) -> ExploreJob:
+        return replace(self, failed=(*self.failed, (position, reason)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +78,8 @@ class Finding:
     schedule: Schedule
     #: The index of the schedule that first showed it (findings are numbered in this order).
     first_seen: int
+    #: Outcome ``harness_error`` only: why the case could not be judged (over its budget, its worker died).
+    error: str | None = None
 
 
 @dataclass(slots=True)
@@ -84,17 +97,57 @@ class JobResult:
     unfired: list[str] = field(default_factory=list)
     #: Harness failures on some schedules (the exploration went on).
     errors: list[str] = field(default_factory=list)
+    #: Cases over their wall-clock budget or whose worker died, as findings with outcome ``harness_error`` (the
+    #: schedule is runnable); each stopped its policy's exploration in this job.
+    stuck: list[Finding] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
 
 
-def observe(template: Scenario, policies: list[Policy], seeds: tuple[int, ...]) -> tuple[Observed, list[str]]:
+class _Cases:
+    """Counts the cases a job simulates, so that a supervisor knows which one a stuck or dead worker was on.
+
+    A case the supervisor names as failed is not run again: it is reported, and its policy is explored no
+    further in this job (a policy that never returns would cost the whole budget on every schedule)."""
+
+    def __init__(self, failed: tuple[tuple[int, str], ...], on_case: Callable[[int], None] | None) -> None:
+        self._failed = dict(failed)
+        self._on_case = on_case
+        self._position = 0
+        #: Policies explored no further, by name: the seed and schedule of the case that failed, and why.
+        self.stopped: dict[str, tuple[int, Schedule | None, str]] = {}
+
+    def run(self, policy: Policy, seed: int, schedule: Schedule | None, work: Callable[[], _T]) -> _T | None:
+        """``work()``, counted; ``None`` when this case failed before (its policy is then stopped)."""
+        position = self._position
+        self._position += 1
+        reason = self._failed.get(position)
+        if reason is not None:
+            self.stopped[policy.name] = (seed, schedule, reason)
+            return None
+        if self._on_case is None:
+            return work()
+        self._on_case(position)
+        try:
+            return work()
+        finally:
+            self._on_case(-1)
+
+
+def observe(
+    template: Scenario, policies: list[Policy], seeds: tuple[int, ...], cases: _Cases | None = None
+) -> tuple[Observed, list[str]]:
     """Run the template as it is: what the runs reach, and which declared faults never fired."""
+    cases = cases or _Cases((), None)
     dispatches = reads = 0
     kinds: set[tuple[str, str]] = set()
     fired = [0] * len(template.faults)
     for policy in policies:
         for seed in seeds:
-            result = simulate(template, policy, seed)
+            if policy.name in cases.stopped:
+                break
+            result = cases.run(policy, seed, None, partial(simulate, template, policy, seed))
+            if result is None:
+                break
             for event in result.evidence.history:
                 kinds.add((event.actor, event.event))
                 if isinstance(event, DispatchSent):
@@ -147,11 +200,22 @@ def _consistent(schedule: Schedule) -> bool:
     return len(fields) == len(set(fields))
 
 
+_T = TypeVar("_T")
+#: What the judge answers for a policy explored no further in this job: not run, nothing violated.
+_NOT_RUN: tuple[str, tuple[str, ...], tuple[tuple[int, int], ...]] = ("harness_error", (), ())
+
+
+def _simulate_and_check(scenario: Scenario, policy: Policy, seed: int) -> tuple[SimResult, Judgement]:
+    result = simulate(scenario, policy, seed)
+    return result, check(result.evidence)
+
+
 class _Judge:
     """Runs (policy, schedule, seed) once and remembers the violated properties: shrinking asks again and again."""
 
-    def __init__(self, template: Scenario) -> None:
+    def __init__(self, template: Scenario, cases: _Cases | None = None) -> None:
         self._template = template
+        self._cases = cases or _Cases((), None)
         #: Harness failures met on the way, one line each.
         self.errors: list[str] = []
         self._seen: dict[tuple[str, str, int], tuple[str, tuple[str, ...], tuple[tuple[int, int], ...]]] = {}
@@ -161,14 +225,18 @@ class _Judge:
     ) -> tuple[str, tuple[str, ...], tuple[tuple[int, int], ...]]:
         key = (policy.name, schedule.key, seed)
         if key not in self._seen:
+            if policy.name in self._cases.stopped:
+                return _NOT_RUN
             try:
                 scenario = apply(self._template, schedule)
-                result = simulate(scenario, policy, seed)
-                judgement = check(result.evidence)
+                judged = self._cases.run(policy, seed, schedule, partial(_simulate_and_check, scenario, policy, seed))
             except Exception as exc:  # a harness failure on one schedule is reported, and exploration goes on
                 self.errors.append(f"{policy.name} seed {seed} [{schedule.key}]: {type(exc).__name__}: {exc}"[:500])
                 self._seen[key] = ("harness_error", (), ())
                 return self._seen[key]
+            if judged is None:
+                return _NOT_RUN
+            result, judgement = judged
             violated = tuple(name for name, verdict in judgement.checks.items() if verdict == "false")
             if len(self._seen) > 50_000:  # bounded: a shrink asks about a handful of neighbours only
                 self._seen.clear()
@@ -233,24 +301,34 @@ def shape(schedule: Schedule) -> str:
     )
 
 
-def explore_job(job: ExploreJob) -> JobResult:
-    """Explore one shard of one template for every policy; return counts and findings."""
+def explore_job(job: ExploreJob, on_case: Callable[[int], None] | None = None) -> JobResult:
+    """Explore one shard of one template for every policy; return counts and findings.
+
+    ``on_case(position)`` is called before each case the job simulates and ``on_case(-1)`` after it (see
+    ``harness.run.pool``); the cases ``job.failed`` names are not run again."""
     policies = [(spec, load_policy(spec)) for spec in job.policy_specs]
     ((case_spec, template),) = scenario_cases(job.scenario_spec)  # one case: the planner expands variants
-    seen, unfired = observe(template, [p for _, p in policies], job.seeds)
-    out = JobResult(scenario=template.name, unfired=unfired if job.shard == 0 else [])
-    judge = _Judge(template)
+    cases = _Cases(job.failed, on_case)
+    seen, unfired = observe(template, [p for _, p in policies], job.seeds, cases)
+    out = JobResult(scenario=template.name, unfired=unfired if job.shard == 0 and not cases.stopped else [])
+    judge = _Judge(template, cases)
     found: dict[tuple[str, str], Finding] = {}
     own = frozenset(e.key for e in elements_of(template))
     memos: dict[tuple[str, int], dict[str, Schedule]] = {(p.name, seed): {} for _, p in policies for seed in job.seeds}
     for index, schedule in enumerate(schedules(template, seen, job.depth, job.swarm)):
+        if len(cases.stopped) == len(policies):
+            break  # every policy stopped: nothing left to explore in this job
         if index % job.shards != job.shard:
             continue
         out.schedules += 1
         boundaries = [element_dict(e)["boundary"] for e in schedule.elements if e.kind == "fault"]
         for spec, policy in policies:
             for seed in job.seeds:
+                if policy.name in cases.stopped:
+                    break
                 _, violated, coverage = judge(policy, schedule, seed)
+                if policy.name in cases.stopped:
+                    break
                 out.cases[policy.name] += 1
                 for boundary, (reached, fired) in zip(boundaries, coverage, strict=False):
                     site = out.coverage.setdefault(boundary, [0, 0])
@@ -279,4 +357,22 @@ def explore_job(job: ExploreJob) -> JobResult:
                 )
     out.findings = sorted(found.values(), key=lambda f: (f.policy, f.first_seen))
     out.errors = judge.errors[:20]
+    out.stuck = [
+        Finding(
+            policy=policy.name,
+            policy_spec=spec,
+            policy_revision=policy.revision,
+            scenario=template.name,
+            scenario_spec=case_spec,
+            properties=(),
+            outcome="harness_error",
+            seed=seed,
+            schedule=Schedule.of(elements_of(template)) if schedule is None else schedule,
+            first_seen=-1,
+            error=reason,
+        )
+        for spec, policy in policies
+        if policy.name in cases.stopped
+        for seed, schedule, reason in [cases.stopped[policy.name]]
+    ]
     return out

@@ -19,7 +19,7 @@ from harness.explore.search import Finding
 from harness.gate.repro import ReproFolder, replay_command, violated
 from harness.model import CaseReport, Outcome
 from harness.run.plan import Case
-from harness.run.replay import Replay, replay, timeline_text
+from harness.run.replay import replay, timeline_text
 
 __all__ = [
     "PASSING",
@@ -103,7 +103,9 @@ def message_of(report: CaseReport) -> str:
     return report.outcome
 
 
-def failure_text(report: CaseReport, reproduce: str, also: str | None, repro: Path, replayed: Replay) -> str:
+def failure_text(
+    report: CaseReport, reproduce: str, also: str | None, repro: Path, differences: Sequence[str] = ()
+) -> str:
     """The anomalies, the witnessing timeline entries and the injected faults, and the reproduce commands."""
     lines = [
         f"{report.policy} (revision {report.policy_revision}) on {report.scenario} (revision "
@@ -125,7 +127,7 @@ def failure_text(report: CaseReport, reproduce: str, also: str | None, repro: Pa
     if also:
         lines.append(f"or run it: {also}")
     lines.append(f"repro file: {repro}")
-    for difference in replayed.differences:
+    for difference in differences:
         lines.append(f"warning: the repro file does not replay to this case: {difference}")
     return "\n".join(lines)
 
@@ -138,9 +140,15 @@ def judge(report: CaseReport, case: Case, repros: ReproFolder) -> GateCase:
     if status == "passed":
         return GateCase(report.policy, name, report.outcome, status)
     path = repros.write(case.scenario, report, case.policy_spec)
-    reproduce = replay_command(path)
     # No secret to scrub: a case report has no secret field (see harness.run.files.recovery_json).
-    text = failure_text(report, reproduce, report.reproduce, path, replay(path))
+    if report.outcome == "harness_error":
+        # Over its budget, or its worker died: replayed here it could hang or kill the gate itself. Its reproduce
+        # command runs it again in a supervised worker.
+        reproduce = report.reproduce
+        text = failure_text(report, reproduce, None, path)
+    else:
+        reproduce = replay_command(path)
+        text = failure_text(report, reproduce, report.reproduce, path, replay(path).differences)
     return GateCase(
         report.policy,
         name,
@@ -169,7 +177,7 @@ def judge_finding(finding: Finding, path: Path) -> GateCase:
         finding.outcome,
         "failed",
         message=f"{finding.outcome}: {', '.join(finding.properties)} violated",
-        text=failure_text(report, reproduce, also, path, replayed),
+        text=failure_text(report, reproduce, also, path, replayed.differences),
         reproduce=reproduce,
         repro=path,
     )

@@ -22,6 +22,7 @@ from harness.explore.search import JobResult
 from harness.gate.cases import GateCase, PolicyDoesNotRecover, case_name, judge, judge_finding
 from harness.gate.junit import Suite
 from harness.gate.repro import ReproFolder
+from harness.limits import DEFAULT_CASE_TIMEOUT_S
 from harness.model import CaseReport
 from harness.policy import Policy, builtin_policy_names, load_policy
 from harness.run import GridOptions, load_grid, plan_cells, run_case, run_grid
@@ -44,6 +45,8 @@ class CheckOptions:
     #: The folder for the cases, repro files and explorations (new or empty); None: a new temporary folder.
     out: Path | None = None
     concurrency: int = 1
+    #: Wall-clock budget of one case (``--case-timeout``); ``None``: none. A case over it is a harness error.
+    case_timeout_s: float | None = DEFAULT_CASE_TIMEOUT_S
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +107,7 @@ def check_policy(
     out = options.out if options.out is not None else Path(tempfile.mkdtemp(prefix="harness-check-"))
     plan = plan_cells([policy_spec], scenarios, options.seeds, None, options.concurrency)
     started = time.perf_counter()
-    summary = run_grid(plan, GridOptions(out=out, tracking="none", report=False))
+    summary = run_grid(plan, GridOptions(out=out, tracking="none", report=False, case_timeout_s=options.case_timeout_s))
     cases = judge_reports(read_reports(summary.out), grid.cases, ReproFolder(out / "repro"))
     elapsed_s = time.perf_counter() - started
     notes = [
@@ -117,7 +120,11 @@ def check_policy(
     if options.explore:
         started = time.perf_counter()
         options_explore = ExploreOptions(
-            out=out / "explore", seeds=options.seeds, concurrency=options.concurrency, tracking="none"
+            out=out / "explore",
+            seeds=options.seeds,
+            concurrency=options.concurrency,
+            tracking="none",
+            case_timeout_s=options.case_timeout_s,
         )
         found = explore([policy_spec], scenarios, options_explore, progress)
         explored = judge_exploration(found, options.seeds)
@@ -174,6 +181,8 @@ def judge_exploration(summary: ExploreSummary, seeds: Sequence[int]) -> tuple[Ga
                 "error",
                 message=f"harness_error: the harness failed on {len(summary.errors)} explored schedules",
                 text="\n".join(summary.errors),
+                # A case over its budget or whose worker died says how to run it again; a crash names its schedule.
+                reproduce=next((e.split("reproduce: ", 1)[1] for e in summary.errors if "reproduce: " in e), None),
             )
         )
     return tuple(out)

@@ -14,7 +14,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -197,6 +197,21 @@ def describe(fault: FaultBase) -> str:
 def summary_part_path(out: Path, job: CellJob, cell: int) -> Path:
     """Where a piece's summary rows wait for the parent: ``<out>/.parts/<cell>-<part>.csv``."""
     return out / ".parts" / f"{cell:06d}-{job.part:06d}.csv"
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """One piece of a cell, as a job the worker processes run under supervision (``harness.run.pool``)."""
+
+    cell: int
+    job: CellJob
+
+    def execute(self, on_case: Callable[[int], None]) -> CellResult:
+        return execute_cell(self.job, self.cell, on_case)
+
+    def without(self, position: int, reason: str) -> Piece:
+        """The piece again, the case at ``position`` written as a ``harness_error`` case instead of run."""
+        return Piece(self.cell, replace(self.job, failed=(*self.job.failed, (position, reason))))
 
 
 def execute_cell(job: CellJob, cell: int = 0, on_case: Callable[[int], None] | None = None) -> CellResult:

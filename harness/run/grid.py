@@ -38,6 +38,7 @@ from harness.run.cell import (
     CellJob,
     CellResult,
     FaultCoverage,
+    Piece,
     cell_scenario,
     execute_cell,
     summary_part_path,
@@ -305,7 +306,7 @@ def _complete(
         if options.isolate:
             from harness.run.pool import supervise
 
-            chosen = [jobs[i] for i in todo]
+            chosen = [Piece(*jobs[i]) for i in todo]
             supervise(chosen, plan.concurrency, options.case_timeout_s, lambda k, r: finished(todo[k], r))
         else:
             for index in todo:

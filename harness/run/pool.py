@@ -1,12 +1,13 @@
-"""Worker processes the run supervises: every case under a wall-clock budget, and no case can take the run down.
+"""Worker processes the harness supervises: every case under a wall-clock budget, and no case can take it down.
 
-Pieces of cells go to worker processes one at a time. Before each case a worker writes, into memory it shares
-with the parent, which case it is on and when it began. The parent watches: a case over its budget gets its
-worker killed, and a worker that dies (``os._exit``, a signal, an out-of-memory kill, ``sys.exit`` in a
-policy) is noticed. Either way the case becomes a ``harness_error`` case with the reason and its reproduce
-command, a fresh worker takes the piece again (the cases before it come out byte-identical: they are
-deterministic), and the grid goes on. Workers ignore Ctrl-C (the parent stops them) and are killed by the
-kernel when the parent dies, so none is ever orphaned.
+Jobs (pieces of a run's cells, or parts of an exploration) go to worker processes one at a time. Before each
+case a worker writes, into memory it shares with the parent, which case it is on and when it began. The parent
+watches: a case over its budget gets its worker killed, and a worker that dies (``os._exit``, a signal, an
+out-of-memory kill, ``sys.exit`` in a policy) is noticed. Either way the job is told which case failed and why
+(``without``): a run writes it as a ``harness_error`` case with its reproduce command, an exploration reports it
+and explores that policy no further in that job. A fresh worker takes the job again (the cases before it come
+out byte-identical: they are deterministic), and the rest goes on. Workers ignore Ctrl-C (the parent stops them)
+and are killed by the kernel when the parent dies, so none is ever orphaned.
 """
 
 from __future__ import annotations
@@ -18,30 +19,42 @@ import signal
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from multiprocessing.sharedctypes import RawArray
-from typing import Any
+from typing import Any, Protocol, Self
 
 from harness.errors import RunFailed
-from harness.run.cell import CellJob, CellResult, execute_cell
 
-__all__ = ["RunFailed", "supervise"]
+__all__ = ["RunFailed", "Supervised", "supervise"]
 #: How often the parent looks at its workers.
 _TICK_S = 0.1
-#: A piece whose worker dies outside any case is tried this many times before the run gives up.
+#: A job whose worker dies outside any case is tried this many times before the run gives up.
 _RETRIES = 2
+
+
+class Supervised(Protocol):
+    """A job a worker process runs: picklable, deterministic, and able to skip a case that failed."""
+
+    def execute(self, on_case: Callable[[int], None]) -> object:
+        """Run the job; call ``on_case(position)`` before each case (counted from 0 in the job) and
+        ``on_case(-1)`` after it."""
+        ...
+
+    def without(self, position: int, reason: str) -> Self:
+        """The same job, with the case at ``position`` not run again but accounted for as failed for ``reason``."""
+        ...
 
 
 @dataclass(slots=True)
 class _Worker:
     process: BaseProcess
     conn: Connection
-    #: [position of the current case among the piece's cases (-1: between cases), its start (time.monotonic())]
+    #: [position of the current case among the job's cases (-1: between cases), its start (time.monotonic())]
     where: Any
-    #: (index in the job list, the piece) while busy
-    task: tuple[int, int, CellJob] | None = None
+    #: (index in the job list, the job) while busy
+    task: tuple[int, Supervised] | None = None
 
 
 @dataclass(slots=True)
@@ -82,16 +95,16 @@ class _Pool:
 
 
 def supervise(
-    jobs: Sequence[tuple[int, CellJob]],
+    jobs: Sequence[Supervised],
     concurrency: int,
     case_timeout_s: float | None,
-    finished: Callable[[int, CellResult], None],
+    finished: Callable[[int, Any], None],
 ) -> None:
-    """Run every piece in ``concurrency`` worker processes; call ``finished(index, result)`` as each ends.
+    """Run every job in ``concurrency`` worker processes; call ``finished(index, result)`` as each ends.
 
-    Raises ``RunFailed`` when a piece cannot be run at all; on any exit (Ctrl-C included) every worker is stopped.
+    Raises ``RunFailed`` when a job cannot be run at all; on any exit (Ctrl-C included) every worker is stopped.
     """
-    pending: deque[tuple[int, int, CellJob]] = deque((i, cell, job) for i, (cell, job) in enumerate(jobs))
+    pending: deque[tuple[int, Supervised]] = deque(enumerate(jobs))
     # spawn, not fork: Polyaxon's tracking keeps threads and process-wide state that must not be forked.
     pool = _Pool(multiprocessing.get_context("spawn"), max(1, min(concurrency, len(jobs))))
     retries: dict[int, int] = {}
@@ -108,7 +121,7 @@ def supervise(
             ready = wait([w.conn for w in busy], timeout=_TICK_S)
             for worker in busy:
                 assert worker.task is not None
-                index, cell, job = worker.task
+                index, job = worker.task
                 if worker.conn in ready:
                     try:
                         message = worker.conn.recv()
@@ -131,9 +144,9 @@ def supervise(
                     retries[index] = retries.get(index, 0) + 1
                     if retries[index] > _RETRIES:
                         raise RunFailed(f"a worker process died outside any case, {retries[index]} times ({reason})")
-                    pending.appendleft((index, cell, job))
-                else:  # that case is written as a harness error; the piece runs again without it
-                    pending.appendleft((index, cell, replace(job, failed=(*job.failed, (position, reason)))))
+                    pending.appendleft((index, job))
+                else:  # the job runs again, that case accounted for as failed
+                    pending.appendleft((index, job.without(position, reason)))
     finally:
         pool.close()
 
@@ -156,7 +169,7 @@ def _why(worker: _Worker, budget_s: float | None) -> str:
 
 
 def _serve(conn: Connection, where: Any) -> None:
-    """A worker: run the pieces the parent sends, one at a time, until it sends ``None``."""
+    """A worker: run the jobs the parent sends, one at a time, until it sends ``None``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops every worker
     _die_with_parent()
 
@@ -168,9 +181,9 @@ def _serve(conn: Connection, where: Any) -> None:
         task = conn.recv()
         if task is None:
             return
-        _, cell, job = task
+        _, job = task
         try:
-            result = execute_cell(job, cell, on_case)
+            result = job.execute(on_case)
         except OSError as exc:
             conn.send(("error", f"cannot write the run's files ({exc.strerror or exc}): {exc.filename or ''}"))
             return

@@ -1,0 +1,171 @@
+"""Exploration under supervision: a policy that never returns or kills its process costs one case's budget,
+is reported with a runnable file and a command, and takes nothing from the other policies' exploration."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from test_hardening import BAD_POLICIES, harness
+
+from harness.explore import ExploreOptions, explore
+from harness.explore.schedule import Schedule, elements_of
+from harness.explore.search import ExploreJob, explore_job
+from harness.scenario import load_scenario, resolve_scenario
+
+GOOD, OTHER = "reconcile_and_reauthorize", "retry_same_key"
+
+
+@pytest.fixture(scope="module")
+def bad(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("policies")
+    (folder / "badpol.py").write_text(BAD_POLICIES)
+    return folder
+
+
+def job(*policies: str) -> ExploreJob:
+    return ExploreJob(policies, "lost_response", depth=1, swarm=3, seeds=(1,))
+
+
+def positions(j: ExploreJob) -> tuple[list[int], object]:
+    """The positions a job announces before each case it simulates, and its result."""
+    seen: list[int] = []
+    result = explore_job(j, lambda p: seen.append(p) if p >= 0 else None)
+    return seen, result
+
+
+def test_a_job_announces_every_case_it_simulates_in_order() -> None:
+    seen, result = positions(job(GOOD, OTHER))
+    assert seen == list(range(len(seen)))
+    # Every case counted is one simulated (the judge remembers what shrinking asks again, so there may be more
+    # simulations than counted cases, never fewer), plus the template run once per policy to see what it reaches.
+    assert len(seen) >= sum(result.cases.values()) + 2  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("position", [0, 1, 2, 7])
+def test_a_failed_case_stops_only_its_policy_and_is_reported_once(position: int) -> None:
+    """Positions 0 and 1 are each policy's first run of the template (what it reaches decides the schedules):
+    a policy failing there adds nothing to them, and the other is explored as if alone. Later, the other
+    policy is explored exactly as when nothing failed."""
+    _, whole = positions(job(GOOD, OTHER))
+    seen, result = positions(job(GOOD, OTHER).without(position, "its worker process died"))
+    assert seen[:position] == list(range(position))  # the same cases up to the failed one
+    assert position not in seen
+    (stuck,) = result.stuck
+    assert stuck.outcome == "harness_error" and stuck.error == "its worker process died"
+    other = OTHER if stuck.policy != OTHER else GOOD
+    expected = positions(job(other))[1] if position < 2 else whole
+    assert result.cases[other] == expected.cases[other]  # type: ignore[attr-defined]
+    assert result.violations.get(other) == expected.violations.get(other)  # type: ignore[attr-defined]
+    assert [f.schedule for f in result.findings if f.policy == other] == [
+        f.schedule
+        for f in expected.findings  # type: ignore[attr-defined]
+        if f.policy == other
+    ]
+    # The one that failed was explored less than when nothing failed, and it has no finding after it stopped.
+    assert result.cases[stuck.policy] < whole.cases[stuck.policy]  # type: ignore[attr-defined]
+
+
+def test_a_case_failed_before_its_policy_ran_anything_explores_nothing_for_it() -> None:
+    _, result = positions(job(GOOD).without(0, "over budget"))
+    assert result.schedules == 0 and not result.cases and not result.findings
+    (stuck,) = result.stuck
+    template = load_scenario(resolve_scenario("lost_response"))
+    assert stuck.schedule == Schedule.of(elements_of(template))  # the template as written
+
+
+def test_endless_and_dying_policies_cost_one_budget_each_and_lose_nothing(bad: Path, tmp_path: Path) -> None:
+    out = tmp_path / "explore"
+    started = time.monotonic()
+    proc = harness(
+        "explore",
+        "--policy",
+        GOOD,
+        "--policy",
+        "badpol:LOOP",
+        "--policy",
+        "badpol:OSEXIT",
+        "--scenario",
+        "lost_response",
+        "--depth",
+        "1",
+        "--swarm",
+        "3",
+        "--concurrency",
+        "2",
+        "--case-timeout",
+        "2",
+        "--tracking",
+        "none",
+        "--quiet",
+        "--out",
+        str(out),
+        env={"PYTHONPATH": str(bad)},
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert time.monotonic() - started < 120
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("harness error")]
+    assert len(errors) == 2, proc.stderr
+    loop = next(e for e in errors if ": loop seed 1:" in e)
+    osexit = next(e for e in errors if ": osexit seed 1:" in e)
+    assert "wall-clock budget of 2 s" in loop and "exited (status 9)" in osexit
+    for line in (loop, osexit):
+        command = line.split("reproduce: ", 1)[1]
+        assert command.startswith("python -m harness run --policy badpol:") and command.endswith("--case-timeout 2")
+        written = Path(command.split("--scenario ", 1)[1].split(" ", 1)[0])
+        scenario = load_scenario(written)
+        assert scenario.reproduces is None and "could not be judged" in scenario.description
+    # The correct policy's exploration is exactly what it is alone, in process.
+    alone = explore([GOOD], ["lost_response"], _alone(tmp_path / "alone"))
+    record = json.loads((out / "explore.json").read_text())
+    (row,) = [e for e in record["explorations"] if e["policy"] == GOOD]
+    (expected,) = alone.explorations
+    assert (row["schedules"], row["cases"], row["violating_cases"]) == (
+        expected.schedules,
+        expected.cases,
+        expected.violating,
+    )
+    # The reproduce command runs the case under the same budget, and it ends as a harness error again.
+    rerun = harness(
+        *loop.split("reproduce: python -m harness ", 1)[1].split(),
+        "--tracking",
+        "none",
+        "--no-report",
+        "--quiet",
+        "--out",
+        str(tmp_path / "rerun"),
+        env={"PYTHONPATH": str(bad)},
+    )
+    assert rerun.returncode == 1 and "wall-clock budget of 2 s" in rerun.stderr
+
+
+def _alone(out: Path) -> ExploreOptions:
+    return ExploreOptions(out=out, depth=1, swarm=3, tracking="none", isolate=False)
+
+
+@pytest.mark.parametrize("policy", ["badpol:LOOP", "badpol:OSEXIT"])
+def test_the_gate_fails_a_policy_that_hangs_or_dies_without_running_it_in_its_own_process(
+    policy: str, bad: Path, tmp_path: Path
+) -> None:
+    """`check` (and `run --junit`) judge every failing case, replaying it to prove its repro file; a case that
+    hung or killed its worker is not replayed in the gate's own process (it would hang or kill the gate)."""
+    started = time.monotonic()
+    proc = harness(
+        "check", "--policy", policy, "--scenario", "lost_response", "--seed-count", "1", "--case-timeout", "1",
+        "--explore", "--quiet", "--junit", str(tmp_path / "check.xml"), "--out", str(tmp_path / "check"),
+        env={"PYTHONPATH": str(bad)}, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    fails = [line for line in proc.stdout.splitlines() if line.startswith("FAIL ")]
+    assert len(fails) == 2 and all("harness_error" in f and "reproduce: python -m harness run" in f for f in fails)
+    assert "explored schedules" in fails[1] and "--case-timeout 1" in fails[1]
+    assert (tmp_path / "check.xml").read_text().count("<error") == 2
+    run = harness(
+        "run", "--policy", policy, "--scenario", "lost_response", "--seed", "1", "--case-timeout", "1",
+        "--tracking", "none", "--no-report", "--quiet", "--junit", str(tmp_path / "run.xml"),
+        "--out", str(tmp_path / "run"), env={"PYTHONPATH": str(bad)}, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 1 and (tmp_path / "run.xml").read_text().count("<error") == 1
+    assert time.monotonic() - started < 100
