@@ -12,7 +12,7 @@ from test_hardening import BAD_POLICIES, harness
 
 from harness.explore import ExploreOptions, explore
 from harness.explore.schedule import Schedule, elements_of
-from harness.explore.search import ExploreJob, explore_job
+from harness.explore.search import ExploreJob, JobResult, explore_job
 from harness.scenario import load_scenario, resolve_scenario
 
 GOOD, OTHER = "reconcile_and_reauthorize", "retry_same_key"
@@ -29,7 +29,7 @@ def job(*policies: str) -> ExploreJob:
     return ExploreJob(policies, "lost_response", depth=1, swarm=3, seeds=(1,))
 
 
-def positions(j: ExploreJob) -> tuple[list[int], object]:
+def positions(j: ExploreJob) -> tuple[list[int], JobResult]:
     """The positions a job announces before each case it simulates, and its result."""
     seen: list[int] = []
     result = explore_job(j, lambda p: seen.append(p) if p >= 0 else None)
@@ -41,7 +41,7 @@ def test_a_job_announces_every_case_it_simulates_in_order() -> None:
     assert seen == list(range(len(seen)))
     # Every case counted is one simulated (the judge remembers what shrinking asks again, so there may be more
     # simulations than counted cases, never fewer), plus the template run once per policy to see what it reaches.
-    assert len(seen) >= sum(result.cases.values()) + 2  # type: ignore[attr-defined]
+    assert len(seen) >= sum(result.cases.values()) + 2
 
 
 @pytest.mark.parametrize("position", [0, 1, 2, 7])
@@ -57,15 +57,13 @@ def test_a_failed_case_stops_only_its_policy_and_is_reported_once(position: int)
     assert stuck.outcome == "harness_error" and stuck.error == "its worker process died"
     other = OTHER if stuck.policy != OTHER else GOOD
     expected = positions(job(other))[1] if position < 2 else whole
-    assert result.cases[other] == expected.cases[other]  # type: ignore[attr-defined]
-    assert result.violations.get(other) == expected.violations.get(other)  # type: ignore[attr-defined]
+    assert result.cases[other] == expected.cases[other]
+    assert result.violations.get(other) == expected.violations.get(other)
     assert [f.schedule for f in result.findings if f.policy == other] == [
-        f.schedule
-        for f in expected.findings  # type: ignore[attr-defined]
-        if f.policy == other
+        f.schedule for f in expected.findings if f.policy == other
     ]
     # The one that failed was explored less than when nothing failed, and it has no finding after it stopped.
-    assert result.cases[stuck.policy] < whole.cases[stuck.policy]  # type: ignore[attr-defined]
+    assert result.cases[stuck.policy] < whole.cases[stuck.policy]
 
 
 def test_a_case_failed_before_its_policy_ran_anything_explores_nothing_for_it() -> None:
