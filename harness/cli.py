@@ -64,7 +64,7 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         command = " ".join(self.prog.split()[1:])
         where = f"python -m harness {command} --help" if command else "python -m harness --help"
-        self.exit(EXIT_USAGE, f"harness: {message}; fix: see '{where}'\n")
+        self.exit(EXIT_USAGE, f"harness: {_line(message)}; fix: see '{where}'\n")
 
 
 def _whole(low: int, high: int, what: str) -> Callable[[str], int]:
@@ -667,13 +667,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _command(args, words)
     except RunFailed as exc:
-        print(f"harness: {exc}", file=sys.stderr)
+        print(f"harness: {_line(exc)}", file=sys.stderr)
         return EXIT_HARNESS_ERROR
     except InputError as exc:
-        print(f"harness: {exc}", file=sys.stderr)
+        print(f"harness: {_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt as exc:
-        print(f"harness: {str(exc) or 'interrupted'}", file=sys.stderr)
+        print(f"harness: {_line(exc) or 'interrupted'}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as exc:  # a bug of the harness: one line with where to look, not a traceback
         import traceback
@@ -682,13 +682,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(OSError):
             where.write_text(traceback.format_exc(), encoding="utf-8")
         print(
-            f"harness: internal error: {type(exc).__name__}: {str(exc)[:300]}; this is a bug of the harness "
+            f"harness: internal error: {type(exc).__name__}: {_line(exc)[:300]}; this is a bug of the harness "
             f"(traceback in {where}); fix: report it with that file",
             file=sys.stderr,
         )
         return EXIT_HARNESS_ERROR
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _line(message: object) -> str:
+    """A message on one line whatever text it echoes: a line break a user typed (in a policy name, a number, a
+    path) is shown as ``\\n``, so every error stays one line without losing what was given."""
+    return str(message).replace("\r", "\\r").replace("\n", "\\n")
 
 
 def _stop(signum: int, frame: object) -> None:

@@ -90,6 +90,10 @@ def test_reproduce_command_reruns_the_same_case(tmp_path: Path) -> None:
         (["--scenario", "lost_respons"], "unknown scenario 'lost_respons'"),
         (["--policy", "no.such.module:POLICY"], "cannot import"),
         (["--seed", "minus"], "is not a whole number"),
+        # A line break typed into a value is shown, not obeyed: the error stays one line.
+        (["--policy", "retry\nforever"], "unknown policy 'retry\\nforever'"),
+        (["--seed", "1\r\n2"], "'1\\r\\n2' is not a whole number"),
+        (["--scenario", "no/such\nfile.yaml"], "no/such\\nfile.yaml"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path: Path, args: list[str], needle: str) -> None:
