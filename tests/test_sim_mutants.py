@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from conftest import shipped
 
 from harness.model.events import (
@@ -24,7 +25,16 @@ from harness.model.events import (
     ReplyTimedOut,
     RequestRefused,
 )
-from harness.policy import Command, LookUp, RecordAbsent, RecordEffect, Situation, Stop, load_policy
+from harness.policy import (
+    Command,
+    LookUp,
+    RecordAbsent,
+    RecordEffect,
+    RecordRejection,
+    Situation,
+    Stop,
+    load_policy,
+)
 from harness.scenario import Scenario
 from harness.sim import simulate
 
@@ -344,3 +354,65 @@ def test_a_revision_is_completed_once_even_by_two_actions() -> None:
     outcomes = [e for e in controller._history.entries if isinstance(e, TaskCompleted | TaskNotCompleted)]
     assert [type(e) for e in outcomes] == [TaskCompleted, TaskNotCompleted]
     assert outcomes[1].reason == "revision already completed"  # type: ignore[union-attr]
+
+
+class _Script:
+    """Answers each decision with the next command of a script (a function of the Situation), then stops."""
+
+    name, revision = "script", "1"
+
+    def __init__(self, *steps: Any) -> None:
+        self.steps = list(steps)
+
+    def decide(self, situation: Situation) -> Command:
+        return self.steps.pop(0)(situation) if self.steps else Stop()
+
+
+def test_ground_truth_counts_an_absence_recorded_over_an_accepted_operation_as_false() -> None:
+    """The destination accepted the operation and never applied it: an absence recorded after that is false (an
+    operation it accepted may still apply); the second absence is refused, so it is recorded once."""
+    scenario = _scenario("lost_response", faults=[{"boundary": "accepted_not_applied"}])
+    absent = RecordAbsent()
+    truth = simulate(scenario, _Script(lambda s: absent, lambda s: absent), 1).truth  # type: ignore[arg-type]
+    assert (truth.false_records, truth.duplicate_records, truth.duplicate_effects) == (1, 0, 0)
+
+
+def test_ground_truth_a_recorded_rejection_is_true() -> None:
+    """A rejection the destination really gave, recorded, is neither false nor a duplicate."""
+    scenario = _scenario("lost_response", destination={"reject_models": ["m7"]}, faults=[])
+    rejected = RecordRejection(receipt_id="r1")
+    result = simulate(scenario, _Script(lambda s: rejected), 1)  # type: ignore[arg-type]
+    assert [e.event for e in result.evidence.history if e.event == "rejection_recorded"]
+    assert (result.truth.false_records, result.truth.duplicate_records) == (0, 0)
+
+
+@pytest.mark.parametrize("escalate", [False, True])
+def test_ground_truth_an_action_accounted_for_exactly_at_the_deadline_is_in_time(escalate: bool) -> None:
+    """The deadline's own instant is still in time, for the auditor as for the checker: an effect recorded then
+    is accounted for, an escalation then is not an abandonment. (A worker stops at the deadline, so only the
+    controller can be driven there.)"""
+    from test_sim import controller_at
+
+    from harness.model import Receipt
+
+    scenario = shipped("lost_response")
+    env, controller = controller_at(scenario)
+    env.run(until=scenario.recovery_deadline_s)
+    if escalate:
+        controller.escalate("a73", "owner", "unsure")
+    else:
+        receipt = Receipt(receipt_id="r1", status="applied", idempotency_key="a73", artifact=scenario.task.artifact)
+        controller.record_effect("a73", receipt, guarded=True)
+    truth = controller._auditor.truth()
+    assert (truth.abandoned_actions, truth.unresolved_actions) == (0, 1 if escalate else 0)
+
+
+def test_a_withheld_ledger_withholds_the_connectors_entries_too() -> None:
+    """Without the destination's ledger, the evidence keeps the caller's side only: the device connector's own
+    entries (its local ledger of started and completed jobs) go with the destination's."""
+    scenario = shipped("connector_wait_expires")
+    visible = simulate(scenario, load_policy("follow_and_inspect"), 1).evidence.history
+    withheld = _scenario("connector_wait_expires", destination={"ledger_visible": False})
+    hidden = simulate(withheld, load_policy("follow_and_inspect"), 1).evidence.history
+    assert {e.actor for e in visible} >= {"connector", "destination", "worker"}
+    assert not {e.actor for e in hidden} & {"connector", "destination"} and "worker" in {e.actor for e in hidden}

@@ -254,4 +254,4 @@ class Auditor:
             if effect is None or record is None:
                 return None
             times.append(round(record.at_s - effect.at_s, 6))
-        return max(times) if times else None
+        return max(times, default=None)

@@ -45,10 +45,7 @@ class _Receipt:
 
 
 class Bridge:
-    def __init__(
-        self, env: simpy.Environment, spec: BridgeSpec, history: History, injector: Injector, tool_server: Handler
-    ) -> None:
-        self._env = env
+    def __init__(self, spec: BridgeSpec, history: History, injector: Injector, tool_server: Handler) -> None:
         self._spec = spec
         self._history = history
         self._injector = injector

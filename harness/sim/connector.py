@@ -78,8 +78,6 @@ class Connector:
         #: Bumped by every crash: an execution of an earlier epoch died with its process.
         self._epoch = 0
         self._jobs = 0
-        #: Executions under way: the simulation settles until none is left.
-        self.pending = 0
 
     def handle(self, request: Request) -> Generator[simpy.Event, Any, Reply | None]:
         """Answer a dispatch or a follow of its job; ``None`` while the device is down (no reply at all)."""
@@ -159,12 +157,9 @@ class Connector:
         return Reply(status="unknown_outcome", job_id=record.job_id)
 
     def _execute(self, request: Request, record: _Record, job: _Job) -> Generator[simpy.Event, Any, None]:
-        """Run the side effect, then complete the ledger and report, unless a crash comes first."""
-        self.pending += 1
-        try:
-            reply = yield from self._executor.handle(request)
-        finally:
-            self.pending -= 1
+        """Run the side effect, then complete the ledger and report, unless a crash comes first. (The simulation
+        settles on the destination's own count of what is under way, not on the connector's.)"""
+        reply = yield from self._executor.handle(request)
         if job.epoch != self._epoch or reply is None or reply.receipt is None:
             return
         if self._crash_at("after_effect", request):
