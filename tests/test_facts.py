@@ -22,7 +22,12 @@ def test_the_checkers_indexed_questions_answer_as_a_scan_of_the_history_would() 
 
     asked = 0
     for case in load_grid(builtin_policy_names(), list_scenarios(), [1]).cases:
-        f = facts(simulate(case.scenario, case.policy, case.seed).evidence)
+        evidence = simulate(case.scenario, case.policy, case.seed).evidence
+        # Each index is built on first use, whichever question comes first: a change asked before anything else.
+        fresh, end = facts(evidence), len(evidence.history) + 1
+        fresh_changes = [c for c in [*fresh.revisions, *fresh.cancels] if c.index < end]
+        assert fresh.change_between(-1, end) == (fresh_changes[0] if fresh_changes else None)
+        f = facts(evidence)
         actions = {*f.actions, *(d.action_id for d in f.dispatches), "nobody"}
         approvals = {a.approval_id for a in f.approvals} | {"none"}
         for i in range(len(f.evidence.history) + 1):

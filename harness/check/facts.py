@@ -85,11 +85,15 @@ class Facts:
         """Execution ID -> logical action ID, from the dispatches the caller sent."""
         return {d.execution_id: d.action_id for d in self.dispatches}
 
-    def revision_at(self, index: int) -> TaskRevisionRecorded | None:
-        """The task revision in force just before entry ``index``."""
+    def _revision_index(self) -> list[int]:
+        """The entry index of every task revision, in order (built on first use)."""
         if self._revision_indexes is None:
             self._revision_indexes = [r.index for r in self.revisions]
-        i = bisect_left(self._revision_indexes, index)
+        return self._revision_indexes
+
+    def revision_at(self, index: int) -> TaskRevisionRecorded | None:
+        """The task revision in force just before entry ``index``."""
+        i = bisect_left(self._revision_index(), index)
         return self.revisions[i - 1] if i > 0 else None
 
     def approval_before(self, approval_id: str, index: int) -> ApprovalGranted | None:
@@ -127,11 +131,9 @@ class Facts:
     def change_between(self, after: int, before: int) -> TaskRevisionRecorded | CancelRequested | None:
         """A change of the task strictly between entries ``after`` and ``before``: the first new revision, else
         the first cancellation."""
-        if self._revision_indexes is None:
-            self._revision_indexes = [r.index for r in self.revisions]
         if self._cancel_indexes is None:
             self._cancel_indexes = [c.index for c in self.cancels]
-        i = bisect_right(self._revision_indexes, after)
+        i = bisect_right(self._revision_index(), after)
         if i < len(self.revisions) and self.revisions[i].index < before:
             return self.revisions[i]
         j = bisect_right(self._cancel_indexes, after)
