@@ -63,6 +63,14 @@ def drive(
     make: Any, requests: list[tuple[float, Request]], faults: tuple[FaultBase, ...] = (), apply_s: float = 0.5
 ) -> tuple[list[Reply | None], list[Event]]:
     """Send requests at given times to a connector or bridge in front of a non-deduplicating destination."""
+    replies, events = timed(make, requests, faults, apply_s)
+    return [reply for _, reply in replies], events
+
+
+def timed(
+    make: Any, requests: list[tuple[float, Request]], faults: tuple[FaultBase, ...] = (), apply_s: float = 0.5
+) -> tuple[list[tuple[float, Reply | None]], list[Event]]:
+    """As ``drive``, with when each reply came back."""
     env = simpy.Environment()
     history = History(env)
     injector = Injector(faults, "a73", history)
@@ -70,11 +78,12 @@ def drive(
         env, DestinationSpec(dedupe="none", apply_s=apply_s), history, injector, Auditor(120.0), lambda _: True
     )
     front = make(env, history, injector, destination)
-    replies: list[Reply | None] = [None] * len(requests)
+    replies: list[tuple[float, Reply | None]] = [(-1.0, None)] * len(requests)
 
     def send(i: int, at: float, request: Request):  # type: ignore[no-untyped-def]
         yield env.timeout(at)
-        replies[i] = yield from front.handle(request)
+        reply = yield from front.handle(request)
+        replies[i] = (env.now, reply)
 
     for i, (at, request) in enumerate(requests):
         env.process(send(i, at, request))

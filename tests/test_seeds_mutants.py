@@ -6,50 +6,17 @@ lifts the convenience API's block."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import simpy
-from test_seeds_actors import M7, bridge, connector, dispatch, read
+from test_seeds_actors import M7, bridge, connector, dispatch, read, timed
 
 from harness.model.events import (
     CallReplayed,
     ConnectionBroken,
-    Event,
     JobCompleted,
     JobReplayed,
     JobStarted,
 )
-from harness.scenario import BridgeSpec, DestinationSpec, FaultBase
+from harness.scenario import BridgeSpec
 from harness.scenario.faults import BridgeConnectionError, ConnectorCrash, LookupUnavailable
-from harness.sim.auditor import Auditor
-from harness.sim.destination import Destination
-from harness.sim.faults import Injector
-from harness.sim.history import History
-from harness.sim.messages import Reply, Request
-
-
-def timed(
-    make: Any, requests: list[tuple[float, Request]], faults: tuple[FaultBase, ...] = (), apply_s: float = 0.5
-) -> tuple[list[tuple[float, Reply | None]], list[Event]]:
-    """As ``test_seeds_actors.drive``, and when each reply came back."""
-    env = simpy.Environment()
-    history = History(env)
-    injector = Injector(faults, "a73", history)
-    destination = Destination(
-        env, DestinationSpec(dedupe="none", apply_s=apply_s), history, injector, Auditor(120.0), lambda _: True
-    )
-    front = make(env, history, injector, destination)
-    replies: list[tuple[float, Reply | None]] = [(-1.0, None)] * len(requests)
-
-    def send(i: int, at: float, request: Request):  # type: ignore[no-untyped-def]
-        yield env.timeout(at)
-        reply = yield from front.handle(request)
-        replies[i] = (env.now, reply)
-
-    for i, (at, request) in enumerate(requests):
-        env.process(send(i, at, request))
-    env.run(until=200)
-    return replies, history.entries
 
 
 def _crash(phase: str, nth: int = 1) -> ConnectorCrash:
