@@ -27,12 +27,14 @@ from harness.model.events import (
 )
 from harness.policy import (
     Command,
+    FollowJob,
     LookUp,
     RecordAbsent,
     RecordEffect,
     RecordRejection,
     Situation,
     Stop,
+    Wait,
     load_policy,
 )
 from harness.scenario import Scenario
@@ -416,3 +418,56 @@ def test_a_withheld_ledger_withholds_the_connectors_entries_too() -> None:
     hidden = simulate(withheld, load_policy("follow_and_inspect"), 1).evidence.history
     assert {e.actor for e in visible} >= {"connector", "destination", "worker"}
     assert not {e.actor for e in hidden} & {"connector", "destination"} and "worker" in {e.actor for e in hidden}
+
+
+def test_a_record_names_an_observed_receipt_of_the_status_it_records() -> None:
+    """The worker records only a receipt it saw with the status the command names: a rejection citing an
+    applied receipt is refused, saying so; the same receipt recorded as an effect is accepted."""
+    from harness.model.events import CommandRefused, RejectionRecorded
+
+    scenario = shipped("lost_response")
+    script = _Script(
+        lambda s: LookUp(), lambda s: RecordRejection(receipt_id="r1"), lambda s: RecordEffect(receipt_id="r1")
+    )
+    history = simulate(scenario, script, 1).evidence.history  # type: ignore[arg-type]
+    assert [e.reason for e in history if isinstance(e, CommandRefused)] == ["no observed rejected receipt r1"]
+    assert not _indexes(history, RejectionRecorded) and len(_indexes(history, EffectRecorded)) == 1
+
+
+def test_a_read_answered_after_it_timed_out_reaches_no_one() -> None:
+    """A lookup slower than the caller's patience: the caller records the timeout, and the answer that comes
+    later is undeliverable (the caller stopped listening), not received."""
+    from harness.model.events import LookupTimedOut, ReplyReceived, ReplyUndeliverable
+
+    scenario = _scenario("lost_response", destination={"lookup_s": 3.0})
+    history = simulate(scenario, _Script(lambda s: LookUp(), lambda s: Wait(duration_s=5.0)), 1).evidence.history  # type: ignore[arg-type]
+    assert len(_indexes(history, LookupTimedOut)) == 1
+    assert [e.kind for e in history if isinstance(e, ReplyUndeliverable)] == ["lookup"]
+    assert not [e for e in history if isinstance(e, ReplyReceived) and e.kind == "lookup"]
+
+
+def test_a_job_follow_is_given_the_connectors_wait_on_top_of_the_read_timeout() -> None:
+    """A follow waits at the connector up to its wait (4 s) for a running job: the caller allows for that on top
+    of its 2 s read timeout, so the connector's "running" answer reaches it; a lookup gets no such allowance."""
+    from harness.model.events import LookupTimedOut
+
+    scenario = _scenario("connector_wait_expires", destination={"apply_s": 60.0})
+    watching = _Watching(_Script(lambda s: FollowJob(), lambda s: Stop()))
+    history = simulate(scenario, watching, 1).evidence.history  # type: ignore[arg-type]
+    assert not _indexes(history, LookupTimedOut)
+    (follow,) = watching.seen[-1].lookups
+    assert (follow.source, follow.effect, follow.job_id) == ("follow_job", "running", "job-1")
+
+
+def test_the_receipts_a_worker_keeps_from_its_reads_are_each_receipt_read() -> None:
+    """Two lookups answered with different receipts (a foreign one, then the real one): the Situation's receipts
+    are both, as derived from its reads."""
+    scenario = _scenario(
+        "lost_response",
+        faults=[*shipped("lost_response").model_dump()["faults"], {"boundary": "lookup_foreign_receipt"}],
+    )
+    watching = _Watching(_Script(lambda s: LookUp(), lambda s: LookUp()))
+    simulate(scenario, watching, 1)  # type: ignore[arg-type]
+    last = watching.seen[-1]
+    derived = Situation.model_validate(last.model_dump()).observed_receipts()
+    assert [r.receipt_id for r in last.observed_receipts()] == [r.receipt_id for r in derived] == ["rx1", "r1"]
