@@ -6,11 +6,17 @@ harness and collects nothing (``-p no:harness`` turns it off altogether). With i
 session's own collection, so they run in a folder without any test file, beside the folder's own tests, and
 ``-k``, ``--junitxml`` and ``-x`` apply to them as to any test. An item fails with the same text as its JUnit
 failure (the anomaly, the witnessing timeline entries, the reproduce command of its repro file).
+
+The selected cases run once, together, when the first of them is reached: in worker processes the harness
+supervises, as ``harness run`` runs them, so a policy that never returns costs one case's budget
+(``--harness-case-timeout``) and one that kills its process fails its own item, never the pytest session.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+import shutil
+import tempfile
+from collections.abc import Generator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +26,7 @@ if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr
 
     from harness.gate.repro import ReproFolder
+    from harness.model import CaseReport
     from harness.run.plan import Case
 
 __all__ = ["PolicyCases", "ScenarioSeed"]
@@ -28,6 +35,9 @@ _DEFAULT_SEED_COUNT = 3
 #: The cases of each policy asked for, and where failing cases' repro files go (set only with the option).
 _CASES: pytest.StashKey[dict[str, tuple[Case, ...]]] = pytest.StashKey()
 _REPROS: pytest.StashKey[ReproFolder] = pytest.StashKey()
+#: Every selected case's report by (policy, scenario, seed), once they have run; or why they could not.
+_REPORTS: pytest.StashKey[Mapping[tuple[str, str, int], CaseReport] | str] = pytest.StashKey()
+_DEFAULT_CASE_TIMEOUT_S = 60.0
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -55,6 +65,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"seeds 1..N (default {_DEFAULT_SEED_COUNT})",
     )
     group.addoption(
+        "--harness-case-timeout",
+        type=float,
+        default=_DEFAULT_CASE_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"wall-clock budget of one case; a case over it fails its item as a harness error (default "
+        f"{_DEFAULT_CASE_TIMEOUT_S:g}; 0: none)",
+    )
+    group.addoption(
         "--harness-out",
         default=None,
         metavar="DIR",
@@ -75,6 +93,9 @@ def pytest_configure(config: pytest.Config) -> None:
     count: int = config.getoption("harness_seed_count")
     if not 1 <= count <= 10_000:
         raise pytest.UsageError(f"--harness-seed-count {count} is outside 1..10000; fix: give a count in range")
+    budget: float = config.getoption("harness_case_timeout")
+    if not 0 <= budget <= 86_400:
+        raise pytest.UsageError(f"--harness-case-timeout {budget:g} is outside 0..86400; fix: give seconds in range")
     scenarios: list[str] = config.getoption("harness_scenario") or list_scenarios()
     cases: dict[str, tuple[Case, ...]] = {}
     try:
@@ -124,9 +145,15 @@ class ScenarioSeed(pytest.Item):
 
     def runtest(self) -> None:
         from harness.gate.cases import PolicyDoesNotRecover, judge
-        from harness.run import run_case
 
-        report, _ = run_case(self.case)
+        reports = _reports(self.session)
+        if isinstance(reports, str):
+            raise RuntimeError(reports)
+        report = reports.get((self.case.policy.name, self.case.scenario.name, self.case.seed))
+        if report is None:
+            from harness.run.plan import reproduce_command
+
+            raise RuntimeError(f"the harness wrote no report for this case; reproduce: {reproduce_command(self.case)}")
         verdict = judge(report, self.case, self.config.stash[_REPROS])
         if not verdict.passed:
             raise PolicyDoesNotRecover(verdict.policy, [verdict], 1)
@@ -140,3 +167,33 @@ class ScenarioSeed(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"{self.case.policy.name} x {self.case.scenario.name} seed {self.case.seed}"
+
+
+def _reports(session: pytest.Session) -> Mapping[tuple[str, str, int], CaseReport] | str:
+    """Run every selected case once (the first item to need one runs them all), in supervised worker
+    processes; the reports by (policy, scenario, seed), or one line saying why the run failed."""
+    config = session.config
+    found = config.stash.get(_REPORTS, None)
+    if found is not None:
+        return found
+    from harness.errors import InputError, RunFailed
+    from harness.run.files import read_reports
+    from harness.run.grid import GridOptions, run_grid
+    from harness.run.plan import Cell, Plan
+
+    seeds: dict[tuple[str, str], list[int]] = {}
+    for item in session.items:
+        if isinstance(item, ScenarioSeed):
+            seeds.setdefault((item.case.policy_spec, item.case.scenario_spec), []).append(item.case.seed)
+    plan = Plan(tuple(Cell(p, s, tuple(dict.fromkeys(n))) for (p, s), n in seeds.items()), concurrency=1)
+    out = Path(tempfile.mkdtemp(prefix="harness-pytest-cases-"))
+    budget: float = config.getoption("harness_case_timeout")
+    try:
+        run_grid(plan, GridOptions(out=out, tracking="none", report=False, case_timeout_s=budget or None))
+        found = read_reports(out)
+    except (InputError, RunFailed, OSError) as exc:
+        found = f"harness: the cases could not be run: {exc}"
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    config.stash[_REPORTS] = found
+    return found

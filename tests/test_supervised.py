@@ -1,9 +1,13 @@
-"""Exploration under supervision: a policy that never returns or kills its process costs one case's budget,
-is reported with a runnable file and a command, and takes nothing from the other policies' exploration."""
+"""Exploration and the gates under supervision: a policy that never returns or kills its process costs one
+case's budget, is reported with a runnable file and a command, takes nothing from the other policies'
+exploration, and never hangs or kills `harness check`, `harness run --junit` or a pytest session."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -167,3 +171,28 @@ def test_the_gate_fails_a_policy_that_hangs_or_dies_without_running_it_in_its_ow
     )  # fmt: skip
     assert run.returncode == 1 and (tmp_path / "run.xml").read_text().count("<error") == 1
     assert time.monotonic() - started < 100
+
+
+def test_the_pytest_plugin_fails_the_items_of_a_policy_that_hangs_or_dies_and_goes_on(
+    bad: Path, tmp_path: Path
+) -> None:
+    """The plugin runs the selected cases in supervised worker processes: an endless policy's items fail after
+    their budget, a process-killing one's fail at once, each with its reason and reproduce command, and the
+    correct policy's items pass in the same session."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    started = time.monotonic()
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--harness-policy", "badpol:LOOP",
+            "--harness-policy", "badpol:OSEXIT", "--harness-policy", GOOD, "--harness-scenario", "lost_response",
+            "--harness-seed-count", "2", "--harness-case-timeout", "2", "--harness-out", str(tmp_path / "repro"),
+        ],
+        capture_output=True, text=True, cwd=empty, env={**os.environ, "PYTHONPATH": str(bad)}, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "4 failed, 2 passed" in proc.stdout
+    assert time.monotonic() - started < 100
+    assert proc.stdout.count("the case ran longer than its wall-clock budget of 2 s") >= 2
+    assert proc.stdout.count("the worker process exited (status 9)") >= 2
+    assert "reproduce: python -m harness run --policy badpol:LOOP --scenario lost_response --seed 2" in proc.stdout
