@@ -471,3 +471,17 @@ def test_the_receipts_a_worker_keeps_from_its_reads_are_each_receipt_read() -> N
     last = watching.seen[-1]
     derived = Situation.model_validate(last.model_dump()).observed_receipts()
     assert [r.receipt_id for r in last.observed_receipts()] == [r.receipt_id for r in derived] == ["rx1", "r1"]
+
+
+def test_a_verification_shows_the_caller_what_the_tool_server_verified() -> None:
+    """Through the bridge, a verification's answer reaches the policy as the tool server gave it: the same result
+    the destination recorded for the read."""
+    from harness.model.events import OutcomeVerified
+    from harness.policy import VerifyOutcome
+
+    scenario = _scenario("bridge_verify_times_out", faults=[{"boundary": "response_lost"}])
+    watching = _Watching(_Script(lambda s: VerifyOutcome(), lambda s: Stop()))
+    history = simulate(scenario, watching, 1).evidence.history  # type: ignore[arg-type]
+    recorded = [e.result for e in history if isinstance(e, OutcomeVerified)]
+    shown = [(r.source, r.verified) for r in watching.seen[-1].lookups]
+    assert recorded and shown == [("verify", recorded[0])]
