@@ -485,3 +485,32 @@ def test_a_verification_shows_the_caller_what_the_tool_server_verified() -> None
     recorded = [e.result for e in history if isinstance(e, OutcomeVerified)]
     shown = [(r.source, r.verified) for r in watching.seen[-1].lookups]
     assert recorded and shown == [("verify", recorded[0])]
+
+
+@pytest.mark.parametrize("answered", [True, False])
+def test_every_read_shows_the_policy_what_was_sent_when_and_what_came_back(answered: bool) -> None:
+    """Each read in a Situation says which kind of read it was and when it was sent (the send the transport
+    recorded); one that timed out is unknown, and a verification that timed out is unverified (``unknown``)
+    while a lookup that timed out verifies nothing (``None``). A slow destination (3 s against a 2 s patience)
+    makes every read time out."""
+    from harness.model.events import LookupSent, VerifySent
+    from harness.policy import VerifyOutcome
+
+    slow = {} if answered else {"destination": {"lookup_s": 3.0}}
+    scenario = _scenario("bridge_verify_times_out", faults=[{"boundary": "response_lost"}], **slow)
+    watching = _Watching(_Script(lambda s: LookUp(), lambda s: VerifyOutcome(), lambda s: Stop()))
+    history = simulate(scenario, watching, 1).evidence.history  # type: ignore[arg-type]
+    sent = [(e.kind, e.at_s) for e in history if isinstance(e, LookupSent | VerifySent)]
+    reads = watching.seen[-1].lookups
+    assert [(r.source, r.sent_at_s) for r in reads] == sent and len(sent) == 2
+    lookup, verify = reads
+    if answered:
+        assert (lookup.effect, lookup.verified) == ("applied", None)
+        assert (verify.effect, verify.verified) == ("applied", "confirmed")
+    else:
+        assert (lookup.effect, lookup.verified, verify.effect, verify.verified) == (
+            "unknown",
+            None,
+            "unknown",
+            "unknown",
+        )
