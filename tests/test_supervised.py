@@ -196,3 +196,16 @@ def test_the_pytest_plugin_fails_the_items_of_a_policy_that_hangs_or_dies_and_go
     assert proc.stdout.count("the case ran longer than its wall-clock budget of 2 s") >= 2
     assert proc.stdout.count("the worker process exited (status 9)") >= 2
     assert "reproduce: python -m harness run --policy badpol:LOOP --scenario lost_response --seed 2" in proc.stdout
+
+
+def test_a_case_that_fails_while_shrinking_leaves_no_finding_from_that_shrink() -> None:
+    """retry_same_key violates on some schedules; a case failing in the middle of shrinking one of them stops the
+    policy there, and no half-shrunk schedule is reported as a finding."""
+    seen, whole = positions(job(OTHER))
+    assert whole.findings
+    # Every position from the template runs up to well past the first finding's shrink: each stops the policy
+    # somewhere, and every finding left must be one the whole exploration found too.
+    for position in range(2, min(len(seen), 60), 3):
+        _, result = positions(job(OTHER).without(position, "stopped"))
+        assert {f.schedule.key for f in result.findings} <= {f.schedule.key for f in whole.findings}, position
+        assert all(f.properties for f in result.findings)

@@ -340,6 +340,8 @@ def explore_job(job: ExploreJob, on_case: Callable[[int], None] | None = None) -
                 counts = out.violations.setdefault(policy.name, Counter())
                 counts.update(violated)
                 minimal = shrink(judge, policy, schedule, seed, own, memos[(policy.name, seed)])
+                if policy.name in cases.stopped:
+                    break  # a case failed while shrinking: what shrinking reached is not minimal
                 if (policy.name, shape(minimal)) in found:
                     continue
                 final_outcome, final_violated, _ = judge(policy, minimal, seed)
