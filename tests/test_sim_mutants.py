@@ -32,6 +32,7 @@ from harness.policy import (
     RecordAbsent,
     RecordEffect,
     RecordRejection,
+    RetryNewKey,
     Situation,
     Stop,
     Wait,
@@ -514,3 +515,62 @@ def test_every_read_shows_the_policy_what_was_sent_when_and_what_came_back(answe
             "unknown",
             "unknown",
         )
+
+
+@pytest.mark.parametrize(
+    ("destination", "recorded", "claimed"),
+    [({}, "effect_recorded", "completed"), ({"reject_models": ["m7"]}, "rejection_recorded", "rejected")],
+)
+def test_a_dispatch_answered_with_a_receipt_is_recorded_at_once_under_the_guard(
+    destination: dict[str, Any], recorded: str, claimed: str
+) -> None:
+    """The ordinary path: a reply with a receipt is recorded by the dispatcher itself, guarded, and it reports
+    finished; no recovery starts and the policy is never asked."""
+    from harness.model.events import WorkerReported, WorkerStarted
+
+    scenario = _scenario("lost_response", faults=[], destination=destination)
+    watching = _Watching(load_policy("reconcile_and_reauthorize"))
+    history = simulate(scenario, watching, 1).evidence.history  # type: ignore[arg-type]
+    assert not watching.seen
+    assert [e.role for e in history if isinstance(e, WorkerStarted)] == ["dispatcher"]
+    (record,) = [e for e in history if e.event == recorded]
+    assert record.guarded is True  # type: ignore[attr-defined]
+    assert [(e.finished, e.claimed) for e in history if isinstance(e, WorkerReported)] == [(True, claimed)]
+
+
+def test_what_became_of_each_command_is_shown_to_the_policy_and_each_new_key_is_new() -> None:
+    """After each command the Situation says which it was and whether it was refused, with the reason; every
+    retry under a new key gets the next key."""
+    scenario = _scenario("lost_response", faults=[{"boundary": "response_lost", "count": None}])
+    watching = _Watching(
+        _Script(
+            lambda s: RetryNewKey(),
+            lambda s: RetryNewKey(),
+            lambda s: RecordRejection(receipt_id="nothing"),
+            lambda s: LookUp(),
+        )
+    )
+    history = simulate(scenario, watching, 1).evidence.history  # type: ignore[arg-type]
+    lasts = [(s.last.kind, s.last.refused, s.last.reason) if s.last else None for s in watching.seen]
+    assert lasts[1:] == [
+        ("retry_new_key", False, None),
+        ("retry_new_key", False, None),
+        ("record_rejection", True, "no observed rejected receipt nothing"),
+        ("look_up", False, None),
+    ]
+    assert [e.idempotency_key for e in history if isinstance(e, DispatchSent)] == ["a73", "a73.k1", "a73.k2"]
+    assert [r.reason for r in watching.seen[-1].refusals] == ["no observed rejected receipt nothing"]
+
+
+def test_a_refused_claim_is_shown_as_refused_with_the_controllers_reason() -> None:
+    """A retry whose claim the controller refuses (the task was cancelled) is not sent; the policy sees the
+    retry refused, with the controller's reason."""
+    scenario = _scenario(
+        "lost_response", operator=[_after({"actor": "transport", "event": "send", "nth": 1}, do="request_cancel")]
+    )
+    watching = _Watching(_Script(lambda s: RetryNewKey(claim=True), lambda s: Stop()))
+    history = simulate(scenario, watching, 1).evidence.history  # type: ignore[arg-type]
+    last = watching.seen[-1].last
+    assert last is not None and (last.kind, last.refused) == ("retry_new_key", True)
+    assert last.reason == "claim refused: cancellation requested"
+    assert len(_indexes(history, DispatchSent)) == 1
