@@ -574,3 +574,29 @@ def test_a_refused_claim_is_shown_as_refused_with_the_controllers_reason() -> No
     assert last is not None and (last.kind, last.refused) == ("retry_new_key", True)
     assert last.reason == "claim refused: cancellation requested"
     assert len(_indexes(history, DispatchSent)) == 1
+
+
+def test_ground_truth_a_new_key_after_a_rejection_reached_the_caller_is_not_a_key_while_unknown() -> None:
+    """A rejection that reaches the caller late (after its timeout) settles the outcome: a retry under a new key
+    after it is no new key while the outcome was unknown."""
+    scenario = _scenario(
+        "lost_response",
+        destination={"reject_models": ["m7"]},
+        faults=[{"boundary": "response_delayed", "delay_s": 6.0}],
+    )
+    watching = _Watching(_Script(lambda s: RetryNewKey(), lambda s: Stop()))
+    result = simulate(scenario, watching, 1)  # type: ignore[arg-type]
+    first = watching.seen[0].attempts[0]
+    assert (first.late, first.response_status) == (True, "rejected")  # it reached the caller, late
+    assert len(_indexes(result.evidence.history, DispatchSent)) == 2
+    assert result.truth.new_keys_while_unknown == 0
+
+
+def test_ground_truth_a_connectors_absent_settles_nothing_before_a_new_key() -> None:
+    """A job follow the connector answers absent (its ledger holds no record of the key: the request was lost on
+    the way) says nothing about the target: a retry under a new key after it is a new key while unknown."""
+    scenario = _scenario("connector_wait_expires", faults=[{"boundary": "request_lost"}])
+    watching = _Watching(_Script(lambda s: FollowJob(), lambda s: RetryNewKey(), lambda s: Stop()))
+    result = simulate(scenario, watching, 1)  # type: ignore[arg-type]
+    assert [(r.source, r.effect) for r in watching.seen[1].lookups] == [("follow_job", "absent")]
+    assert result.truth.new_keys_while_unknown == 1
