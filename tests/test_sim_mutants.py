@@ -27,6 +27,7 @@ from harness.model.events import (
 )
 from harness.policy import (
     Command,
+    Escalate,
     FollowJob,
     LookUp,
     RecordAbsent,
@@ -600,3 +601,50 @@ def test_ground_truth_a_connectors_absent_settles_nothing_before_a_new_key() -> 
     result = simulate(scenario, watching, 1)  # type: ignore[arg-type]
     assert [(r.source, r.effect) for r in watching.seen[1].lookups] == [("follow_job", "absent")]
     assert result.truth.new_keys_while_unknown == 1
+
+
+@pytest.mark.parametrize(
+    ("steps", "claimed"),
+    [
+        ((lambda s: LookUp(), lambda s: RecordEffect(receipt_id="r1")), "completed"),
+        ((lambda s: RecordAbsent(),), "absent"),
+        ((lambda s: Escalate(reason="unsure"),), "escalated"),
+        ((), "gave up"),
+    ],
+)
+def test_a_worker_that_stops_reports_what_the_ledger_holds_for_its_action(steps: tuple[Any, ...], claimed: str) -> None:
+    """The worker's own account when its policy stops: the recorded outcome, else escalated, else gave up."""
+    from harness.model.events import WorkerReported
+
+    history = simulate(shipped("lost_response"), _Script(*steps), 1).evidence.history  # type: ignore[arg-type]
+    reports = [(e.finished, e.claimed) for e in history if isinstance(e, WorkerReported)]
+    assert reports[-1] == (True, claimed)
+
+
+def test_a_rejection_recorded_in_recovery_is_reported_as_rejected() -> None:
+    from harness.model.events import WorkerReported
+
+    scenario = _scenario("lost_response", destination={"reject_models": ["m7"]}, faults=[{"boundary": "response_lost"}])
+    script = _Script(lambda s: LookUp(), lambda s: RecordRejection(receipt_id="r1"))
+    history = simulate(scenario, script, 1).evidence.history  # type: ignore[arg-type]
+    assert [(e.finished, e.claimed) for e in history if isinstance(e, WorkerReported)][-1] == (True, "rejected")
+
+
+def test_a_late_reply_to_a_retry_already_shown_as_timed_out_is_shown_with_its_receipt() -> None:
+    """A retry times out, the policy is shown that, then its reply arrives: the next Situation shows the retry
+    answered late with its receipt, and that receipt among the receipts observed (no read brought any)."""
+    from harness.policy import RetrySameAction
+
+    scenario = _scenario(
+        "lost_response",
+        faults=[{"boundary": "response_lost", "nth": 1}, {"boundary": "response_delayed", "nth": 2, "delay_s": 6.0}],
+    )
+    watching = _Watching(_Script(lambda s: RetrySameAction(), lambda s: Wait(duration_s=5.0), lambda s: Stop()))
+    simulate(scenario, watching, 1)  # type: ignore[arg-type]
+    timed_out, answered = watching.seen[1], watching.seen[2]
+    assert [a.observation for a in timed_out.attempts] == ["timeout", "timeout"]
+    retry = answered.attempts[1]
+    assert (retry.observation, retry.late) == ("response", True) and retry.receipt is not None
+    assert not answered.lookups
+    derived = Situation.model_validate(answered.model_dump()).observed_receipts()
+    assert list(answered.observed_receipts()) == list(derived) == [retry.receipt]
