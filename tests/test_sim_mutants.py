@@ -648,3 +648,19 @@ def test_a_late_reply_to_a_retry_already_shown_as_timed_out_is_shown_with_its_re
     assert not answered.lookups
     derived = Situation.model_validate(answered.model_dump()).observed_receipts()
     assert list(answered.observed_receipts()) == list(derived) == [retry.receipt]
+
+
+def test_a_new_incarnation_sees_the_attempts_of_a_crashed_one_as_unknown() -> None:
+    """The dispatcher crashes awaiting its reply; the process started to recover it (role recovery) sees that
+    attempt from the controller's ledger only: its execution, key and recording time, whether it was sent
+    unknown, its outcome unknown."""
+    from harness.model.events import WorkerStarted
+
+    scenario = shipped("crash_awaiting_reply")
+    watching = _Watching(_Script(lambda s: Stop()))
+    history = simulate(scenario, watching, 1).evidence.history  # type: ignore[arg-type]
+    assert [e.role for e in history if isinstance(e, WorkerStarted)] == ["dispatcher", "recovery"]
+    (attempt,) = watching.seen[0].attempts
+    sent = next(e for e in history if isinstance(e, DispatchSent))
+    assert (attempt.execution_id, attempt.idempotency_key) == (sent.execution_id, sent.idempotency_key)
+    assert (attempt.sent, attempt.observation, attempt.receipt) == (None, "unknown", None)
