@@ -664,3 +664,28 @@ def test_a_new_incarnation_sees_the_attempts_of_a_crashed_one_as_unknown() -> No
     sent = next(e for e in history if isinstance(e, DispatchSent))
     assert (attempt.execution_id, attempt.idempotency_key) == (sent.execution_id, sent.idempotency_key)
     assert (attempt.sent, attempt.observation, attempt.receipt) == (None, "unknown", None)
+
+
+def test_at_the_deadline_a_recovering_worker_stops_unfinished_without_asking_again() -> None:
+    """A wait that ends exactly at the recovery deadline: the worker records that the deadline came and reports
+    itself unfinished; the policy is not asked again (no command is carried out at the deadline)."""
+    from harness.model.events import DeadlineReached, WorkerReported
+
+    scenario = _scenario("lost_response", worker={"wait_max_s": 200.0})
+    until = lambda s: Wait(duration_s=s.deadline_s - s.now_s)  # noqa: E731
+    watching = _Watching(_Script(until, lambda s: RecordEffect(receipt_id="r1")))
+    history = simulate(scenario, watching, 1).evidence.history  # type: ignore[arg-type]
+    assert len(watching.seen) == 1
+    assert [e.at_s for e in history if isinstance(e, DeadlineReached)] == [scenario.recovery_deadline_s]
+    assert [(e.finished, e.claimed) for e in history if isinstance(e, WorkerReported)][-1] == (False, "gave up")
+    assert not _indexes(history, EffectRecorded)
+
+
+@pytest.mark.parametrize(
+    ("scenario", "via"),
+    [("lost_response", "direct"), ("bridge_verify_times_out", "bridge"), ("connector_wait_expires", "connector")],
+)
+def test_the_situation_says_what_stands_between_the_caller_and_the_target(scenario: str, via: str) -> None:
+    watching = _Watching(_Script(lambda s: Stop()))
+    simulate(_scenario(scenario, faults=[{"boundary": "response_lost"}]), watching, 1)  # type: ignore[arg-type]
+    assert watching.seen[0].contract.via == via
