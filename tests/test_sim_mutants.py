@@ -29,6 +29,7 @@ from harness.policy import (
     Command,
     Escalate,
     FollowJob,
+    Hold,
     LookUp,
     RecordAbsent,
     RecordEffect,
@@ -36,6 +37,7 @@ from harness.policy import (
     RetryNewKey,
     Situation,
     Stop,
+    VerifyOutcome,
     Wait,
     load_policy,
 )
@@ -689,3 +691,24 @@ def test_the_situation_says_what_stands_between_the_caller_and_the_target(scenar
     watching = _Watching(_Script(lambda s: Stop()))
     simulate(_scenario(scenario, faults=[{"boundary": "response_lost"}]), watching, 1)  # type: ignore[arg-type]
     assert watching.seen[0].contract.via == via
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        LookUp(),
+        FollowJob(),
+        RecordAbsent(),
+        Wait(duration_s=1.0),
+        Escalate(reason="unsure"),
+        Hold(reason="no longer authorized"),
+        VerifyOutcome(),
+    ],
+    ids=lambda c: c.kind,
+)
+def test_the_next_situation_names_the_command_just_carried_out(command: Command) -> None:
+    """Whatever the command, the Situation after it says which it was and that it was carried out."""
+    watching = _Watching(_Script(lambda s: command, lambda s: Stop()))
+    simulate(shipped("lost_response"), watching, 1)  # type: ignore[arg-type]
+    last = watching.seen[1].last
+    assert last is not None and (last.kind, last.refused, last.reason) == (command.kind, False, None)
