@@ -712,3 +712,29 @@ def test_the_next_situation_names_the_command_just_carried_out(command: Command)
     simulate(shipped("lost_response"), watching, 1)  # type: ignore[arg-type]
     last = watching.seen[1].last
     assert last is not None and (last.kind, last.refused, last.reason) == (command.kind, False, None)
+
+
+def test_ground_truth_an_outcome_once_known_stays_known_after_a_later_absent_read() -> None:
+    """The caller read the effect (applied), then retried under new keys (their replies lost); a read of a new
+    key whose request never arrived answers absent. The outcome was known from the first read on, so none of the
+    new keys is a key sent while the outcome was unknown."""
+    scenario = _scenario(
+        "lost_response",
+        faults=[
+            {"boundary": "response_lost", "nth": 1, "count": 1},
+            {"boundary": "request_lost", "nth": 2, "count": 1},
+            {"boundary": "response_lost", "nth": 3, "count": 1},
+        ],
+    )
+    script = _Script(
+        lambda s: LookUp(),
+        lambda s: RetryNewKey(),
+        lambda s: LookUp(),
+        lambda s: RetryNewKey(),
+        lambda s: RetryNewKey(),
+    )
+    watching = _Watching(script)
+    result = simulate(scenario, watching, 1)  # type: ignore[arg-type]
+    assert [r.effect for r in watching.seen[3].lookups] == ["applied", "absent"]
+    assert len(_indexes(result.evidence.history, DispatchSent)) == 4
+    assert result.truth.new_keys_while_unknown == 0
