@@ -738,3 +738,14 @@ def test_ground_truth_an_outcome_once_known_stays_known_after_a_later_absent_rea
     assert [r.effect for r in watching.seen[3].lookups] == ["applied", "absent"]
     assert len(_indexes(result.evidence.history, DispatchSent)) == 4
     assert result.truth.new_keys_while_unknown == 0
+
+
+def test_after_the_deadline_a_request_still_on_the_wire_still_arrives() -> None:
+    """Every worker has ended, but the first request is still delayed on the wire past the deadline: the world
+    settles it, so its late arrival at the destination is in the evidence (here refused as too old)."""
+    from harness.model.events import Received
+
+    scenario = _scenario("lost_response", faults=[{"boundary": "request_delayed", "delay_s": 130.0}])
+    result = simulate(scenario, _Script(lambda s: Stop()), 1)  # type: ignore[arg-type]
+    arrived = [e.at_s for e in result.evidence.history if isinstance(e, Received)]
+    assert len(arrived) == 1 and arrived[0] > scenario.recovery_deadline_s
