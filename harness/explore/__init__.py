@@ -87,6 +87,8 @@ class ExploreSummary:
     unfired: list[tuple[str, str]] = field(default_factory=list)
     #: Harness failures on some schedules (the first few of each job); exploration went on without them.
     errors: list[str] = field(default_factory=list)
+    #: The command that re-runs each case over its budget or whose worker died (also in its line of ``errors``).
+    reproduce: list[str] = field(default_factory=list)
     tracking: TrackingNote = field(default_factory=lambda: TrackingNote(ok=True, message=None))
     polyaxon_runs: dict[str, str | None] = field(default_factory=dict)
     elapsed_s: float = 0.0
@@ -202,7 +204,9 @@ def explore(
         path = out / "findings" / finding.policy / f"{finding.scenario}-{n}.yaml"
         write_atomic(path, finding_yaml(templates[finding.scenario_spec], finding, n))
         rows[(by_name[finding.policy], spec_of_case[finding.scenario_spec])].findings.append((finding, path))
-    summary.errors[:0] = _write_stuck(out, stuck, templates, options)
+    stopped = _write_stuck(out, stuck, templates, options)
+    summary.errors[:0] = [line for line, _ in stopped]
+    summary.reproduce = [command for _, command in stopped]
     summary.explorations = list(rows.values())
     summary.elapsed_s = round(time.perf_counter() - started, 3)
     if options.tracking != "none":
@@ -215,10 +219,11 @@ def explore(
 
 def _write_stuck(
     out: Path, stuck: Sequence[Finding], templates: dict[str, Scenario], options: ExploreOptions
-) -> list[str]:
+) -> list[tuple[str, str]]:
     """Each case that ran over its budget or killed its worker, written as a runnable scenario under
-    ``errors/``; one line each, saying what happened, what was not explored, and the command that re-runs it."""
-    lines: list[str] = []
+    ``errors/``; for each, a line saying what happened, what was not explored and how to re-run it, and the
+    command that re-runs it."""
+    lines: list[tuple[str, str]] = []
     numbered: Counter[tuple[str, str]] = Counter()
     # Shards of one template all run it as written first: a case that failed there failed in each of them.
     distinct = {(f.policy, f.scenario_spec, f.schedule.key, f.seed): f for f in stuck}
@@ -227,11 +232,15 @@ def _write_stuck(
         path = out / "errors" / case.policy / f"{case.scenario}-{numbered[(case.policy, case.scenario)]}.yaml"
         write_atomic(path, finding_yaml(templates[case.scenario_spec], case, numbered[(case.policy, case.scenario)]))
         budget = f" --case-timeout {options.case_timeout_s:g}" if options.case_timeout_s else ""
-        lines.append(
-            f"{case.scenario_spec}: {case.policy} seed {case.seed}: {case.error}; this policy's other schedules of "
-            f"{case.scenario} were not explored in this part of the exploration; reproduce: python -m harness run "
-            f"--policy {shlex.quote(case.policy_spec)} --scenario {shlex.quote(str(path))} --seed {case.seed}{budget}"
+        command = (
+            f"python -m harness run --policy {shlex.quote(case.policy_spec)} --scenario {shlex.quote(str(path))} "
+            f"--seed {case.seed}{budget}"
         )
+        line = (
+            f"{case.scenario_spec}: {case.policy} seed {case.seed}: {case.error}; this policy's other schedules of "
+            f"{case.scenario} were not explored in this part of the exploration; reproduce: {command}"
+        )
+        lines.append((line, command))
     return lines
 
 

@@ -181,8 +181,8 @@ def judge_exploration(summary: ExploreSummary, seeds: Sequence[int]) -> tuple[Ga
                 "error",
                 message=f"harness_error: the harness failed on {len(summary.errors)} explored schedules",
                 text="\n".join(summary.errors),
-                # A case over its budget or whose worker died says how to run it again; a crash names its schedule.
-                reproduce=next((e.split("reproduce: ", 1)[1] for e in summary.errors if "reproduce: " in e), None),
+                # A case over its budget or whose worker died can be run again; a crash names its schedule instead.
+                reproduce=summary.reproduce[0] if summary.reproduce else None,
             )
         )
     return tuple(out)
