@@ -749,3 +749,96 @@ def test_after_the_deadline_a_request_still_on_the_wire_still_arrives() -> None:
     result = simulate(scenario, _Script(lambda s: Stop()), 1)  # type: ignore[arg-type]
     arrived = [e.at_s for e in result.evidence.history if isinstance(e, Received)]
     assert len(arrived) == 1 and arrived[0] > scenario.recovery_deadline_s
+
+
+def test_an_attempt_no_reply_reached_is_shown_with_nothing_observed_of_it() -> None:
+    """The dispatcher crashes awaiting its reply; the recovering incarnation retries and that retry times out.
+    The policy is shown both with what is known of them and nothing more: the crashed one's identity, sent or
+    not unknown; the retry's identity, sent when recorded, timed out. Neither late, answered, given a receipt,
+    a job or a do-not-replay mark. Every Situation survives a round trip through its JSON form (no field
+    missing)."""
+    from harness.model.events import AttemptRecorded
+    from harness.policy import AttemptView, RetrySameAction
+
+    scenario = _scenario(
+        "crash_awaiting_reply",
+        faults=[{"boundary": "crash_awaiting_reply", "nth": 1}, {"boundary": "response_lost", "nth": 2}],
+    )
+    watching = _Watching(_Script(lambda s: RetrySameAction(), lambda s: Stop()))
+    history = simulate(scenario, watching, 1).evidence.history  # type: ignore[arg-type]
+    recorded = [e for e in history if isinstance(e, AttemptRecorded)]
+    assert len(recorded) == 2 and len(watching.seen) == 2
+    crashed, retry = recorded
+    assert list(watching.seen[1].attempts) == [
+        AttemptView(
+            execution_id=crashed.execution_id,
+            idempotency_key=crashed.idempotency_key,
+            recorded_at_s=crashed.at_s,
+            sent=None,
+            sent_at_s=None,
+            observation="unknown",
+        ),
+        AttemptView(
+            execution_id=retry.execution_id,
+            idempotency_key=retry.idempotency_key,
+            recorded_at_s=retry.at_s,
+            sent=True,
+            sent_at_s=retry.at_s,
+            observation="timeout",
+        ),
+    ]
+    for situation in watching.seen:
+        assert Situation.model_validate(situation.model_dump()).__dict__ == situation.__dict__
+
+
+class _Raising:
+    name, revision = "raising", "1"
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    def decide(self, situation: Situation) -> Command:
+        raise LookupError(self.message)
+
+
+@pytest.mark.parametrize("length", [10, 300, 301, 1000])
+def test_a_policy_that_raises_is_recorded_by_its_exception_and_reports_a_policy_error(length: int) -> None:
+    """The policy's exception is recorded as its type and message, cut at 300 characters with the cut said;
+    the worker reports itself unfinished with "policy error" and is asked nothing more."""
+    from harness.model.events import PolicyFailed, WorkerReported
+
+    message = "m" * length
+    history = simulate(shipped("lost_response"), _Raising(message), 1).evidence.history  # type: ignore[arg-type]
+    text = f"LookupError: {message}"
+    expected = text if len(text) <= 300 else f"{text[:300]}...[cut: {len(text) - 300} more characters]"
+    assert [e.error for e in history if isinstance(e, PolicyFailed)] == [expected]
+    assert [(e.finished, e.claimed) for e in history if isinstance(e, WorkerReported)][-1] == (False, "policy error")
+    assert history[-1].event == "report"
+
+
+class _Endless:
+    name, revision = "endless", "1"
+
+    def __init__(self, *first: Any) -> None:
+        self.first = list(first)
+
+    def decide(self, situation: Situation) -> Command:
+        return self.first.pop(0)(situation) if self.first else Wait(duration_s=1.0)
+
+
+@pytest.mark.parametrize(
+    ("first", "claimed"),
+    [((), "gave up"), ((lambda s: LookUp(), lambda s: RecordEffect(receipt_id="r1")), "completed")],
+)
+def test_a_worker_out_of_commands_reports_itself_unfinished_with_what_the_ledger_holds(
+    first: tuple[Any, ...], claimed: str
+) -> None:
+    """A policy that never stops, with three commands allowed: after the third the worker records the budget
+    spent and reports itself unfinished, claiming what the controller's ledger holds for the action."""
+    from harness.model.events import CommandBudgetExhausted, CommandGiven, WorkerReported
+
+    scenario = _scenario("lost_response", worker={"command_count_max": 3})
+    history = simulate(scenario, _Endless(*first), 1).evidence.history  # type: ignore[arg-type]
+    assert len([e for e in history if isinstance(e, CommandGiven)]) == 3
+    assert [e.count_max for e in history if isinstance(e, CommandBudgetExhausted)] == [3]
+    assert [(e.finished, e.claimed) for e in history if isinstance(e, WorkerReported)][-1] == (False, claimed)
