@@ -842,3 +842,31 @@ def test_a_worker_out_of_commands_reports_itself_unfinished_with_what_the_ledger
     assert len([e for e in history if isinstance(e, CommandGiven)]) == 3
     assert [e.count_max for e in history if isinstance(e, CommandBudgetExhausted)] == [3]
     assert [(e.finished, e.claimed) for e in history if isinstance(e, WorkerReported)][-1] == (False, claimed)
+
+
+def test_a_dispatch_answered_without_a_receipt_is_shown_with_its_reply() -> None:
+    """The device connector's wait runs out before the job finishes: it answers the dispatch "running" and
+    names the job. The policy is shown that attempt sent when recorded, answered (not late) at the moment the
+    reply arrived, with that status and that job, and no receipt."""
+    from harness.model.events import AttemptRecorded, JobStarted, ReplyReceived
+    from harness.policy import AttemptView
+
+    watching = _Watching(_Script(lambda s: Stop()))
+    history = simulate(shipped("connector_wait_expires"), watching, 1).evidence.history  # type: ignore[arg-type]
+    (recorded,) = [e for e in history if isinstance(e, AttemptRecorded)]
+    (job,) = [e for e in history if isinstance(e, JobStarted)]
+    (reply,) = [e for e in history if isinstance(e, ReplyReceived) and e.kind == "dispatch"]
+    assert reply.status == "running" and job.execution_id == recorded.execution_id
+    assert list(watching.seen[0].attempts) == [
+        AttemptView(
+            execution_id=recorded.execution_id,
+            idempotency_key=recorded.idempotency_key,
+            recorded_at_s=recorded.at_s,
+            sent=True,
+            sent_at_s=recorded.at_s,
+            observation="response",
+            response_status="running",
+            replied_at_s=reply.at_s,
+            job_id=job.job_id,
+        )
+    ]

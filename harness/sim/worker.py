@@ -339,7 +339,7 @@ class Worker:
                 )
             )
             if not reply_event.triggered:
-                reply_event.succeed(reply)
+                reply_event.succeed()
             return True
 
         self._transport.send(request, deliver)
