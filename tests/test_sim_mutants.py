@@ -220,8 +220,9 @@ def test_a_claim_is_refused_once_the_action_is_accounted_for_or_its_dispatch_is_
 
 def test_an_action_recorded_at_a_revision_nobody_approved_is_never_claimed() -> None:
     """The worker starts after the task moved to a revision without an approval: its action is recorded relying
-    on no approval, the claim is refused for that, and nothing is sent."""
-    from harness.model.events import ActionRecorded, ClaimDecided
+    on no approval, the claim is refused for that, nothing is sent, and the worker reports it never
+    dispatched."""
+    from harness.model.events import ActionRecorded, ClaimDecided, WorkerReported
 
     scenario = _scenario(
         "lost_response",
@@ -234,6 +235,7 @@ def test_an_action_recorded_at_a_revision_nobody_approved_is_never_claimed() -> 
     assert (action.revision, action.approval_id) == (scenario.task.revision + 1, "")
     assert not claim.ok and claim.reason == "approval missing, revoked or expired"
     assert not _indexes(history, DispatchSent)
+    assert [(e.finished, e.claimed) for e in history if isinstance(e, WorkerReported)] == [(True, "not dispatched")]
 
 
 class _Watching:
@@ -870,3 +872,56 @@ def test_a_dispatch_answered_without_a_receipt_is_shown_with_its_reply() -> None
             job_id=job.job_id,
         )
     ]
+
+
+@pytest.mark.parametrize("at_s", [0.0, 0.5, 2.0])
+def test_a_worker_starts_at_its_dispatch_time(at_s: float) -> None:
+    from harness.model.events import WorkerStarted
+
+    scenario = _scenario("lost_response", worker={"dispatch_at_s": at_s})
+    history = simulate(scenario, load_policy("reconcile_and_reauthorize"), 1).evidence.history
+    assert next(e for e in history if isinstance(e, WorkerStarted)).at_s == at_s
+
+
+def test_incarnations_are_numbered_from_one_in_the_order_they_start() -> None:
+    """The dispatcher is incarnation 1; it crashes awaiting its reply, and the process started in its place is
+    2, which reports. With two recoverers after a timeout, the dispatcher going on is 2 and the new process 3."""
+    from harness.model.events import WorkerCrashed, WorkerReported, WorkerStarted
+
+    history = simulate(shipped("crash_awaiting_reply"), _Script(lambda s: Stop()), 1).evidence.history  # type: ignore[arg-type]
+    assert [e.incarnation for e in history if isinstance(e, WorkerStarted)] == [1, 2]
+    assert [e.incarnation for e in history if isinstance(e, WorkerCrashed)] == [1]
+    assert [e.incarnation for e in history if isinstance(e, WorkerReported)] == [2]
+    two = simulate(shipped("two_recoverers"), _Script(), 1).evidence.history  # type: ignore[arg-type]
+    assert [e.incarnation for e in two if isinstance(e, WorkerStarted)] == [1, 2, 3]
+    assert sorted(e.incarnation for e in two if isinstance(e, WorkerReported)) == [2, 3]
+
+
+def test_of_two_recoverers_only_the_dispatcher_going_on_remembers_its_attempt() -> None:
+    """After the timeout the dispatcher goes on recovering and a second process starts beside it. The first
+    still sees its attempt timed out and was started with the case; the second knows the attempt only from
+    the controller's ledger (unknown) and was started after the restart delay."""
+    from harness.model.events import WorkerStarted
+
+    scenario = shipped("two_recoverers")
+    watching = _Watching(_Script())
+    history = simulate(scenario, watching, 1).evidence.history  # type: ignore[arg-type]
+    starts = {e.incarnation: e.at_s for e in history if isinstance(e, WorkerStarted)}
+    seen = sorted((s.started_at_s, s.attempts[0].observation) for s in watching.seen)
+    assert seen == [(starts[1], "timeout"), (starts[3], "unknown")]
+    assert starts[3] > starts[1]
+
+
+def test_a_newer_action_held_behind_an_older_one_shows_its_policy_the_refused_dispatch() -> None:
+    """The newer action's claim is refused while the older one on the same target is unaccounted for: its
+    policy is asked at once, and its first Situation says the dispatch was refused and why."""
+    from harness.model.events import ClaimDecided
+    from harness.policy import CommandResult
+
+    watching = _Watching(load_policy("reconcile_and_reauthorize"))
+    history = simulate(shipped("newer_write_held"), watching, 1).evidence.history  # type: ignore[arg-type]
+    refused = next(e for e in history if isinstance(e, ClaimDecided) and e.action_id == "a74" and not e.ok)
+    first = next(s for s in watching.seen if s.action.action_id == "a74")
+    assert refused.reason is not None and refused.reason.startswith("target held")
+    assert first.last == CommandResult(kind="dispatch", refused=True, reason=refused.reason)
+    assert first.now_s == refused.at_s

@@ -210,7 +210,7 @@ class Worker:
 
     # -- the process --------------------------------------------------------------------------------
 
-    def run(self, start_at_s: float = 0.0) -> Generator[simpy.Event, Any, None]:
+    def run(self, start_at_s: float) -> Generator[simpy.Event, Any, None]:
         if start_at_s > 0:
             yield self._env.timeout(start_at_s)
         me = self._start("dispatcher")
