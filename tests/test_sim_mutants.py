@@ -925,3 +925,15 @@ def test_a_newer_action_held_behind_an_older_one_shows_its_policy_the_refused_di
     assert refused.reason is not None and refused.reason.startswith("target held")
     assert first.last == CommandResult(kind="dispatch", refused=True, reason=refused.reason)
     assert first.now_s == refused.at_s
+
+
+def test_a_reply_arriving_after_the_worker_reported_reaches_no_one() -> None:
+    """The reply is delayed past the timeout and the policy stops at once: the worker reports and its process
+    ends, so the reply, when it comes, is undeliverable and no Situation ever shows it."""
+    from harness.model.events import ReplyReceived, ReplyUndeliverable, WorkerReported
+
+    scenario = _scenario("lost_response", faults=[{"boundary": "response_delayed", "nth": 1, "delay_s": 30.0}])
+    history = simulate(scenario, _Script(), 1).evidence.history  # type: ignore[arg-type]
+    (report,) = [e for e in history if isinstance(e, WorkerReported)]
+    late = [e for e in history if isinstance(e, ReplyReceived | ReplyUndeliverable) and e.kind == "dispatch"]
+    assert [type(e) for e in late] == [ReplyUndeliverable] and late[0].index > report.index

@@ -194,8 +194,8 @@ class Worker:
         self._auditor = auditor
         self._action_id = action_id
         self._action: Action | None = None
-        #: Every incarnation this worker started: a crash closes one, the final report closes them all.
-        self._incarnations: list[_Incarnation] = []
+        #: How many incarnations this worker has started: the next one is numbered one more.
+        self._started = 0
         #: Commands carried out across all incarnations (bounded by ``command_count_max``).
         self._commands = 0
         self._dispatch_count = 0
@@ -266,13 +266,13 @@ class Worker:
 
     def _start(self, role: str, going_on: _Incarnation | None = None) -> _Incarnation:
         """A new incarnation: the process ``going_on`` under a new number, or a new process."""
-        number = len(self._incarnations) + 1
+        self._started += 1
+        number = self._started
         if going_on is not None:
             going_on.number = number
             me = going_on
         else:
             me = _Incarnation(number=number, started_at_s=self._history.now_s())
-        self._incarnations.append(me)
         self._history.record(WorkerStarted(action_id=self._action_id, incarnation=me.number, role=role))
         return me
 
