@@ -15,6 +15,7 @@ from conftest import shipped
 
 from harness.model.events import (
     ApprovalRevoked,
+    AttemptRecorded,
     CancelRequested,
     CancelRequestFired,
     ChangeTaskFired,
@@ -26,6 +27,7 @@ from harness.model.events import (
     RequestRefused,
 )
 from harness.policy import (
+    AttemptView,
     Command,
     Escalate,
     FollowJob,
@@ -753,14 +755,23 @@ def test_after_the_deadline_a_request_still_on_the_wire_still_arrives() -> None:
     assert len(arrived) == 1 and arrived[0] > scenario.recovery_deadline_s
 
 
+def _view_of(recorded: AttemptRecorded, **observed: Any) -> AttemptView:
+    """The view of the attempt the controller recorded in ``recorded``, validated, with what was observed of it."""
+    return AttemptView(
+        execution_id=recorded.execution_id,
+        idempotency_key=recorded.idempotency_key,
+        recorded_at_s=recorded.at_s,
+        **observed,
+    )
+
+
 def test_an_attempt_no_reply_reached_is_shown_with_nothing_observed_of_it() -> None:
     """The dispatcher crashes awaiting its reply; the recovering incarnation retries and that retry times out.
     The policy is shown both with what is known of them and nothing more: the crashed one's identity, sent or
     not unknown; the retry's identity, sent when recorded, timed out. Neither late, answered, given a receipt,
     a job or a do-not-replay mark. Every Situation survives a round trip through its JSON form (no field
     missing)."""
-    from harness.model.events import AttemptRecorded
-    from harness.policy import AttemptView, RetrySameAction
+    from harness.policy import RetrySameAction
 
     scenario = _scenario(
         "crash_awaiting_reply",
@@ -772,22 +783,8 @@ def test_an_attempt_no_reply_reached_is_shown_with_nothing_observed_of_it() -> N
     assert len(recorded) == 2 and len(watching.seen) == 2
     crashed, retry = recorded
     assert list(watching.seen[1].attempts) == [
-        AttemptView(
-            execution_id=crashed.execution_id,
-            idempotency_key=crashed.idempotency_key,
-            recorded_at_s=crashed.at_s,
-            sent=None,
-            sent_at_s=None,
-            observation="unknown",
-        ),
-        AttemptView(
-            execution_id=retry.execution_id,
-            idempotency_key=retry.idempotency_key,
-            recorded_at_s=retry.at_s,
-            sent=True,
-            sent_at_s=retry.at_s,
-            observation="timeout",
-        ),
+        _view_of(crashed, sent=None, sent_at_s=None, observation="unknown"),
+        _view_of(retry, sent=True, sent_at_s=retry.at_s, observation="timeout"),
     ]
     for situation in watching.seen:
         assert Situation.model_validate(situation.model_dump()).__dict__ == situation.__dict__
@@ -850,8 +847,7 @@ def test_a_dispatch_answered_without_a_receipt_is_shown_with_its_reply() -> None
     """The device connector's wait runs out before the job finishes: it answers the dispatch "running" and
     names the job. The policy is shown that attempt sent when recorded, answered (not late) at the moment the
     reply arrived, with that status and that job, and no receipt."""
-    from harness.model.events import AttemptRecorded, JobStarted, ReplyReceived
-    from harness.policy import AttemptView
+    from harness.model.events import JobStarted, ReplyReceived
 
     watching = _Watching(_Script(lambda s: Stop()))
     history = simulate(shipped("connector_wait_expires"), watching, 1).evidence.history  # type: ignore[arg-type]
@@ -860,10 +856,8 @@ def test_a_dispatch_answered_without_a_receipt_is_shown_with_its_reply() -> None
     (reply,) = [e for e in history if isinstance(e, ReplyReceived) and e.kind == "dispatch"]
     assert reply.status == "running" and job.execution_id == recorded.execution_id
     assert list(watching.seen[0].attempts) == [
-        AttemptView(
-            execution_id=recorded.execution_id,
-            idempotency_key=recorded.idempotency_key,
-            recorded_at_s=recorded.at_s,
+        _view_of(
+            recorded,
             sent=True,
             sent_at_s=recorded.at_s,
             observation="response",
