@@ -436,3 +436,95 @@ def test_facts_keep_each_read_as_recorded() -> None:
         + "2 transport send kind=follow_job n=1 action_id=a73 idempotency_key=a73"
     )
     assert facts(ev).reads == [ev.history[4], ev.history[5]]
+
+
+# -- the words: what recovery.json says about each anomaly and each unknown ----------------------------------
+
+_LINES = OPENING.strip().split("\n")  # the task revision, the approval, the action, the claim
+_STRAY = (
+    "{at} destination applied receipt_id={receipt} idempotency_key=zz execution_id=zz-x{n} "
+    "operation=activate target=staging/fraud model=m7 digest=d7"
+)
+
+
+def _a74(at: float, n: int) -> str:
+    return (
+        f"{at} transport send kind=dispatch n={n} action_id=a74 execution_id=a74-x{n} idempotency_key=a74 "
+        "operation=activate target=staging/fraud model=m8 digest=d8"
+    )
+
+
+def _lines(*lines: str) -> str:
+    return "\n".join(lines)
+
+
+_CHANGE = "1 controller task_revision task_id=release-42 revision=17 operation=activate target=staging/fraud model=m7 digest=d7"
+_M8 = ("model=m7 digest=d7", "model=m8 digest=d8")
+
+#: (metric, history, whether the ledger is visible, the detail of its one anomaly or the reason it is unknown).
+WORDS = [
+    ("unauthorized_dispatches", _lines(_LINES[0], _LINES[1], dispatch(1.0, 1)), True,
+     "a73-x1: sent for an action the controller never recorded"),
+    ("unauthorized_dispatches", _lines(*_LINES[1:], dispatch(1.0, 1)), True,
+     "a73-x1: sent for revision 17 while the task was at revision None"),
+    ("unauthorized_dispatches", OPENING + REVISION_18 + "\n" + dispatch(7.0, 1), True,
+     "a73-x1: sent for revision 17 while the task was at revision 18"),
+    ("unauthorized_dispatches", OPENING + CANCEL + "\n" + dispatch(3.0, 1), True,
+     "a73-x1: sent after a cancellation was recorded"),
+    ("unauthorized_dispatches", OPENING + "1 controller dispatch_held action_id=a73 reason=x\n" + dispatch(2.0, 1), True,
+     "a73-x1: sent after dispatch of the action was held"),
+    ("unauthorized_dispatches", OPENING.replace("approval_id=apr-17 revision", "approval_id=apr-9 revision") + dispatch(1.0, 1),
+     True, "a73-x1: no approval on record for the action"),
+    ("unauthorized_dispatches", OPENING.replace("digest=d7 expires", "digest=d8 expires") + dispatch(1.0, 1), True,
+     "a73-x1: the approval is bound to another revision, operation, target or artifact"),
+    ("unauthorized_dispatches", OPENING + "1 controller approval_revoked approval_id=apr-17 reason=x\n" + dispatch(2.0, 1),
+     True, "a73-x1: sent after the approval was revoked"),
+    ("unauthorized_dispatches", _lines(*_LINES[:3], dispatch(1.0, 1)), True, "a73-x1: sent without a successful claim"),
+    ("unauthorized_dispatches", OPENING.replace("a73 revision=17 ok", "a73 revision=16 ok") + dispatch(1.0, 1), True,
+     "a73-x1: the claim was made against another revision"),
+    ("unauthorized_dispatches", OPENING + _CHANGE + "\n" + dispatch(2.0, 1), True,
+     "a73-x1: the task changed after the claim and no fresh claim was made"),
+    ("wrong_revision_completions", OPENING + completed(5, action="a99"), True,
+     "completed without a recorded action or revision"),
+    ("wrong_revision_completions",
+     OPENING + _lines(dispatch(0.0, 1), applied(0.5, 1, "r1"), recorded(15, "r1"), completed(15).replace(*_M8)), True,
+     "the receipt does not match the revision's artifact or target"),
+    ("wrong_revision_completions",
+     OPENING + _lines(dispatch(0.0, 1), applied(0.5, 1, "r1"), CANCEL, recorded(15, "r1"), completed(15)), True,
+     "completed after a cancellation was recorded"),
+    ("false_records", OPENING + dispatch(0.0, 1) + "\n" + recorded(15, "r9"), True,
+     "a73: receipt r9 recorded as applied, but the destination applied no such receipt for it"),
+    ("false_records",
+     OPENING + _lines(dispatch(0.0, 1), applied(0.5, 1, "r1"), recorded(15, "r1", event="rejection_recorded")), True,
+     "a73 recorded rejected, but the destination applied it"),
+    ("duplicate_effects", OPENING + _lines(dispatch(0.0, 1), dispatch(1.0, 2)) + SECOND + _lines(_a74(7, 1), _a74(8, 2)),
+     False, "the destination's ledger is unavailable to the checker and 2 dispatches of a73, 2 dispatches of a74 were "
+     "sent; any of them may have applied"),
+    ("duplicate_effects",
+     OPENING + _lines(dispatch(0.0, 1), applied(0.5, 1, "r1"), dispatch(15.0, 2), applied(15.5, 2, "r2")), True,
+     "a73 took effect 2 times (receipts r1, r2)"),
+    ("duplicate_effects", OPENING + _lines(_STRAY.format(at=1, receipt="r8", n=1), _STRAY.format(at=2, receipt="r9", n=2)),
+     True, "(unknown action) took effect 2 times (receipts r8, r9)"),
+    ("mismatched_records", _lines(*_LINES[1:], recorded(1, "r1").replace(*_M8)), True,
+     "a73: receipt r1 for m8 (d8) recorded as the effect of a request for m7 (d7)"),
+    ("mismatched_records", OPENING + recorded(1, "r1").replace(*_M8), True,
+     "a73: receipt r1 for m8 (d8) recorded as the effect of a request for m7 (d7), and the task wanted m7 (d7)"),
+    ("task_completed", _lines(*_LINES[1:]), True, "no task revision on record"),
+    ("time_to_account_s", OPENING + dispatch(0.0, 1) + "\n" + applied(0.5, 1, "r1") + SECOND, True,
+     "the effect of a73 was never recorded; a74 has no effect at the destination to account for"),
+    ("time_to_account_s", _LINES[1], True, "no action on record"),
+    ("executor_finished", OPENING, True, "the worker never reported"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("metric", "text", "visible", "words"), WORDS)
+def test_each_anomaly_and_each_unknown_says_in_words_what_was_found(
+    metric: str, text: str, visible: bool, words: str
+) -> None:
+    """A reader of recovery.json gets the sentence for what the checker found: the detail of the one anomaly a
+    history of one such fault has, or, when the metric cannot be known, the reason why not."""
+    found = run(metric, history(text, visible=visible))
+    if found.value is None:
+        assert (found.reason, found.anomalies) == (words, ())
+    else:
+        assert [a.detail for a in found.anomalies] == [words]
