@@ -103,3 +103,31 @@ def test_wrongly_typed_choice_is_caught_per_cell(tmp_path: Path) -> None:
     path = broken(tmp_path, "    scenario:\n", "    seed_count: {kind: choice, value: [a, b]}\n    scenario:\n")
     with pytest.raises(GridFileError, match="seed_count"):
         load_grid_file(path)
+
+
+@pytest.mark.parametrize(
+    ("value", "where"),
+    [
+        ("{value: -2}", "params.seed_count"),
+        ("{value: 0}", "params.seed_count"),
+        ("{value: 1000001}", "params.seed_count"),
+        ("{value: true}", "params.seed_count"),
+    ],
+)
+def test_seed_count_out_of_range_is_refused_as_the_option_is(tmp_path: Path, value: str, where: str) -> None:
+    """The grid file's seed_count has the bounds of ``--seed-count``: nothing below 1 (0 once meant the default
+    seeds, -2 crashed a run halfway), nothing above the cap."""
+    with pytest.raises(GridFileError) as info:
+        load_grid_file(broken(tmp_path, "seed_count: {value: 3}", f"seed_count: {value}"))
+    message = str(info.value)
+    assert f"field '{where}'" in message and "1..1,000,000" in message and "\n" not in message
+
+
+def test_seed_count_per_cell_is_checked_in_the_matrix(tmp_path: Path) -> None:
+    path = broken(tmp_path, "    scenario:\n", "    seed_count: {kind: choice, value: [2, -1]}\n    scenario:\n")
+    text = path.read_text().replace("params:\n  seed_count: {value: 3}\n", "")
+    path.write_text(text)
+    with pytest.raises(GridFileError, match=r"field 'matrix.params.seed_count': -1 is not"):
+        load_grid_file(path)
+    ok = broken(tmp_path, "seed_count: {value: 3}", "seed_count: {value: 1000000}")
+    assert {cell["seed_count"] for cell in load_grid_file(ok).cells} == {1_000_000}

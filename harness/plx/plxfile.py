@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError, one_line
+from harness.limits import SEED_COUNT_MAX
 
 __all__ = ["GridFile", "GridFileError", "default_grid_file", "load_grid_file"]
 
@@ -94,4 +95,17 @@ def load_grid_file(path: Path | str) -> GridFile:
                 f"{path}: field 'matrix.params': cell {cell} is invalid: {reason}; fix: correct it"
             ) from exc
         cells.append({spec.name: spec.param.value for spec in specs})
+    for cell in cells:
+        _check_seed_count(path, cell.get("seed_count"), "matrix.params" if "seed_count" in matrix.params else "params")
     return GridFile(path=path, cells=tuple(cells), concurrency=int(matrix.concurrency or 1), inputs=inputs)
+
+
+def _check_seed_count(path: Path, count: object, where: str) -> None:
+    """A cell's ``seed_count`` is a whole number of seeds within the harness's cap, as ``--seed-count`` is."""
+    if count is None:
+        return
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= SEED_COUNT_MAX:
+        raise GridFileError(
+            f"{path}: field '{where}.seed_count': {count!r} is not a whole number in 1..{SEED_COUNT_MAX:,}; "
+            "fix: give the number of seeds each cell runs"
+        )
