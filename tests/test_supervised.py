@@ -162,7 +162,7 @@ def test_the_gate_fails_a_policy_that_hangs_or_dies_without_running_it_in_its_ow
     assert proc.returncode == 1, proc.stderr
     fails = [line for line in proc.stdout.splitlines() if line.startswith("FAIL ")]
     assert len(fails) == 2 and all("harness_error" in f and "reproduce: python -m harness run" in f for f in fails)
-    assert "explored schedules" in fails[1] and "--case-timeout 1" in fails[1]
+    assert "explored schedules" in fails[1] and all(f.endswith("--case-timeout 1") for f in fails), fails
     assert (tmp_path / "check.xml").read_text().count("<error") == 2
     run = harness(
         "run", "--policy", policy, "--scenario", "lost_response", "--seed", "1", "--case-timeout", "1",
@@ -170,6 +170,10 @@ def test_the_gate_fails_a_policy_that_hangs_or_dies_without_running_it_in_its_ow
         "--out", str(tmp_path / "run"), env={"PYTHONPATH": str(bad)}, timeout=120,
     )  # fmt: skip
     assert run.returncode == 1 and (tmp_path / "run.xml").read_text().count("<error") == 1
+    # The case's own reproduce command runs it under the budget it failed under (not the default minute).
+    (saved,) = (tmp_path / "run" / "cases").rglob("recovery.json")
+    reproduce = json.loads(saved.read_text())["reproduce"]
+    assert reproduce == f"python -m harness run --policy {policy} --scenario lost_response --seed 1 --case-timeout 1"
     assert time.monotonic() - started < 100
 
 

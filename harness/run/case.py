@@ -38,7 +38,7 @@ class _Identity(TypedDict):
     reproduce: str
 
 
-def _identity(case: Case) -> _Identity:
+def _identity(case: Case, case_timeout_s: float | None = None) -> _Identity:
     return _Identity(
         harness_version=__version__,
         scenario=case.scenario.name,
@@ -48,7 +48,7 @@ def _identity(case: Case) -> _Identity:
         seed=case.seed,
         task_id=case.scenario.task.task_id,
         action_id=case.scenario.action_id,
-        reproduce=reproduce_command(case),
+        reproduce=reproduce_command(case, case_timeout_s),
     )
 
 
@@ -82,10 +82,11 @@ def _judged(case: Case, result: SimResult, judgement: Judgement) -> CaseReport:
     )
 
 
-def failed_report(case: Case, error: str) -> CaseReport:
-    """The report of a case the harness could not judge: ``harness_error``, with why, and how to reproduce it."""
+def failed_report(case: Case, error: str, case_timeout_s: float | None = None) -> CaseReport:
+    """The report of a case the harness could not judge: ``harness_error``, with why, and how to reproduce it
+    (under ``case_timeout_s``, the wall-clock budget it ran under, when there was one)."""
     return CaseReport(
-        **_identity(case),
+        **_identity(case, case_timeout_s),
         attempts=(),
         outcome="harness_error",
         verdict="unknown",

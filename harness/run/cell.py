@@ -67,6 +67,8 @@ class CellJob:
     #: Cases of this piece not to run again, by position in it, each with why it failed: a case over its
     #: wall-clock budget, or one whose worker process died. They are written as ``harness_error`` cases.
     failed: tuple[tuple[int, str], ...] = ()
+    #: The wall-clock budget of one case (``--case-timeout``), named in the reproduce command of a failed case.
+    case_timeout_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,7 +233,7 @@ def execute_cell(job: CellJob, cell: int = 0, on_case: Callable[[int], None] | N
     writer = csv.writer(rows, lineterminator="\n")
     with ExitStack() as stack:
         compact: dict[str, RecordWriter] = {}
-        for report, faults in _cases(grid, dict(job.failed), on_case):
+        for report, faults in _cases(grid, dict(job.failed), on_case, job.case_timeout_s):
             result.identity = result.identity or _identity(report)
             counter = result.counts.setdefault((report.policy, report.scenario), Counter())
             counter[report.outcome] += 1
@@ -265,13 +267,13 @@ def execute_cell(job: CellJob, cell: int = 0, on_case: Callable[[int], None] | N
 
 
 def _cases(
-    grid: Grid, failed: dict[int, str], on_case: Callable[[int], None] | None
+    grid: Grid, failed: dict[int, str], on_case: Callable[[int], None] | None, case_timeout_s: float | None = None
 ) -> Iterator[tuple[CaseReport, list[tuple[str, int, int]]]]:
     """Each case's report, with (fault, reached, fired) for every fault its scenario declares."""
     described: dict[str, list[str]] = {}
     for position, case in enumerate(grid.cases):
         if position in failed:
-            report, sim = failed_report(case, failed[position]), None
+            report, sim = failed_report(case, failed[position], case_timeout_s), None
         else:
             if on_case is not None:
                 on_case(position)

@@ -276,7 +276,14 @@ def _complete(
     jobs = [
         (i, job)
         for i, cell in enumerate(plan.cells)
-        for job in pieces(cell, out, plan.concurrency, _records(options.records, len(cell.seeds)), options.report)
+        for job in pieces(
+            cell,
+            out,
+            plan.concurrency,
+            _records(options.records, len(cell.seeds)),
+            options.report,
+            options.case_timeout_s,
+        )
     ]
     results = _Results(Counter(i for i, _ in jobs))
     todo: list[int] = []
@@ -407,7 +414,12 @@ def _records(mode: RecordsMode, seeds: int) -> Literal["full", "compact"]:
 
 
 def pieces(
-    cell: Cell, out: Path, concurrency: int, records: Literal["full", "compact"], timelines: bool
+    cell: Cell,
+    out: Path,
+    concurrency: int,
+    records: Literal["full", "compact"],
+    timelines: bool,
+    case_timeout_s: float | None = None,
 ) -> list[CellJob]:
     """Split a cell's seeds into pieces: enough for every process to share a large cell, none over ``PIECE_MAX``."""
     seeds = cell.seeds
@@ -421,6 +433,7 @@ def pieces(
             part=n,
             records=records,
             timelines=timelines,
+            case_timeout_s=case_timeout_s,
         )
         for n, start in enumerate(range(0, len(seeds), size))
     ]

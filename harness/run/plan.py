@@ -82,11 +82,13 @@ def _unique(what: str, names: dict[str, str]) -> None:
         seen[name] = spec
 
 
-def reproduce_command(case: Case) -> str:
-    """The exact command that re-runs this one case."""
+def reproduce_command(case: Case, case_timeout_s: float | None = None) -> str:
+    """The exact command that re-runs this one case; with ``case_timeout_s``, under that wall-clock budget (for a
+    case that failed by running over it, so that the command fails the same way, as soon)."""
+    budget = f" --case-timeout {case_timeout_s:g}" if case_timeout_s else ""
     return (
         f"python -m harness run --policy {shlex.quote(case.policy_spec)} "
-        f"--scenario {shlex.quote(case.scenario_spec)} --seed {case.seed}"
+        f"--scenario {shlex.quote(case.scenario_spec)} --seed {case.seed}{budget}"
     )
 
 
