@@ -385,6 +385,10 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Callable[[], None] | None]:
     return Plan(plan.cells, cores), note if args.concurrency else None
 
 
+#: Failing cells a run names with a reproduce command (summary.csv has every case's).
+_NAMED_CELLS_MAX = 20
+
+
 def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> int:
     """Print what a finished (or resumed) run found, and turn it into the exit status."""
     if args.junit and plan is not None:
@@ -399,18 +403,27 @@ def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> i
         write_junit(args.junit, grid_suites(cells, all_seeds, reports, ReproFolder(summary.out / "repro")))
 
     from harness.present.table import outcome_table
+    from harness.run.cell import FAILING
 
     print(outcome_table(summary.counts, summary.policies, summary.scenarios))
     print(f"\n{summary.cases} cases in {summary.out}  (summary: {summary.summary_csv})")
-    failing = [n for n in summary.notable if n.outcome == "incorrect"]
+    # Per cell, its first case with the worst outcome seen (a harness error only where nothing else failed).
+    failing = sorted((n for n in summary.notable if n.outcome in FAILING), key=lambda n: FAILING.index(n.outcome))
     failing += [n for n in summary.errors if (n.policy, n.scenario) not in {(f.policy, f.scenario) for f in failing}]
-    if failing:
-        print("\nreproduce a failing case:")
-        seen: set[tuple[str, str]] = set()
-        for n in failing:
-            if (n.policy, n.scenario) not in seen:
-                seen.add((n.policy, n.scenario))
-                print(f"  {n.outcome:<13} {n.reproduce}")
+    worst, seen = [], set()
+    for n in failing:
+        if (n.policy, n.scenario) not in seen:
+            seen.add((n.policy, n.scenario))
+            worst.append(n)
+    if worst:
+        print("\nreproduce a failing case (the first of each failing cell, worst outcome first):")
+        for n in worst[:_NAMED_CELLS_MAX]:
+            print(f"  {n.outcome:<13} {n.reproduce}")
+        if len(worst) > _NAMED_CELLS_MAX:
+            print(
+                f"  ... and {len(worst) - _NAMED_CELLS_MAX} more failing cells; {summary.summary_csv} has every "
+                "case's outcome and reproduce command"
+            )
     for n in summary.errors:
         print(f"harness error in {n.policy} x {n.scenario} seed {n.seed}: {n.error}", file=sys.stderr)
     if summary.error_count > len(summary.errors):

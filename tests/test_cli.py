@@ -39,6 +39,21 @@ def test_default_grid_writes_every_case_and_a_summary(tmp_path: Path, capsys: py
     assert {r["outcome"] for r in rows} <= set(OUTCOMES) - {"harness_error"}
     table = capsys.readouterr().out
     assert "reconcile_and_reauthorize" in table and "uncertain_lookup" in table
+    # The failing cells are named, worst first, each by its first case with its worst outcome, up to the cap.
+    order = ("incorrect", "abandoned", "unresolved")
+    by_cell: dict[tuple[str, str], list[dict[str, str]]] = {}
+    for row in rows:
+        by_cell.setdefault((row["policy"], row["scenario"]), []).append(row)
+    expected_lines = []
+    for cell_rows in by_cell.values():
+        failed = [r for r in cell_rows if r["outcome"] in order]
+        if failed:
+            worst = min(failed, key=lambda r: (order.index(r["outcome"]), int(r["seed"])))
+            expected_lines.append((order.index(worst["outcome"]), f"  {worst['outcome']:<13} {worst['reproduce']}"))
+    assert {o for o, _ in expected_lines} >= {0, 1}  # incorrect and abandoned cells, at least
+    named = table.split("worst outcome first):\n", 1)[1].splitlines()
+    assert named[:20] == [line for _, line in sorted(expected_lines, key=lambda x: x[0])][:20]
+    assert named[20].startswith(f"  ... and {len(expected_lines) - 20} more failing cells; ")
     report = json.loads(cases[0].read_text())
     assert report["reproduce"].startswith("python -m harness run --policy ")
 

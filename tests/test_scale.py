@@ -114,6 +114,24 @@ def test_pieces_cover_every_seed_once_and_none_is_over_the_cap() -> None:
     assert len(pieces(Cell("p", "s", (1, 2, 3)), Path("out"), 1, "full", False)) == 1
 
 
+def test_a_cell_names_the_same_first_cases_whatever_order_its_pieces_finish_in(tmp_path: Path) -> None:
+    """Pieces of a cell finish in any order; the first failing case of each outcome it names is the lowest seed."""
+    from harness.run.cell import CellJob, CellResult, execute_cell
+
+    parts = [
+        execute_cell(CellJob("retry_same_key", "connector_no_record_yet", seeds, tmp_path / f"p{i}", part=i))
+        for i, seeds in enumerate((range(1, 16), range(16, 31)))
+    ]
+    assert all(any(n.outcome == "incorrect" for n in part.notable) for part in parts)
+    named = []
+    for order in (parts, parts[::-1]):
+        merged = CellResult()
+        for part in order:
+            merged.merge(part)
+        named.append([(n.outcome, n.seed) for n in merged.notable])
+    assert named[0] == named[1] and named[0] == [("incorrect", min(n.seed for n in parts[0].notable))]
+
+
 def test_seed_count_goes_up_to_a_million() -> None:
     args = _parser().parse_args(["run", "--seed-count", str(SEED_COUNT_MAX)])
     assert args.seed_count == SEED_COUNT_MAX == 1_000_000

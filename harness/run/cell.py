@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 from harness.check.registry import METRICS
-from harness.model import CaseReport, MetricValue
+from harness.model import CaseReport, MetricValue, Outcome
 from harness.run.case import failed_report, run_case
 from harness.run.files import (
     RecordWriter,
@@ -37,6 +37,7 @@ __all__ = [
     "CaseLine",
     "CellJob",
     "CellResult",
+    "FAILING",
     "FaultCoverage",
     "MetricTally",
     "cell_scenario",
@@ -45,6 +46,9 @@ __all__ = [
 ]
 
 RecordMode = Literal["full", "compact"]
+#: The outcomes a case fails by (besides a harness error), worst first: a run names the first case of each cell
+#: with the worst of them it saw, with the command that reproduces it.
+FAILING: tuple[Outcome, ...] = ("incorrect", "abandoned", "unresolved")
 #: Harness errors a piece reports by name (each with its reproduce command); summary.csv has every one.
 NOTABLE_MAX = 20
 _LOGGED = tuple(m.name for m in METRICS if m.logged)
@@ -122,8 +126,8 @@ class CellResult:
     """One piece's tally: outcome counts per (policy, scenario), the cases to name, coverage and metric sums."""
 
     counts: dict[tuple[str, str], Counter[str]] = field(default_factory=dict)
-    #: The first case of each (policy, scenario, outcome) that is incorrect or a harness error, and every
-    #: harness error up to ``NOTABLE_MAX``.
+    #: The first case of each (policy, scenario) and outcome in ``FAILING``, and every harness error up to
+    #: ``NOTABLE_MAX``.
     notable: list[CaseLine] = field(default_factory=list)
     errors: int = 0
     coverage: tuple[FaultCoverage, ...] = ()
@@ -169,16 +173,21 @@ class CellResult:
         """Add ``other`` (another piece of the same cell) into this tally."""
         for key, counter in other.counts.items():
             self.counts.setdefault(key, Counter()).update(counter)
-        seen = {(n.policy, n.scenario, n.outcome) for n in self.notable if n.error is None}
+        # Pieces finish in any order: of two first cases with the same outcome, the lower seed is kept, so a
+        # run names the same case however its pieces were scheduled.
+        seen = {(n.policy, n.scenario, n.outcome): i for i, n in enumerate(self.notable) if n.error is None}
         errors = sum(1 for n in self.notable if n.error is not None)
         for n in other.notable:
+            key = (n.policy, n.scenario, n.outcome)
             if n.error is not None:
                 if errors < NOTABLE_MAX:
                     self.notable.append(n)
                     errors += 1
-            elif (n.policy, n.scenario, n.outcome) not in seen:
+            elif key not in seen:
+                seen[key] = len(self.notable)
                 self.notable.append(n)
-                seen.add((n.policy, n.scenario, n.outcome))
+            elif n.seed < self.notable[seen[key]].seed:
+                self.notable[seen[key]] = n
         self.errors += other.errors
         merged = {(c.scenario, c.index): c for c in self.coverage}
         for c in other.coverage:
@@ -297,15 +306,16 @@ def _identity(report: CaseReport) -> dict[str, str]:
 
 
 def _note(result: CellResult, report: CaseReport) -> None:
-    """Keep the first incorrect case of each (policy, scenario), and harness errors up to the cap."""
+    """Keep the first case of each (policy, scenario) and failing outcome, and harness errors up to the cap."""
     if report.outcome == "harness_error":
         result.errors += 1
         if sum(1 for n in result.notable if n.error is not None) < NOTABLE_MAX:
             result.notable.append(
                 CaseLine(report.policy, report.scenario, report.seed, report.outcome, report.reproduce, report.error)
             )
-    elif report.outcome == "incorrect" and not any(
-        n.policy == report.policy and n.scenario == report.scenario and n.outcome == "incorrect" for n in result.notable
+    elif report.outcome in FAILING and not any(
+        n.policy == report.policy and n.scenario == report.scenario and n.outcome == report.outcome
+        for n in result.notable
     ):
         result.notable.append(CaseLine(report.policy, report.scenario, report.seed, report.outcome, report.reproduce))
 
