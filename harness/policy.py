@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import Literal, Protocol, runtime_checkable
+from collections.abc import Mapping
+from typing import Any, Literal, Protocol, Self, runtime_checkable
 
 from pydantic import PrivateAttr
 
@@ -234,6 +235,14 @@ class Situation(Frozen):
     #: ``observed_receipts()`` as the simulator kept it while the case ran (``None``: derived on each call), so
     #: that reading it costs the same after a thousand reads as after one. Not a field: never serialized.
     _receipts: tuple[Receipt, ...] | None = PrivateAttr(default=None)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy, as pydantic makes it; with ``update``, ``observed_receipts()`` is derived anew from the copy's
+        own attempts and lookups (a policy that rewrites what it saw must not read the receipts kept before)."""
+        copy = super().model_copy(update=update, deep=deep)
+        if update:
+            copy._receipts = None
+        return copy
 
     def observed_receipts(self) -> list[Receipt]:
         """Every receipt seen so far, from replies and lookups, oldest first, without repeats."""

@@ -164,6 +164,13 @@ def test_the_situations_built_without_validation_are_what_validation_gives() -> 
         assert situation.observed_receipts() == again.observed_receipts()
         with_receipts += bool(again.observed_receipts())
     assert with_receipts > 100  # the receipts were compared where there were some, not only where there were none
+    # A policy that rewrites what it saw (model_copy with an update) reads the receipts of what it rewrote, not
+    # the ones the simulator kept; a plain copy keeps them, being the same situation.
+    for situation in seen:
+        if situation.observed_receipts():
+            blind = situation.model_copy(update={"attempts": (), "lookups": ()})
+            assert blind.observed_receipts() == [] and blind._receipts is None
+            assert situation.model_copy()._receipts == situation._receipts
     with pytest.raises(Exception, match="frozen"):
         seen[0].now_s = 1.0  # type: ignore[misc]
 
