@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -406,7 +407,9 @@ def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> i
     from harness.run.cell import FAILING
 
     print(outcome_table(summary.counts, summary.policies, summary.scenarios))
-    print(f"\n{summary.cases} cases in {summary.out}  (summary: {summary.summary_csv})")
+    print(
+        f"\n{summary.cases} case{'' if summary.cases == 1 else 's'} in {summary.out}  (summary: {summary.summary_csv})"
+    )
     # Per cell, its first case with the worst outcome seen (a harness error only where nothing else failed).
     failing = sorted((n for n in summary.notable if n.outcome in FAILING), key=lambda n: FAILING.index(n.outcome))
     failing += [n for n in summary.errors if (n.policy, n.scenario) not in {(f.policy, f.scenario) for f in failing}]
@@ -649,11 +652,20 @@ def _list() -> int:
         cases = scenario_cases(name)
         variants = f"; {len(cases)} cases: {', '.join(spec for spec, _ in cases)}" if len(cases) > 1 else ""
         print(f"  {name} (revision {cases[0][1].revision}{variants})")
+        print(f"      {_first_sentence(cases[0][1].description)}")
     print("fault boundaries:")
     for boundary, cls in BOUNDARIES.items():
         doc = " ".join((cls.__doc__ or "").split())
         print(f"  {boundary} ({cls.side}): {doc.split(': ')[0].split('. ')[0].rstrip('.')}")
     return EXIT_OK
+
+
+def _first_sentence(text: str, limit: int = 200) -> str:
+    """What a description says first, on one line (its whole text is in the scenario file)."""
+    words = " ".join(text.split())
+    end = re.search(r"(?<!\.)\.(?!\.) ", words)  # a full stop, not an ellipsis
+    first = words if end is None else words[: end.start() + 1]
+    return first if len(first) <= limit else f"{first[: limit - 3].rstrip()}..."
 
 
 def _schema(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ from harness.policy import (
     Receipt,
     RecordAbsent,
     RecordEffect,
+    RecordRejection,
     RetryNewKey,
     RetrySameAction,
     Situation,
@@ -135,6 +136,70 @@ class AssumesDurableDedupe(_Variant):
     def retry_is_safe(self, situation: Situation, looked_at_s: float) -> bool:
         durable = situation.contract.model_copy(update={"dedupe": "durable"})
         return super().retry_is_safe(situation.model_copy(update={"contract": durable}), looked_at_s)
+
+
+class ComparesModelNotDigest(_Variant):
+    """Compares a receipt's operation, target and model name with the action's, but not the model's digest: a
+    rebuilt model under the same name passes for the one that was sent."""
+
+    def matches(self, receipt: Receipt, situation: Situation) -> bool:
+        keys = {situation.action.idempotency_key, *(a.idempotency_key for a in situation.attempts)}
+        got, sent = receipt.artifact, situation.action.artifact
+        return receipt.idempotency_key in keys and (got.operation, got.target, got.model) == (
+            sent.operation,
+            sent.target,
+            sent.model,
+        )
+
+
+class RecordsRejectionAsEffect(_Variant):
+    """Records every settled receipt as an effect, a rejected one included ("the service answered: done")."""
+
+    def decide(self, situation: Situation) -> Command:
+        command = super().decide(situation)
+        return RecordEffect(receipt_id=command.receipt_id) if isinstance(command, RecordRejection) else command
+
+
+class TrustsProcessDedupe(_Variant):
+    """Excludes only a service that deduplicates nothing: one that remembers keys for the life of its process
+    is trusted as if it kept them durably."""
+
+    def retry_is_safe(self, situation: Situation, looked_at_s: float) -> bool:
+        quiet = self.quiet_after_s(situation)
+        if quiet is not None and looked_at_s >= quiet:
+            return True
+        last_sent = situation.last_sent_bound_s
+        contract = situation.contract
+        if last_sent is None or contract.dedupe == "none" or contract.request_validity_s is None:
+            return last_sent is None
+        return last_sent + contract.request_validity_s <= situation.now_s + contract.dedupe_window_s
+
+
+class NoValidityAsZero(_Variant):
+    """Reads a service that accepts requests of any age (no request validity) as one that accepts none late:
+    ``validity or 0.0``, so an absence is final as soon as it is read."""
+
+    def quiet_after_s(self, situation: Situation) -> float | None:
+        last_sent = situation.last_sent_bound_s
+        if last_sent is None:
+            return situation.started_at_s
+        validity = situation.contract.request_validity_s or 0.0
+        return last_sent + validity + situation.contract.lookup_lag_s
+
+
+class DatesReadByAnswer(_Variant):
+    """Dates a read by when its answer arrived, not when it was sent: the ledger it describes is older."""
+
+    def decide(self, situation: Situation) -> Command:
+        answered = tuple(lookup.model_copy(update={"sent_at_s": None}) for lookup in situation.lookups)
+        return super().decide(situation.model_copy(update={"lookups": answered}))
+
+
+class AbsentFinalByClock(_Variant):
+    """Takes an absence as final once the clock passes the quiet period, however old the read that found it."""
+
+    def _absent_without_retry(self, situation: Situation, looked_at_s: float) -> Command:
+        return super()._absent_without_retry(situation, situation.now_s)
 
 
 # -- variants of the seed-000 policy (follow_and_inspect) -----------------------------------------------------
@@ -281,6 +346,14 @@ CORPUS: tuple[Catch, ...] = (
     Catch(ReplaysDespiteMarker("replays_despite_marker"), "bridge_error_after_forward", "retries_after_uncertain"),
     Catch(UnknownVerificationAsAbsent("unknown_as_absent"), "bridge_verify_times_out", "retries_after_uncertain"),
     Catch(AcceptsWeakerSuccess("accepts_weaker_success"), "foreign_receipt", "mismatched_records"),
+    Catch(ComparesModelNotDigest("compares_model_not_digest"), "rebuilt_receipt", "mismatched_records"),
+    Catch(RecordsRejectionAsEffect("records_rejection_as_effect"), "rejected_reply_lost", "abandoned_actions"),
+    Catch(TrustsProcessDedupe("trusts_process_dedupe"), "process_dedupe_late_original", "duplicate_effects"),
+    Catch(NoValidityAsZero("no_validity_as_zero"), "late_original_no_validity", "duplicate_effects"),
+    Catch(DatesReadByAnswer("dates_read_by_answer"), "read_straddles_quiet", "duplicate_effects"),
+    Catch(AbsentFinalByClock("absent_final_by_clock"), "read_straddles_quiet", "false_records"),
+    # Hidden (found only by exploring late_original_no_dedupe) until read_straddles_quiet was shipped.
+    Catch(PendingAsAbsent("pending_as_absent"), "read_straddles_quiet", "duplicate_effects"),
 )
 
 
@@ -296,7 +369,6 @@ class Hidden:
 
 
 HIDDEN: tuple[Hidden, ...] = (
-    Hidden(PendingAsAbsent("pending_as_absent"), "late_original_no_dedupe", 1, "duplicate_effects"),
     Hidden(FollowsStaleJob("follows_stale_job"), "connector_crash_points@after_started", 1, "duplicate_effects"),
     Hidden(EscalatesAtTheDeadline("escalates_at_the_deadline"), "newer_write_held", 2, "abandoned_actions"),
     Hidden(AssumesRequestsExpire("assumes_requests_expire"), "no_dedupe_flaky_lookup", 2, "duplicate_effects"),

@@ -150,3 +150,15 @@ def test_compare_runs_flags_changed_outcomes(run_dir: Path) -> None:
     assert len(changed) == 1 and changed.iloc[0]["outcome_before"] == "correct"
     assert changed.iloc[0]["policy_revision_after"] == "2"
     assert isinstance(changes, pd.DataFrame) and len(changes) == 12
+    assert set(changes["present"]) == {"both"}
+
+
+def test_compare_runs_does_not_count_a_case_one_run_lacks_as_changed(run_dir: Path) -> None:
+    """A case only the baseline has is gone, one only the new run has is new: neither changed its outcome."""
+    before = load(run_dir)
+    after = before[before["seed"] != 3]
+    baseline = before[before["seed"] != 1]
+    changes = compare_runs(baseline, after)
+    assert len(changes) == 12 and not changes["changed"].any()
+    present = changes.groupby("seed")["present"].agg(set).to_dict()
+    assert present == {1: {"after"}, 2: {"both"}, 3: {"before"}}

@@ -168,6 +168,14 @@ def test_list_shows_policies_scenarios_and_boundaries(capsys: pytest.CaptureFixt
     text = capsys.readouterr().out
     for name in [*builtin_policy_names(), *list_scenarios(), "response_lost", "lookup_unavailable"]:
         assert name in text
+    # Each scenario with the first sentence of its description, on the line after its name.
+    lines = text.splitlines()
+    for name in list_scenarios():
+        (_, scenario), *_ = scenario_cases(name)
+        at = next(i for i, line in enumerate(lines) if line.startswith(f"  {name} (revision {scenario.revision}"))
+        said = lines[at + 1].strip()
+        words = " ".join(scenario.description.split())
+        assert said and (words.startswith(said) or words.startswith(said.removesuffix("...")))
 
 
 def test_schema_export_matches_the_report_model(tmp_path: Path) -> None:

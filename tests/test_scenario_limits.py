@@ -247,3 +247,33 @@ def test_the_readme_documents_the_caps() -> None:
     assert f"{NESTING_DEPTH_MAX} levels" in section
     assert f"{VALUE_COUNT_MAX:,} values" in section
     assert "given twice" in section
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("nth: 1}", "nth: true}", "field 'faults.0.response_lost.nth': Input should be a valid integer; fix: write a whole"),
+        ("nth: 1}", 'nth: "1"}', "field 'faults.0.response_lost.nth': Input should be a valid integer; fix: write a whole"),
+        ("nth: 1}", "nth: 1.0}", "field 'faults.0.response_lost.nth': Input should be a valid integer"),
+        ("revision: 17,", 'revision: "17",', "field 'task.revision': Input should be a valid integer"),
+        ("action_id: a73", "action_id: a73\ndestination: {fencing: 'yes'}", "field 'destination.fencing': Input should"
+         " be a valid boolean; fix: write true or false, without quotes"),
+        ("action_id: a73", "action_id: a73\ndestination: {apply_s: '0.5'}", "field 'destination.apply_s': Input should"
+         " be a valid number; fix: write a number, without quotes"),
+        ("action_id: a73", "action_id: a73\ndestination: {dedupe_window_s: .nan}", "field 'destination.dedupe_window_s':"
+         " Input should be a finite number; fix: write a finite number"),
+        ("action_id: a73", "action_id: a73\ntransport: {latency_s: .inf}", "field 'transport.latency_s': Input should be"
+         " a finite number"),
+        ("faults:\n  - {boundary: response_lost, nth: 1}", "faults: 3", "field 'faults': expected a list; fix: write a"
+         " list"),
+        ("action_id: a73", "action_id: a73\noperator: [{event: nuke, at_s: 3}]", "field 'operator.0': the entry has no"
+         " 'do'; fix: add 'do:' with one of change_task, request_cancel, expire_approval"),
+        ("{boundary: response_lost, nth: 1}", "{nth: 1}", "field 'faults.0': the entry has no 'boundary'; fix: add"
+         " 'boundary:' with one of request_lost, "),
+    ],
+)  # fmt: skip
+def test_a_value_of_the_wrong_type_is_refused_not_converted(tmp_path: Path, old: str, new: str, expected: str) -> None:
+    """A number, a flag or a list is taken as written: "1", true and 1.0 are not the occurrence 1, "yes" is not
+    a flag, .nan is no duration, and an entry without its kind says which kinds there are."""
+    assert old in BASE
+    assert expected in error_for(write(tmp_path, BASE.replace(old, new, 1)))

@@ -416,11 +416,16 @@ def _pivot(records: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def compare_runs(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
-    """Case by case, what changed between two runs: outcome, verdict and revisions, before and after."""
+    """Case by case, what changed between two runs: outcome, verdict and revisions, before and after.
+
+    ``present`` says where a case is: ``both`` runs, ``before`` only or ``after`` only; ``changed`` is true for a
+    case of both runs whose outcome differs (a case only one run has did not change: it is new, or gone)."""
     keys = ["policy", "scenario", "seed"]
     cols = [*keys, "policy_revision", "scenario_revision", "outcome", "verdict", *(m.name for m in PROPERTIES)]
-    merged = before[cols].merge(after[cols], on=keys, how="outer", suffixes=("_before", "_after"))
-    merged["changed"] = (merged["outcome_before"] != merged["outcome_after"]).fillna(True).astype(bool)
+    merged = before[cols].merge(after[cols], on=keys, how="outer", suffixes=("_before", "_after"), indicator=True)
+    merged["present"] = merged.pop("_merge").map({"both": "both", "left_only": "before", "right_only": "after"})
+    both = merged["present"] == "both"
+    merged["changed"] = (both & (merged["outcome_before"] != merged["outcome_after"])).astype(bool)
     return merged.sort_values(keys).reset_index(drop=True)
 
 

@@ -33,11 +33,11 @@ from harness.scenario import FaultBase
 from harness.scenario.faults import CONNECTOR_PHASES
 
 __all__ = [
+    "FAILING",
     "NOTABLE_MAX",
     "CaseLine",
     "CellJob",
     "CellResult",
-    "FAILING",
     "FaultCoverage",
     "MetricTally",
     "cell_scenario",
@@ -178,16 +178,16 @@ class CellResult:
         seen = {(n.policy, n.scenario, n.outcome): i for i, n in enumerate(self.notable) if n.error is None}
         errors = sum(1 for n in self.notable if n.error is not None)
         for n in other.notable:
-            key = (n.policy, n.scenario, n.outcome)
+            which = (n.policy, n.scenario, n.outcome)
             if n.error is not None:
                 if errors < NOTABLE_MAX:
                     self.notable.append(n)
                     errors += 1
-            elif key not in seen:
-                seen[key] = len(self.notable)
+            elif which not in seen:
+                seen[which] = len(self.notable)
                 self.notable.append(n)
-            elif n.seed < self.notable[seen[key]].seed:
-                self.notable[seen[key]] = n
+            elif n.seed < self.notable[seen[which]].seed:
+                self.notable[seen[which]] = n
         self.errors += other.errors
         merged = {(c.scenario, c.index): c for c in self.coverage}
         for c in other.coverage:

@@ -515,7 +515,8 @@ def tracking_note(tracking: TrackingMode, project: str, out: Path, tracked: Sequ
     if tracking == "offline":
         return TrackingNote(
             True,
-            f"Polyaxon: {len(uuids)} offline runs in {root}; browse: python -m harness view {out}; "
+            f"Polyaxon: {len(uuids)} offline run{'' if len(uuids) == 1 else 's'} in {root}; "
+            f"browse: python -m harness view {out}; "
             f"send to a server: {push_later}",
         )
     result = push_runs(root, uuids, project)

@@ -8,10 +8,10 @@ boundaries. Every policy sees the same scenario, so every policy meets the same 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, get_args
 
 import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, Strict, ValidationError, model_validator
 
 from harness.errors import InputError
 from harness.model import Frozen
@@ -90,7 +90,7 @@ class Reproduction(Frozen):
 
     policy: str
     policy_revision: str
-    seed: Annotated[int, Field(ge=0)]
+    seed: Annotated[int, Strict(), Field(ge=0)]
     outcome: str
     properties: tuple[str, ...] = ()
 
@@ -186,6 +186,18 @@ _FIXES = {
     "union_tag_invalid": "use one of the listed values",
     "literal_error": "use one of the listed values",
     "string_pattern_mismatch": "use lower case letters, digits, '_' or '-' (at most 64)",
+    "int_type": "write a whole number, without quotes",
+    "float_type": "write a number, without quotes",
+    "bool_type": "write true or false, without quotes",
+    "finite_number": "write a finite number",
+    "tuple_type": "write a list: one '- item' line per entry, or [a, b]",
+}
+#: Pydantic's words for a type, where YAML's are plainer.
+_MESSAGES = {"tuple_type": "expected a list", "dict_type": "expected a mapping of 'key: value' pairs"}
+#: The choices of each tagged list's tag, for an entry that lacks it.
+_TAGS = {
+    "do": tuple(get_args(kind.model_fields["do"].annotation)[0] for kind in get_args(get_args(OperatorEvent)[0])),
+    "boundary": tuple(BOUNDARIES),
 }
 
 
@@ -194,7 +206,11 @@ def _one_line(path: Path, error: ValidationError) -> str:
     field = ".".join(str(part) for part in first["loc"]) or "(top level)"
     fix = _FIXES.get(first["type"], "correct the value")
     more = f" (+{error.error_count() - 1} more)" if error.error_count() > 1 else ""
-    message = str(first["msg"]).removeprefix("Value error, ")
+    message = _MESSAGES.get(first["type"]) or str(first["msg"]).removeprefix("Value error, ")
+    if first["type"] == "union_tag_not_found":
+        tag = str(first.get("ctx", {}).get("discriminator", "")).strip("'")
+        message = f"the entry has no '{tag}'"
+        fix = f"add '{tag}:' with one of {', '.join(_TAGS.get(tag, ()))}"
     return f"{shown(path, PATH_SHOWN_MAX)}: field '{shown(field)}': {shown(message, 400)}; fix: {fix}{more}"
 
 

@@ -14,6 +14,7 @@ from typing import Annotated, ClassVar, Literal, get_args
 from pydantic import Field
 
 from harness.model import Frozen
+from harness.scenario.specs import Count, Flag, PositiveSeconds, SafeName
 
 __all__ = [
     "BOUNDARIES",
@@ -39,8 +40,6 @@ __all__ = [
     "StartedNotDurable",
 ]
 
-PositiveSeconds = Annotated[float, Field(gt=0, le=86_400)]
-SafeName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")]
 
 #: Where a boundary is: in the caller (a crash), on the wire between caller and destination, or inside the
 #: destination. When the destination's ledger is withheld, only caller-side faults stay in the evidence:
@@ -63,8 +62,8 @@ class FaultBase(Frozen):
     #: The boundary's name: each subclass fixes it to one literal, the tag of ``Fault``.
     boundary: str
     action_id: SafeName | None = None
-    nth: Annotated[int, Field(ge=1)] = 1
-    count: Annotated[int, Field(ge=1)] | None = 1
+    nth: Count = 1
+    count: Count | None = 1
 
     def hits(self, occurrence: int) -> bool:
         """Whether this fault applies to the given 1-based occurrence of its boundary."""
@@ -151,7 +150,7 @@ class BridgeConnectionError(FaultBase):
     side: ClassVar[Side] = "wire"
     counted: ClassVar[Literal["dispatch", "lookup"]] = "dispatch"
     boundary: Literal["bridge_connection_error"] = "bridge_connection_error"
-    forwarded: bool = True
+    forwarded: Flag = True
 
 
 class BridgeRestart(FaultBase):

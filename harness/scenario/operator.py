@@ -13,7 +13,7 @@ from pydantic import Field, model_validator
 
 from harness.model import Actor, Frozen
 from harness.model.events import VOCABULARY
-from harness.scenario.specs import SafeName, Seconds
+from harness.scenario.specs import Count, Flag, SafeName, Seconds
 
 __all__ = ["ChangeTask", "EventRef", "ExpireApproval", "OperatorEvent", "RequestCancel", "Trigger"]
 
@@ -23,7 +23,7 @@ class EventRef(Frozen):
 
     actor: Actor
     event: str
-    nth: Annotated[int, Field(ge=1)] = 1
+    nth: Count = 1
 
     @model_validator(mode="after")
     def _known_event(self) -> EventRef:
@@ -61,7 +61,7 @@ class ChangeTask(_OperatorBase):
     do: Literal["change_task"]
     model: str
     digest: str
-    approved: bool = False
+    approved: Flag = False
     action_id: SafeName | None = None
 
     @model_validator(mode="after")

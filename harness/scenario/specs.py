@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, Strict, StrictBool
 
 from harness.model import Artifact, Frozen
 
@@ -13,7 +13,9 @@ __all__ = [
     "ApprovalSpec",
     "BridgeSpec",
     "ConnectorSpec",
+    "Count",
     "DestinationSpec",
+    "Flag",
     "PositiveSeconds",
     "SafeName",
     "Seconds",
@@ -25,15 +27,20 @@ __all__ = [
 #: Names that end up in file paths and Polyaxon run names: lower case, digits, ``_`` and ``-`` only.
 SAFE_NAME = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 SafeName = Annotated[str, Field(pattern=SAFE_NAME)]
-PositiveSeconds = Annotated[float, Field(gt=0, le=86_400)]
-Seconds = Annotated[float, Field(ge=0, le=86_400)]
+# Numbers and flags are taken as written, never converted: YAML types ``"1"`` as text, ``true`` as a flag and
+# ``1.0`` as a fraction, and a scenario that writes one where the other belongs is wrong, not approximately right.
+PositiveSeconds = Annotated[float, Strict(), Field(gt=0, le=86_400, allow_inf_nan=False)]
+Seconds = Annotated[float, Strict(), Field(ge=0, le=86_400, allow_inf_nan=False)]
+#: A whole number from 1: an occurrence, a revision, a count.
+Count = Annotated[int, Strict(), Field(ge=1)]
+Flag = StrictBool
 
 
 class TaskSpec(Frozen):
     """The task as the controller first records it: revision ``revision`` authorizes this one operation."""
 
     task_id: SafeName
-    revision: Annotated[int, Field(ge=1)]
+    revision: Count
     operation: str = "activate_model"
     target: str
     model: str
@@ -81,7 +88,7 @@ class DestinationSpec(Frozen):
     request_validity_s: PositiveSeconds | None = 60.0
     #: Fencing: requests carry their approval, and the service refuses one whose approval was revoked (the
     #: task changed or was cancelled) or expired by the time it arrives.
-    fencing: bool = False
+    fencing: Flag = False
     #: Time from accepting a request to applying it.
     apply_s: Seconds = 0.5
     #: Time the lookup of a durable result takes to answer.
@@ -92,7 +99,7 @@ class DestinationSpec(Frozen):
     reject_models: tuple[str, ...] = ()
     #: False when the service's ledger cannot be read after the run: its entries are withheld from the
     #: checker, which must then say ``unknown`` where only that ledger could tell.
-    ledger_visible: bool = True
+    ledger_visible: Flag = True
 
 
 class ConnectorSpec(Frozen):
@@ -114,7 +121,7 @@ class BridgeSpec(Frozen):
 
     #: The convenience API: after an uncertain outcome, the bridge refuses further mutations of the task until a
     #: verification settles it (reads stay possible).
-    block_after_uncertain: bool = False
+    block_after_uncertain: Flag = False
 
 
 class TransportSpec(Frozen):
@@ -136,14 +143,14 @@ class WorkerSpec(Frozen):
     lookup_timeout_s: PositiveSeconds = 2.0
     #: Upper bound on policy commands over the whole case (every incarnation), so a policy that never stops
     #: still ends.
-    command_count_max: Annotated[int, Field(ge=1, le=10_000)] = 64
+    command_count_max: Annotated[Count, Field(le=10_000)] = 64
     #: Upper bound on one ``wait`` command.
     wait_max_s: PositiveSeconds = 60.0
     #: When the dispatcher records and claims the first action (from the start of the case).
     dispatch_at_s: Seconds = 0.0
     #: How many recovering workers start side by side after the first dispatch fails (they may race to
     #: record the same receipt).
-    recoverers: Annotated[int, Field(ge=1, le=4)] = 1
+    recoverers: Annotated[Count, Field(le=4)] = 1
     #: How long a write to the controller's action ledger takes to land after the worker decides it (a
     #: database round trip): another worker deciding meanwhile still sees the ledger without it.
     ledger_write_s: Seconds = 0.0
