@@ -341,3 +341,19 @@ def test_load_drops_exact_copies_and_keeps_revisions_apart(tmp_path: Path) -> No
     assert len(both) == 9 and both.attrs["duplicates"] == 3  # stop_on_timeout's copies are exact
     table = rate_table(both)
     assert "retry_same_key@99" in table.index.astype(str).tolist() or "retry_same_key@99" in table.to_string()
+
+
+def test_a_page_drawn_while_the_run_was_stopped_is_drawn_again_when_it_resumes(tmp_path: Path) -> None:
+    """`harness report` on a stopped run draws a page that says it is incomplete; the resumed run, even one
+    begun with --no-report, draws it again: no page in the folder tells less than the folder holds."""
+    out = tmp_path / "run"
+    args = ("run", "--scenario", "lost_response", "--seed-count", "2", "--tracking", "none", "--no-report")
+    assert harness(*args, "--quiet", "--out", str(out)).returncode == 0
+    assert not (out / "report.html").exists()
+    (out / "run.json").unlink()  # as if it had been stopped before its end
+    assert harness("report", str(out)).returncode == 0
+    assert "Incomplete:" in (out / "report.html").read_text()
+    resumed = harness("run", "--resume", str(out))
+    assert resumed.returncode == 0, resumed.stderr
+    page = (out / "report.html").read_text()
+    assert "Incomplete:" not in page and "12 cases" in page

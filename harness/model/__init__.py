@@ -40,6 +40,7 @@ from harness.model.records import Action, Artifact, Receipt
 from harness.model.report import (
     MANIFEST,
     RECORDS_GLOB,
+    REPORT_HTML,
     RUN_RECORD,
     SCHEMA_VERSION,
     Anomaly,
@@ -57,6 +58,7 @@ __all__ = [
     "MANIFEST",
     "OUTCOMES",
     "RECORDS_GLOB",
+    "REPORT_HTML",
     "RUN_RECORD",
     "SCHEMA_VERSION",
     "UNCERTAIN_REPLIES",

@@ -15,6 +15,7 @@ from harness.model.events import Event, event_data, parse_event
 __all__ = [
     "MANIFEST",
     "RECORDS_GLOB",
+    "REPORT_HTML",
     "RUN_RECORD",
     "SCHEMA_VERSION",
     "Anomaly",
@@ -34,6 +35,8 @@ RECORDS_GLOB = "records-*.jsonl.gz"
 #: with the first and not the second is a run that was stopped before it ended.
 MANIFEST = "manifest.json"
 RUN_RECORD = "run.json"
+#: A run folder's page for people (``harness.present.html_report``).
+REPORT_HTML = "report.html"
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from harness.check.registry import METRICS
-from harness.model import RUN_RECORD
+from harness.model import REPORT_HTML, RUN_RECORD
 from harness.present.analysis import (
     RATE_MIN_CASES,
     load,
@@ -143,7 +143,7 @@ def write_report(run_dir: Path, out: Path | None = None, order: Sequence[str] | 
     frame = order_policies(frame, order if order is not None else _grid_order(run_dir))
     shown = frame[frame["outcome"].isin(TIMELINE_OUTCOMES)]
     anchors = {str(path): f"case-{i}" for i, path in enumerate(shown["path"])}
-    out = out or run_dir / "report.html"
+    out = out or run_dir / REPORT_HTML
     heat = save_png(heatmap(frame), out.with_name("heatmap.png"))
     skipped = frame.attrs.get("skipped", [])
     body = [

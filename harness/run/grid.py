@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from harness.errors import RunFailed
 from harness.limits import COMPACT_ABOVE, DEFAULT_CASE_TIMEOUT_S
-from harness.model import MANIFEST, RUN_RECORD
+from harness.model import MANIFEST, REPORT_HTML, RUN_RECORD
 from harness.plx.tracking import (
     DEFAULT_PROJECT,
     Tracked,
@@ -347,7 +347,9 @@ def _complete(
         # After run.json, so the page does not call its own run incomplete (a run stopped while drawing it
         # is complete on disk: `harness report` draws the page again).
         page = None
-        if options.report:
+        # A page drawn while the run was stopped (``harness report``) calls it incomplete: drawn again, even under
+        # --no-report, so that no page in the folder tells less than the folder holds.
+        if options.report or (out / REPORT_HTML).is_file():
             from harness.present.html_report import write_report
 
             page = write_report(out, order=grid.policies)
