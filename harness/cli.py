@@ -83,6 +83,13 @@ def _whole(low: int, high: int, what: str) -> Callable[[str], int]:
     return parse
 
 
+def _path(text: str) -> Path:
+    """An argparse type: a path, refused when empty (``Path("")`` would quietly be the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path; give a file or folder name")
+    return Path(text)
+
+
 #: Bounds on counts from the command line (seeds per cell, concurrency): far above use, far below harm.
 COUNT_MAX = 10_000
 _seed = _whole(0, SEED_MAX, "seed")
@@ -135,7 +142,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--polyaxonfile",
-        type=Path,
+        type=_path,
         metavar="FILE",
         help="expand this Polyaxon grid operation's matrix and run its cells (default: polyaxonfiles/grid.yaml "
         "when neither --policy nor --scenario is given)",
@@ -146,7 +153,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="processes side by side; a cell of many seeds is shared among them (default: the matrix's, else 1)",
     )
-    run.add_argument("--out", type=Path, metavar="DIR", help="output folder (default: reports/runs/<run-id>)")
+    run.add_argument("--out", type=_path, metavar="DIR", help="output folder (default: reports/runs/<run-id>)")
     run.add_argument(
         "--tracking",
         choices=TRACKING_MODES,
@@ -178,14 +185,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--resume",
-        type=Path,
+        type=_path,
         metavar="DIR",
         help="complete a run that was stopped (killed, Ctrl-C, a full disk): only what is missing is run, with the "
         "options it began with",
     )
     run.add_argument(
         "--junit",
-        type=Path,
+        type=_path,
         metavar="FILE",
         help="also write JUnit XML: one testcase per scenario x seed, a failure per case neither correct nor "
         "escalated (with a repro file under <out>/repro)",
@@ -226,7 +233,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="I/N",
         help="explore only shard I of N of every template's schedules (0-based)",
     )
-    explore.add_argument("--out", type=Path, metavar="DIR", help="output folder (default: reports/runs/<run-id>)")
+    explore.add_argument("--out", type=_path, metavar="DIR", help="output folder (default: reports/runs/<run-id>)")
     explore.add_argument(
         "--tracking",
         choices=TRACKING_MODES,
@@ -267,9 +274,9 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also explore each scenario's schedules (as 'harness explore' at its defaults, at the same seeds)",
     )
-    check.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML to FILE")
+    check.add_argument("--junit", type=_path, metavar="FILE", help="write JUnit XML to FILE")
     check.add_argument(
-        "--out", type=Path, metavar="DIR", help="folder for cases and repro files (default: a new temporary folder)"
+        "--out", type=_path, metavar="DIR", help="folder for cases and repro files (default: a new temporary folder)"
     )
     check.add_argument(
         "--concurrency", type=_positive, default=1, metavar="N", help="processes side by side (default 1)"
@@ -281,22 +288,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     replay.add_argument(
         "case",
-        type=Path,
+        type=_path,
         metavar="CASE",
         help="a recovery.json, a compact record (records-*.jsonl.gz#seed-N), or a scenario file written by explore",
     )
     report = sub.add_parser("report", help="write report.html for a run folder (tables, heatmap, timelines)")
     report.add_argument(
         "run_dir",
-        type=Path,
+        type=_path,
         metavar="RUN_DIR",
         help="a run folder, Polyaxon offline root, or folder of downloaded recovery.json files",
     )
     sub.add_parser("list", help="show policies, scenarios and fault boundaries")
     schema = sub.add_parser("schema", help="print the JSON Schema of recovery.json")
-    schema.add_argument("--out", type=Path, metavar="FILE", help="write it to FILE instead")
+    schema.add_argument("--out", type=_path, metavar="FILE", help="write it to FILE instead")
     view = sub.add_parser("view", help="browse a run's Polyaxon runs in the Polyaxon UI (haupt viewer)")
-    view.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a folder written by 'harness run'")
+    view.add_argument("run_dir", type=_path, metavar="RUN_DIR", help="a folder written by 'harness run'")
     view.add_argument("--port", type=_port, default=8000, help="port on 127.0.0.1 (default: 8000)")
     return parser
 

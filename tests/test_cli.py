@@ -218,6 +218,30 @@ def test_more_bad_input_is_one_line(args: list[str], needle: str, tmp_path: Path
     assert not out.exists()
 
 
+def test_a_path_that_is_empty_or_of_the_wrong_kind_is_named_as_such(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An empty --out is not the current folder; a file given to --resume, or a folder to replay, is said to be
+    one (not "no such")."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "adir").mkdir()
+    for args, said in [
+        (["run", "--out", "", "--scenario", "lost_response"], "argument --out: an empty path"),
+        (["replay", ""], "argument CASE: an empty path"),
+        (["run", "--resume", "afile"], "afile: a file, not a folder; fix: give a folder written by 'harness run'"),
+        (["replay", "adir"], "adir: a folder, not a file; fix: give a recovery.json"),
+    ]:
+        try:
+            code = main(args)
+        except SystemExit as stopped:  # argparse's own refusal
+            code = int(stopped.code or 0)
+        assert code == 2
+        err = capsys.readouterr().err
+        assert said in err and len(err.strip().splitlines()) == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "afile"]
+
+
 def test_out_that_is_a_file_or_under_one(tmp_path: Path) -> None:
     """--out naming a file, or a folder under a file, is refused in one line."""
     afile = tmp_path / "afile"

@@ -134,7 +134,8 @@ class Manifest:
     def read(cls, out: Path) -> Manifest:
         path = out / MANIFEST
         if not out.is_dir():
-            raise UsageError(f"{out}: no such folder; fix: give a folder written by 'harness run'")
+            what = "a file, not a folder" if out.exists() else "no such folder"
+            raise UsageError(f"{out}: {what}; fix: give a folder written by 'harness run'")
         if not path.is_file():
             raise UsageError(f"{out}: no {MANIFEST}, so not a run folder; fix: give a folder written by 'harness run'")
         try:

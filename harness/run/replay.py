@@ -44,7 +44,8 @@ def replay(path: Path) -> Replay:
     if path.name.endswith(".jsonl.gz"):
         raise InputError(f"{path}: a file of compact records; fix: name one case, as {path}#seed-<n>")
     if not path.is_file():
-        raise InputError(f"{path}: no such file; fix: give a recovery.json or a scenario file written by explore")
+        what = "a folder, not a file" if path.is_dir() else "no such file"
+        raise InputError(f"{path}: {what}; fix: give a recovery.json or a scenario file written by explore")
     if path.suffix in (".yaml", ".yml"):
         return _replay_scenario(path)
     try:
