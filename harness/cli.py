@@ -468,7 +468,14 @@ def _progress(done: int, total: int, job: CellJob, result: CellResult) -> None:
     counts = ", ".join(f"{o} {n}" for o, n in outcomes.items())
     width = len(str(total))
     seeds = job.seeds
-    which = f" (seeds {seeds[0]}..{seeds[-1]})" if len(seeds) > 1 and result.cases > 100 else ""
+    # A line per piece: a cell split over processes says which of its seeds this piece ran.
+    if len(seeds) == 1:
+        span = f"seed {seeds[0]}"
+    elif isinstance(seeds, range) or len(seeds) > 3:
+        span = f"{len(seeds)} seeds, {seeds[0]}..{seeds[-1]}"
+    else:
+        span = f"seeds {', '.join(map(str, seeds))}"
+    which = f" ({span}, piece {job.part + 1} of {job.parts})" if job.parts > 1 else ""
     print(f"[{done:>{width}}/{total}] {job.policy_spec} x {job.scenario_spec}{which}: {counts}", file=sys.stderr)
 
 

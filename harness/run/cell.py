@@ -64,6 +64,8 @@ class CellJob:
     out: Path
     #: Which piece of its cell this is (pieces of a cell run side by side; their files never collide).
     part: int = 0
+    #: How many pieces its cell was split into.
+    parts: int = 1
     #: ``full``: a recovery.json per case; ``compact``: a record line per case, recovery.json only for the rest.
     records: RecordMode = "full"
     #: Draw ``timeline.png`` beside the recovery.json of each incorrect or unresolved case (for the report).

@@ -426,6 +426,7 @@ def pieces(
     """Split a cell's seeds into pieces: enough for every process to share a large cell, none over ``PIECE_MAX``."""
     seeds = cell.seeds
     size = max(1, min(PIECE_MAX, -(-len(seeds) // max(1, concurrency))))
+    parts = -(-len(seeds) // size)
     return [
         CellJob(
             cell.policy_spec,
@@ -433,6 +434,7 @@ def pieces(
             seeds[start : start + size],
             out,
             part=n,
+            parts=parts,
             records=records,
             timelines=timelines,
             case_timeout_s=case_timeout_s,
