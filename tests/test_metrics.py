@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from conftest import OPENING, applied, dispatch, history, recorded
 
+from harness.check import check
 from harness.check.facts import facts
 from harness.check.finding import Finding
 from harness.check.registry import by_name
@@ -358,3 +359,52 @@ def test_a_newer_write_to_a_target_held_by_an_unaccounted_action_is_unauthorized
         OPENING + dispatch(0.0, 1) + "\n" + applied(0.5, 1, "r1") + "\n" + recorded(5, "r1") + SECOND + a74(7.0)
     )
     assert run("unauthorized_dispatches", released).value == 0
+
+
+def test_refusals_count_refused_claims_contradicted_writes_and_unobserved_records() -> None:
+    """Each kind of refusal counts once: a claim the controller refused, a guarded write the ledger contradicted,
+    a record of a receipt the worker never observed; granted claims and carried-out commands count nothing."""
+    ordinary = history(OPENING + dispatch(0.0, 1) + "\n" + recorded(1.0, "r1"))
+    assert run("refusals", ordinary).value == 0
+    refused = history(
+        OPENING
+        + dispatch(0.0, 1)
+        + "\n"
+        + recorded(1.0, "r1")
+        + """
+2 controller claim action_id=a73 revision=17 ok=false reason="already accounted for"
+3 worker command_refused action_id=a73 reason="no observed applied receipt r9"
+4 controller record_conflict action_id=a73 receipt_id=none recorded_receipt_id=r1
+5 controller record_conflict action_id=a73 receipt_id=none recorded_receipt_id=r1
+"""
+    )
+    found = run("refusals", refused)
+    assert found.value == 4 and found.reason is None and found.anomalies == ()
+    # The destination's ledger withheld: every refusal is the caller's own record, so the count stands.
+    hidden = history(OPENING + "2 controller claim action_id=a73 revision=17 ok=false reason=held", visible=False)
+    assert run("refusals", hidden).value == 1
+
+
+def test_a_policy_that_asks_again_for_what_was_refused_is_correct_and_counted() -> None:
+    """A variant that keeps recording an absence after the ledger holds one ends correct (the action is accounted
+    for) and is told apart by its refusals and by the command budget it used up; the correct policy has none."""
+    from buggy_policies import _Variant
+
+    from harness.policy import Command, Situation, load_policy
+    from harness.scenario import scenario_cases
+    from harness.sim import simulate
+
+    class StopsOnlyWhenApplied(_Variant):
+        def decide(self, situation: Situation) -> Command:
+            if situation.recorded in ("absent", "rejected"):
+                situation = situation.model_copy(update={"recorded": None})
+            return super().decide(situation)
+
+    ((_, scenario),) = scenario_cases("fenced_late_original")
+    for policy, refusals, finished in (
+        (StopsOnlyWhenApplied("stops_only_when_applied"), 59, False),
+        (load_policy("reconcile_and_reauthorize"), 0, True),
+    ):
+        judgement = check(simulate(scenario, policy, 1).evidence)
+        assert judgement.outcome == "correct"
+        assert judgement.metrics["refusals"] == refusals and judgement.metrics["executor_finished"] is finished

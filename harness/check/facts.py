@@ -23,6 +23,7 @@ from harness.model.events import (
     ApprovalRevoked,
     CancelRequested,
     ClaimDecided,
+    CommandRefused,
     DispatchHeld,
     DispatchSent,
     EffectRecorded,
@@ -30,6 +31,7 @@ from harness.model.events import (
     Event,
     JobFollowSent,
     LookupSent,
+    RecordConflict,
     RejectionRecorded,
     ReplyReceived,
     TaskCompleted,
@@ -66,6 +68,9 @@ class Facts:
     #: Replies that reached the caller (what the caller could know, and when).
     replies: list[ReplyReceived] = field(default_factory=list)
     reports: list[WorkerReported] = field(default_factory=list)
+    #: Commands refused besides claims: guarded ledger writes the ledger contradicted, records of receipts the
+    #: worker never observed.
+    refused: list[RecordConflict | CommandRefused] = field(default_factory=list)
 
     #: Built on first use, so that every question below costs a lookup or a binary search, never a rescan of
     #: the history per dispatch (a case with a thousand retries would otherwise cost a million steps).
@@ -220,4 +225,6 @@ _VIEW: dict[type[Event], str] = {
     Accepted: "accepts",
     ReplyReceived: "replies",
     WorkerReported: "reports",
+    RecordConflict: "refused",
+    CommandRefused: "refused",
 }

@@ -18,6 +18,7 @@ __all__ = [
     "executor_finished",
     "new_keys_while_unknown",
     "reads",
+    "refusals",
     "task_completed",
     "time_to_account_s",
     "unresolved_actions",
@@ -83,6 +84,14 @@ def escalations(f: Facts) -> Finding:
 def dispatches(f: Facts) -> Finding:
     """Side-effecting requests the caller sent (first dispatches and retries)."""
     return Finding(len(f.dispatches))
+
+
+def refusals(f: Facts) -> Finding:
+    """Commands refused instead of carried out: claims the controller refused (the action no longer authorized,
+    or its target held by an older action), guarded ledger writes that contradicted the ledger, and records of
+    receipts the worker never observed. A policy that asks again for what was refused shows here, whatever
+    its outcome."""
+    return Finding(sum(not claim.ok for claim in f.claims) + len(f.refused))
 
 
 def reads(f: Facts) -> Finding:

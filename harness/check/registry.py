@@ -67,6 +67,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("dispatches", measures.dispatches, "measure", "count", "none", shown=True),
     Metric("reads", measures.reads, "measure", "count", "none", shown=True),
     Metric("new_keys_while_unknown", measures.new_keys_while_unknown, "measure", "count", "none", shown=True),
+    Metric("refusals", measures.refusals, "measure", "count", "none", shown=True, audited=False),
     _property("unauthorized_dispatches", properties.unauthorized_dispatches),
     _property("duplicate_effects", properties.duplicate_effects),
     _property("wrong_revision_completions", properties.wrong_revision_completions),
