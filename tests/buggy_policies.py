@@ -152,6 +152,14 @@ class ComparesModelNotDigest(_Variant):
         )
 
 
+class ComparesArgumentsOnly(_Variant):
+    """Compares a receipt's arguments with the action's, but not its key: another client's operation with the
+    same arguments passes for this action's effect."""
+
+    def matches(self, receipt: Receipt, situation: Situation) -> bool:
+        return receipt.artifact == situation.action.artifact
+
+
 class RecordsRejectionAsEffect(_Variant):
     """Records every settled receipt as an effect, a rejected one included ("the service answered: done")."""
 
@@ -347,6 +355,7 @@ CORPUS: tuple[Catch, ...] = (
     Catch(UnknownVerificationAsAbsent("unknown_as_absent"), "bridge_verify_times_out", "retries_after_uncertain"),
     Catch(AcceptsWeakerSuccess("accepts_weaker_success"), "foreign_receipt", "mismatched_records"),
     Catch(ComparesModelNotDigest("compares_model_not_digest"), "rebuilt_receipt", "mismatched_records"),
+    Catch(ComparesArgumentsOnly("compares_arguments_only"), "receipt_under_another_key", "mismatched_records"),
     Catch(RecordsRejectionAsEffect("records_rejection_as_effect"), "rejected_reply_lost", "abandoned_actions"),
     Catch(TrustsProcessDedupe("trusts_process_dedupe"), "process_dedupe_late_original", "duplicate_effects"),
     Catch(NoValidityAsZero("no_validity_as_zero"), "late_original_no_validity", "duplicate_effects"),

@@ -267,13 +267,25 @@ def _show(artifact: Artifact) -> str:
 
 
 def mismatched_records(f: Facts) -> Finding:
-    """Effects recorded with a receipt for other arguments than the action's last request asked for: a receipt
-    accepted without comparing it with the request (a replayed first result, a misrouted lookup)."""
+    """Effects recorded with a receipt for other arguments than the action's last request asked for, or under a
+    key none of its requests carried (another client's operation, whatever its arguments): a receipt accepted
+    without comparing it with the request (a replayed first result, a misrouted lookup)."""
     anomalies = []
     for r in f.records:
         if not isinstance(r, EffectRecorded):
             continue
         sent = [d for d in f.dispatches_of(r.action_id) if d.index < r.index]
+        keys = {d.idempotency_key for d in sent}
+        if keys and r.idempotency_key not in keys:
+            anomalies.append(
+                Anomaly(
+                    kind="mismatched_record",
+                    witnesses=(r.index, sent[-1].index),
+                    detail=f"{r.action_id}: receipt {r.receipt_id} under key {r.idempotency_key} recorded as its "
+                    f"effect, a key none of its requests carried ({', '.join(sorted(keys))})",
+                )
+            )
+            continue
         asked = sent[-1].artifact if sent else f.actions[r.action_id].artifact
         if r.artifact != asked:
             revision = f.revision_at(r.index)

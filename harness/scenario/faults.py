@@ -205,13 +205,16 @@ class LookupUnavailable(FaultBase):
 
 class LookupForeignReceipt(FaultBase):
     """The lookup answers ``applied`` with a receipt for other arguments (another deployment of the target), as a
-    misrouted or buggy lookup would: only a caller that verifies the receipt against its request notices."""
+    misrouted or buggy lookup would: only a caller that verifies the receipt against its request notices. With
+    ``idempotency_key``, the receipt names that key instead of the one looked up: another client's operation,
+    which may carry the very same arguments."""
 
     side: ClassVar[Side] = "destination"
     counted: ClassVar[Literal["dispatch", "lookup"]] = "lookup"
     boundary: Literal["lookup_foreign_receipt"] = "lookup_foreign_receipt"
     model: str = "m-other"
     digest: str = "sha256:other"
+    idempotency_key: str | None = None
 
 
 Fault = Annotated[

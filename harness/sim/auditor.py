@@ -67,7 +67,8 @@ class _Write:
     status: Literal["applied", "rejected", "absent"]
     receipt_id: str | None
     at_s: float
-    #: The receipt's arguments against what the action's last request asked for (applied writes only).
+    #: The receipt's arguments against what the action's last request asked for, or its key against every key
+    #: the action's requests carried (applied writes only).
     mismatched: bool
     #: Whether the destination had accepted an operation of the action before this write.
     accepted_before: bool
@@ -177,9 +178,13 @@ class Auditor:
         receipt_id: str | None,
         at_s: float,
         receipt_artifact: Artifact | None = None,
+        receipt_key: str | None = None,
     ) -> None:
-        expected = self.callers[action_id].last_artifact or self._live().actions[action_id].view.artifact
-        mismatched = status == "applied" and receipt_artifact is not None and receipt_artifact != expected
+        caller = self.callers[action_id]
+        expected = caller.last_artifact or self._live().actions[action_id].view.artifact
+        # Another client's operation is not this action's effect, whatever its arguments.
+        foreign = bool(caller.keys) and receipt_key is not None and receipt_key not in caller.keys
+        mismatched = status == "applied" and receipt_artifact is not None and (foreign or receipt_artifact != expected)
         accepted_before = action_id in self.accepted and self.accepted[action_id] <= at_s
         self.writes.append(_Write(action_id, status, receipt_id, at_s, mismatched, accepted_before))
 

@@ -273,6 +273,7 @@ class Controller:
             action.receipt_id,
             self._history.now_s(),
             receipt.artifact if receipt else None,
+            receipt.idempotency_key if receipt else None,
         )
         # Wake whoever waits for a held target, with a fresh event for the next wait.
         woken, self.accounted = self.accounted, self._env.event()

@@ -119,7 +119,12 @@ class Destination:
             known = self._ledger.get(key)
             base = known[-1].artifact if known else Artifact(operation="unknown", target="unknown", model="", digest="")
             artifact = base.model_copy(update={"model": foreign.model, "digest": foreign.digest})
-            receipt = Receipt(receipt_id=f"rx{request.n}", status="applied", idempotency_key=key, artifact=artifact)
+            receipt = Receipt(
+                receipt_id=f"rx{request.n}",
+                status="applied",
+                idempotency_key=foreign.idempotency_key or key,
+                artifact=artifact,
+            )
             self._history.record(LookupAnswered(idempotency_key=key, effect="applied", receipt_id=receipt.receipt_id))
             return Reply(effect="applied", receipt=receipt)
         seen = self._as_of(key, self._history.now_s() - self._spec.lookup_lag_s)
@@ -134,12 +139,13 @@ class Destination:
 
     def _verify(self, request: Request) -> Generator[simpy.Event, Any, Reply]:
         """Read the run's durable state by its key and compare it with the original expectation (the request's
-        artifact): confirmed only by a receipt for exactly those arguments."""
+        artifact): confirmed only by a receipt of that run (its key) for exactly those arguments."""
         answer = yield from self._lookup(request)
         receipt = answer.receipt
         verified: Verified
         if answer.effect == "applied" and receipt is not None:
-            verified = "confirmed" if receipt.artifact == request.artifact else "refuted"
+            same = receipt.artifact == request.artifact and receipt.idempotency_key == request.idempotency_key
+            verified = "confirmed" if same else "refuted"
         elif answer.effect == "rejected":
             verified = "refuted"
         elif answer.effect == "absent":
