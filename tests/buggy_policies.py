@@ -322,6 +322,59 @@ class FollowsStaleJob(_FollowVariant):
         return follows[-1] if follows else None
 
 
+class DatesDeathFromSend(_FollowVariant):
+    """Dates a dead job's death from when its request was sent, not from when the connector reported it dead: a
+    lagging look at the target, showing it as it stood while the job still ran, counts as an absence."""
+
+    def _died_by(self, situation: Situation) -> float:
+        last = situation.attempts[-1]
+        return last.sent_at_s if last.sent_at_s is not None else last.recorded_at_s
+
+
+class RefutedAsAbsent(_VerifyVariant):
+    """Reads a refuted verification (another result stands under the run) as "the call never ran"."""
+
+    def decide(self, situation: Situation) -> Command:
+        lookups = tuple(
+            lookup.model_copy(update={"effect": "absent", "receipt": None, "verified": "absent"})
+            if lookup.source == "verify" and lookup.verified == "refuted"
+            else lookup
+            for lookup in situation.lookups
+        )
+        return super().decide(situation.model_copy(update={"lookups": lookups}))
+
+
+class NewPipeUuid(_VerifyVariant):
+    """Through the bridge, sends an absent call again as an ordinary new call: a new pipe request UUID (the
+    bridge's default) instead of the original one."""
+
+    def retry_command(self, situation: Situation) -> Command:
+        if situation.contract.via == "bridge":
+            return RetryNewKey(claim=True)
+        return super().retry_command(situation)
+
+
+class ReplaysWithoutClaim(_VerifyVariant):
+    """Through the bridge, replays the same call without the controller's recheck-and-claim ("re-sending the
+    same request is not a new dispatch")."""
+
+    def retry_command(self, situation: Situation) -> Command:
+        if situation.contract.via == "bridge":
+            return RetrySameAction(claim=False)
+        return super().retry_command(situation)
+
+
+class BridgeReceiptsAsDedupe(_VerifyVariant):
+    """Takes the bridge's receipts per request UUID for durable deduplication, though they last only as long as
+    the bridge's process."""
+
+    def retry_is_safe(self, situation: Situation, looked_at_s: float) -> bool:
+        if situation.contract.via == "bridge":
+            durable = situation.contract.model_copy(update={"dedupe": "durable"})
+            situation = situation.model_copy(update={"contract": durable})
+        return super().retry_is_safe(situation, looked_at_s)
+
+
 @dataclass(frozen=True)
 class Catch:
     """Where a variant must be caught: the scenario, and the property whose verdict must be false."""
@@ -363,6 +416,11 @@ CORPUS: tuple[Catch, ...] = (
     Catch(AbsentFinalByClock("absent_final_by_clock"), "read_straddles_quiet", "false_records"),
     # Hidden (found only by exploring late_original_no_dedupe) until read_straddles_quiet was shipped.
     Catch(PendingAsAbsent("pending_as_absent"), "read_straddles_quiet", "duplicate_effects"),
+    Catch(DatesDeathFromSend("dates_death_from_send"), "connector_dead_job_lag_before_effect", "duplicate_effects"),
+    Catch(RefutedAsAbsent("refuted_as_absent"), "bridge_refuted_after_restart", "duplicate_effects"),
+    Catch(NewPipeUuid("new_pipe_uuid"), "bridge_late_original_new_uuid", "duplicate_effects"),
+    Catch(ReplaysWithoutClaim("replays_without_claim"), "bridge_newer_write_held", "unauthorized_dispatches"),
+    Catch(BridgeReceiptsAsDedupe("bridge_receipts_as_dedupe"), "bridge_restart_late_original", "duplicate_effects"),
 )
 
 

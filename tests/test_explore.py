@@ -165,7 +165,8 @@ def test_the_safe_policies_have_no_finding_in_any_shipped_scenario(tmp_path: Pat
     The run exits 4 all the same, for two declared faults none of them reaches: connector_no_record_yet delays
     a second request, and a safe policy never sends one there (it waits until no earlier request can still
     arrive, and the target shows the effect); process_dedupe_late_original restarts the destination at the
-    second dispatch, which a safe policy never sends to a service whose deduplication a restart empties.
+    second dispatch, which a safe policy never sends to a service whose deduplication a restart empties, and
+    bridge_restart_late_original restarts the bridge at the second call, which a safe policy never sends.
     Coverage is judged over the policies of the run, so it says so."""
     out = tmp_path / "safe"
     args = ["explore", "--out", str(out), "--quiet", "--concurrency", "2", "--tracking", "none"]
@@ -174,7 +175,8 @@ def test_the_safe_policies_have_no_finding_in_any_shipped_scenario(tmp_path: Pat
     assert main(args) == 4
     summary = json.loads((out / "explore.json").read_text())
     assert summary["findings"] == [] and summary["violating_cases"] == 0 and summary["errors"] == []
-    assert summary["unfired"] == [
+    assert sorted(summary["unfired"], key=lambda u: u["scenario"]) == [
+        {"scenario": "bridge_restart_late_original", "fault": "bridge_restart nth=2"},
         {"scenario": "connector_no_record_yet", "fault": "request_delayed nth=2 delay_s=20.0"},
         {"scenario": "process_dedupe_late_original", "fault": "destination_restart nth=2"},
     ]
