@@ -528,3 +528,27 @@ def test_each_anomaly_and_each_unknown_says_in_words_what_was_found(
         assert (found.reason, found.anomalies) == (words, ())
     else:
         assert [a.detail for a in found.anomalies] == [words]
+
+
+def test_an_effect_recorded_under_a_key_no_request_carried_is_mismatched_each_time() -> None:
+    """Another client's receipt with the action's own arguments, recorded twice after a73's one dispatch: each
+    record is a mismatched record of its own, witnessed by the record and the last dispatch, said in words."""
+    foreign = recorded(1.0, "rx1").replace("idempotency_key=a73", "idempotency_key=other-9")
+    again = recorded(2.0, "rx2", version=2).replace("idempotency_key=a73", "idempotency_key=other-9")
+    evidence = history(OPENING + dispatch(0.0, 1) + "\n" + foreign + "\n" + again, visible=False)
+    found = by_name("mismatched_records").function(facts(evidence))
+    assert found.value == 2
+    assert [(a.kind, a.witnesses, a.detail) for a in found.anomalies] == [
+        (
+            "mismatched_record",
+            (5, 4),
+            "a73: receipt rx1 under key other-9 recorded as its effect, a key none of its requests carried (a73)",
+        ),
+        (
+            "mismatched_record",
+            (6, 4),
+            "a73: receipt rx2 under key other-9 recorded as its effect, a key none of its requests carried (a73)",
+        ),
+    ]
+    two_keys = history(OPENING + dispatch(0.0, 1) + "\n" + dispatch(0.5, 2, key="a73.k1") + "\n" + foreign)
+    assert by_name("mismatched_records").function(facts(two_keys)).anomalies[0].detail.endswith("(a73, a73.k1)")

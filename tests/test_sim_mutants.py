@@ -931,3 +931,20 @@ def test_a_reply_arriving_after_the_worker_reported_reaches_no_one() -> None:
     (report,) = [e for e in history if isinstance(e, WorkerReported)]
     late = [e for e in history if isinstance(e, ReplyReceived | ReplyUndeliverable) and e.kind == "dispatch"]
     assert [type(e) for e in late] == [ReplyUndeliverable] and late[0].index > report.index
+
+
+def test_ground_truth_counts_a_receipt_under_another_clients_key_as_mismatched() -> None:
+    """The auditor judges a write by the receipt's key too: a receipt with the action's own arguments under a key
+    none of its requests carried is a mismatched record in truth, as the checker finds it; the correct policy's
+    escalation writes nothing."""
+    from buggy_policies import ComparesArgumentsOnly
+
+    from harness.check import check
+    from harness.scenario import scenario_cases
+
+    ((_, scenario),) = scenario_cases("receipt_under_another_key")
+    correct = load_policy("reconcile_and_reauthorize")
+    for policy, count in ((ComparesArgumentsOnly("compares_arguments_only"), 1), (correct, 0)):
+        result = simulate(scenario, policy, 1)
+        assert result.truth.mismatched_records == count
+        assert check(result.evidence).metrics["mismatched_records"] == count
