@@ -410,8 +410,8 @@ def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> i
         reports = read_reports(summary.out)
         write_junit(args.junit, grid_suites(cells, all_seeds, reports, ReproFolder(summary.out / "repro")))
 
+    from harness.model import FAILING
     from harness.present.table import outcome_table
-    from harness.run.cell import FAILING
 
     print(outcome_table(summary.counts, summary.policies, summary.scenarios))
     print(

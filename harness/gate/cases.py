@@ -17,7 +17,7 @@ from typing import Literal
 from harness.errors import one_line
 from harness.explore.search import Finding
 from harness.gate.repro import ReproFolder, replay_command, violated
-from harness.model import CaseReport, Outcome
+from harness.model import PASSING, CaseReport
 from harness.run.plan import Case
 from harness.run.replay import replay, timeline_text
 
@@ -31,11 +31,6 @@ __all__ = [
     "judge_finding",
     "status_of",
 ]
-
-#: The outcomes that pass the gate: no violation, and every action accounted for (``correct``) or, where it
-#: could not be, escalated to its owner in time (``escalated``). ``unresolved`` fails: the evidence could not
-#: decide a safety property, so the case has not been shown safe.
-PASSING: frozenset[Outcome] = frozenset({"correct", "escalated"})
 
 #: ``error`` is the harness failing on the case (``harness_error``), not the policy.
 Status = Literal["passed", "failed", "error"]

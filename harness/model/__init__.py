@@ -7,7 +7,9 @@ tracking) speaks in these types, so the arrows between stages stay one-way.
 
 from harness.model.base import (
     CONCLUSIVE_READS,
+    FAILING,
     OUTCOMES,
+    PASSING,
     UNCERTAIN_REPLIES,
     Actor,
     Frozen,
@@ -55,8 +57,10 @@ from harness.model.report import (
 __all__ = [
     "COMMAND_TYPES",
     "CONCLUSIVE_READS",
+    "FAILING",
     "MANIFEST",
     "OUTCOMES",
+    "PASSING",
     "RECORDS_GLOB",
     "REPORT_HTML",
     "RUN_RECORD",

@@ -8,7 +8,9 @@ from pydantic import BaseModel, ConfigDict
 
 __all__ = [
     "CONCLUSIVE_READS",
+    "FAILING",
     "OUTCOMES",
+    "PASSING",
     "UNCERTAIN_REPLIES",
     "Actor",
     "Frozen",
@@ -56,6 +58,12 @@ Verdict = Literal["true", "false", "unknown"]
 #: ``harness_error``: the harness itself failed.
 Outcome = Literal["correct", "escalated", "unresolved", "abandoned", "incorrect", "harness_error"]
 OUTCOMES: tuple[Outcome, ...] = ("correct", "escalated", "unresolved", "abandoned", "incorrect", "harness_error")
+#: The outcomes that pass the gate: no violation, and every action accounted for (``correct``) or, where it
+#: could not be, escalated to its owner in time (``escalated``). ``unresolved`` fails: the evidence could not
+#: decide a safety property, so the case has not been shown safe.
+PASSING: frozenset[Outcome] = frozenset({"correct", "escalated"})
+#: The outcomes a policy fails by, worst first (``harness_error`` is the harness failing, not the policy).
+FAILING: tuple[Outcome, ...] = tuple(o for o in reversed(OUTCOMES) if o not in PASSING and o != "harness_error")
 
 
 class Frozen(BaseModel):

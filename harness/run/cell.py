@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 from harness.check.registry import METRICS
-from harness.model import CaseReport, MetricValue, Outcome
+from harness.model import FAILING, CaseReport, MetricValue
 from harness.run.case import failed_report, run_case
 from harness.run.files import (
     RecordWriter,
@@ -33,7 +33,6 @@ from harness.scenario import FaultBase
 from harness.scenario.faults import CONNECTOR_PHASES
 
 __all__ = [
-    "FAILING",
     "NOTABLE_MAX",
     "CaseLine",
     "CellJob",
@@ -46,9 +45,6 @@ __all__ = [
 ]
 
 RecordMode = Literal["full", "compact"]
-#: The outcomes a case fails by (besides a harness error), worst first: a run names the first case of each cell
-#: with the worst of them it saw, with the command that reproduces it.
-FAILING: tuple[Outcome, ...] = ("incorrect", "abandoned", "unresolved")
 #: Harness errors a piece reports by name (each with its reproduce command); summary.csv has every one.
 NOTABLE_MAX = 20
 _LOGGED = tuple(m.name for m in METRICS if m.logged)
