@@ -246,8 +246,12 @@ class Situation(Frozen):
 
     def observed_receipts(self) -> list[Receipt]:
         """Every receipt seen so far, from replies and lookups, oldest first, without repeats."""
-        if self._receipts is not None:
-            return list(self._receipts)
+        # Read from the private slot directly: pydantic's attribute path for a private attribute costs more than
+        # the whole derivation on a short case.
+        private = self.__pydantic_private__
+        kept = private["_receipts"] if private else None
+        if kept is not None:
+            return list(kept)
         seen: dict[str, Receipt] = {}
         for attempt in self.attempts:
             if attempt.receipt is not None:
