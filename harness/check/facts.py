@@ -126,6 +126,18 @@ class Facts:
         first = self._first_record.get(action_id)
         return first if first is not None and first.index < index else None
 
+    def accounted_for(self, action_id: str) -> bool:
+        """Whether the action ledger recorded ``action_id``'s outcome by the recovery deadline."""
+        if self._first_record is None:
+            self._first_record = _first_of(self.records)
+        first = self._first_record.get(action_id)
+        return first is not None and first.at_s <= self.evidence.recovery_deadline_s
+
+    def escalated_in_time(self, action_id: str) -> bool:
+        """Whether ``action_id`` was handed to its owner by the recovery deadline."""
+        first = next((e for e in self.escalations if e.action_id == action_id), None)
+        return first is not None and first.at_s <= self.evidence.recovery_deadline_s
+
     def hold_before(self, action_id: str, index: int) -> DispatchHeld | None:
         """The first hold of ``action_id``'s dispatch, if it was recorded before entry ``index``."""
         if self._first_hold is None:

@@ -30,7 +30,7 @@ def unresolved_actions(f: Facts) -> Finding:
     deadline = f.evidence.recovery_deadline_s
     anomalies = []
     for action_id, action in sorted(f.actions.items()):
-        if not any(r.action_id == action_id and r.at_s <= deadline for r in f.records):
+        if not f.accounted_for(action_id):
             anomalies.append(
                 Anomaly(
                     kind="unresolved_action",

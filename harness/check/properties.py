@@ -327,9 +327,7 @@ def abandoned_actions(f: Facts) -> Finding:
     deadline = f.evidence.recovery_deadline_s
     anomalies = []
     for action_id, action in sorted(f.actions.items()):
-        if any(r.action_id == action_id and r.at_s <= deadline for r in f.records):
-            continue
-        if any(e.action_id == action_id and e.at_s <= deadline for e in f.escalations):
+        if f.accounted_for(action_id) or f.escalated_in_time(action_id):
             continue
         anomalies.append(
             Anomaly(
