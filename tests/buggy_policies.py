@@ -375,6 +375,145 @@ class BridgeReceiptsAsDedupe(_VerifyVariant):
         return super().retry_is_safe(situation, looked_at_s)
 
 
+# -- variants a later hunt wrote (five of them caught since by scenarios written for them) -------------------
+
+
+class QuietFromFirstSend(_Variant):
+    """Dates the quiet period from the first send instead of the last: a retry still in flight is forgotten."""
+
+    def quiet_after_s(self, situation: Situation) -> float | None:
+        first = situation.first_sent_at_s
+        if first is None:
+            return situation.started_at_s
+        validity = situation.contract.request_validity_s
+        if validity is None:
+            return None
+        return first + validity + situation.contract.lookup_lag_s
+
+
+class WindowFromFirstSend(_Variant):
+    """Checks that the retry's window outlasts the late arrival of the first request only, not of a later one."""
+
+    def retry_is_safe(self, situation: Situation, looked_at_s: float) -> bool:
+        quiet = self.quiet_after_s(situation)
+        if quiet is not None and looked_at_s >= quiet:
+            return True
+        first = situation.first_sent_at_s
+        contract = situation.contract
+        if first is None or contract.dedupe != "durable" or contract.request_validity_s is None:
+            return first is None
+        return first + contract.request_validity_s <= situation.now_s + contract.dedupe_window_s
+
+
+class TrustsReadBeforeRetry(_Variant):
+    """Keeps using a recent read even when an attempt was sent after it (only the clock makes a read stale)."""
+
+    def _latest_fresh_read(self, situation: Situation, latest_attempt: float | None) -> LookupView | None:
+        return super()._latest_fresh_read(situation, None)
+
+
+class UnknownSentAsUnsent(_Variant):
+    """Counts only the attempts it saw sent: one of a crashed (or another) incarnation is taken as never sent."""
+
+    def decide(self, situation: Situation) -> Command:
+        attempts = tuple(a.model_copy(update={"sent": False}) if a.sent is None else a for a in situation.attempts)
+        return super().decide(situation.model_copy(update={"attempts": attempts}))
+
+
+class UnknownLookupAsAbsent(_Variant):
+    """Reads an unanswered lookup ("unknown") as "absent"."""
+
+    def decide(self, situation: Situation) -> Command:
+        lookups = tuple(
+            lk.model_copy(update={"effect": "absent"}) if lk.source == "lookup" and lk.effect == "unknown" else lk
+            for lk in situation.lookups
+        )
+        return super().decide(situation.model_copy(update={"lookups": lookups}))
+
+
+class ComparesKeyModelDigest(_Variant):
+    """Compares a receipt's key, model and digest, but not its operation and target."""
+
+    def matches(self, receipt: Receipt, situation: Situation) -> bool:
+        keys = {situation.action.idempotency_key, *(a.idempotency_key for a in situation.attempts)}
+        got, sent = receipt.artifact, situation.action.artifact
+        return receipt.idempotency_key in keys and (got.model, got.digest) == (sent.model, sent.digest)
+
+
+class ComparesWithCurrentTask(_Variant):
+    """Compares a receipt with what the task asks for now instead of with what the action sent."""
+
+    def matches(self, receipt: Receipt, situation: Situation) -> bool:
+        keys = {situation.action.idempotency_key, *(a.idempotency_key for a in situation.attempts)}
+        return receipt.idempotency_key in keys and receipt.artifact == situation.task.artifact
+
+
+class WaitsForQuietPastMargin(_Variant):
+    """Waits for the absence to become final whenever that is before the deadline, forgetting the margin a last
+    read, a record or an escalation needs."""
+
+    def _absent_without_retry(self, situation: Situation, looked_at_s: float) -> Command:
+        command = super()._absent_without_retry(situation, looked_at_s)
+        quiet = self.quiet_after_s(situation)
+        if isinstance(command, Escalate) and quiet is not None and quiet < situation.deadline_s:
+            return Wait(duration_s=max(quiet - situation.now_s, 0.0) + 0.001)
+        return command
+
+
+class RefusedReplyAsAbsent(_Variant):
+    """Takes the destination's refusal of the latest attempt (too old, or fenced) as proof that the action never
+    applied, and records it absent."""
+
+    def decide(self, situation: Situation) -> Command:
+        last = situation.attempts[-1] if situation.attempts else None
+        if situation.recorded is None and last is not None and last.response_status == "refused":
+            return RecordAbsent(reason="the destination refused the request")
+        return super().decide(situation)
+
+
+class FencedAbsenceFinal(_Variant):
+    """At a fencing destination, takes any absent read as final once the approval is revoked ("nothing carrying
+    it can apply any more"), however far the lookup lags."""
+
+    def quiet_after_s(self, situation: Situation) -> float | None:
+        if situation.contract.fencing and not situation.approval.valid:
+            return 0.0
+        return super().quiet_after_s(situation)
+
+
+class FollowsForever(_FollowVariant):
+    """Follows a running job for as long as it runs, without keeping time to escalate."""
+
+    def decide(self, situation: Situation) -> Command:
+        job = self._latest_job(situation)
+        if (
+            situation.contract.via == "connector"
+            and not situation.recorded
+            and not situation.escalated
+            and not situation.observed_receipts()
+            and job is not None
+            and job.effect == "running"
+        ):
+            return FollowJob()
+        return super().decide(situation)
+
+
+class DeathIgnoresLag(_FollowVariant):
+    """After a dead job, takes the target's absence as current however far its lookup lags."""
+
+    def retry_is_safe(self, situation: Situation, looked_at_s: float) -> bool:
+        if self._dead(situation):
+            return looked_at_s >= self._died_by(situation)
+        return super().retry_is_safe(situation, looked_at_s)
+
+
+class TrustsVerificationBeforeRetry(_VerifyVariant):
+    """Keeps using a recent verification even when a call was sent after it."""
+
+    def _latest_fresh_read(self, situation: Situation, latest_attempt: float | None) -> LookupView | None:
+        return super()._latest_fresh_read(situation, None)
+
+
 @dataclass(frozen=True)
 class Catch:
     """Where a variant must be caught: the scenario, and the property whose verdict must be false."""
@@ -421,6 +560,27 @@ CORPUS: tuple[Catch, ...] = (
     Catch(NewPipeUuid("new_pipe_uuid"), "bridge_late_original_new_uuid", "duplicate_effects"),
     Catch(ReplaysWithoutClaim("replays_without_claim"), "bridge_newer_write_held", "unauthorized_dispatches"),
     Catch(BridgeReceiptsAsDedupe("bridge_receipts_as_dedupe"), "bridge_restart_late_original", "duplicate_effects"),
+    Catch(QuietFromFirstSend("quiet_from_first_send"), "retry_delayed_past_window", "duplicate_effects"),
+    Catch(WindowFromFirstSend("window_from_first_send"), "retry_delayed_past_window", "duplicate_effects"),
+    Catch(
+        TrustsReadBeforeRetry("trusts_read_before_retry"), "bridge_second_connection_error", "retries_after_uncertain"
+    ),
+    Catch(UnknownSentAsUnsent("unknown_sent_as_unsent"), "racing_recoverers_no_dedupe", "duplicate_effects"),
+    Catch(UnknownLookupAsAbsent("unknown_lookup_as_absent"), "bridge_newer_write_held", "false_records"),
+    Catch(ComparesKeyModelDigest("compares_key_model_digest"), "foreign_receipt_before_arrival", "mismatched_records"),
+    Catch(
+        ComparesWithCurrentTask("compares_with_current_task"), "foreign_receipt_for_new_revision", "mismatched_records"
+    ),
+    Catch(WaitsForQuietPastMargin("waits_for_quiet_past_margin"), "quiet_at_deadline", "abandoned_actions"),
+    Catch(RefusedReplyAsAbsent("refused_reply_as_absent"), "refused_retry_after_late_original", "false_records"),
+    Catch(FencedAbsenceFinal("fenced_absence_final"), "fenced_stale_lookup_after_cancel", "false_records"),
+    Catch(FollowsForever("follows_forever"), "connector_new_operation_pending", "abandoned_actions"),
+    Catch(DeathIgnoresLag("death_ignores_lag"), "connector_dead_job_lag_before_effect", "duplicate_effects"),
+    Catch(
+        TrustsVerificationBeforeRetry("trusts_verification_before_retry"),
+        "bridge_second_connection_error",
+        "retries_after_uncertain",
+    ),
 )
 
 
