@@ -55,6 +55,8 @@ check: 0 every case is correct or escalated, 1 some case is not (each printed wi
 EXIT_OK, EXIT_HARNESS_ERROR, EXIT_USAGE, EXIT_TRACKING, EXIT_COVERAGE = 0, 1, 2, 3, 4
 #: Ctrl-C or SIGTERM: the run stopped; its folder can be resumed.
 EXIT_INTERRUPTED = 130
+#: The output's reader closed the pipe: the status a program killed by SIGPIPE has in a shell.
+EXIT_BROKEN_PIPE = 141
 #: ``harness check``: some case is neither correct nor escalated (the policy fails the gate).
 EXIT_UNSAFE = 1
 #: ``harness explore`` prints a replay command for this many findings; explore.json lists them all.
@@ -178,11 +180,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no per-cell progress lines")
     run.add_argument("--no-report", action="store_true", help="skip report.html, heatmap.png and the timelines")
     _case_timeout(run, "counted as a harness error")
-    run.add_argument(
-        "--force-concurrency",
-        action="store_true",
-        help="use --concurrency as given even when it is more than the machine's cores",
-    )
+    _force_concurrency(run)
     run.add_argument(
         "--resume",
         type=_path,
@@ -226,6 +224,7 @@ def _parser() -> argparse.ArgumentParser:
     explore.add_argument(
         "--concurrency", type=_positive, default=1, metavar="N", help="processes side by side (default 1)"
     )
+    _force_concurrency(explore)
     explore.add_argument(
         "--shard",
         type=_shard,
@@ -281,6 +280,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--concurrency", type=_positive, default=1, metavar="N", help="processes side by side (default 1)"
     )
+    _force_concurrency(check)
     _case_timeout(check, "a failure of the gate (a harness error)")
     check.add_argument("--quiet", action="store_true", help="no progress lines while exploring")
     replay = sub.add_parser(
@@ -379,18 +379,24 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Callable[[], None] | None]:
     if args.seed_count:
         seeds = range(1, args.seed_count + 1)
     plan = plan_cells(args.policy, args.scenario, seeds, args.polyaxonfile, args.concurrency)
+    concurrency, note = _within_cores(plan.concurrency, args.force_concurrency)
+    return Plan(plan.cells, concurrency), note if args.concurrency else None
+
+
+def _within_cores(asked: int, force: bool) -> tuple[int, Callable[[], None] | None]:
+    """At most one process per core, unless forced; with what to say when it was lowered."""
     cores = os.cpu_count() or 1
-    if plan.concurrency <= cores or args.force_concurrency:
-        return plan, None
+    if asked <= cores or force:
+        return asked, None
 
     def note() -> None:
         print(
-            f"harness: --concurrency {args.concurrency} is more than the {cores} cores here; using {cores} "
+            f"harness: --concurrency {asked} is more than the {cores} cores here; using {cores} "
             "(pass --force-concurrency to use it anyway)",
             file=sys.stderr,
         )
 
-    return Plan(plan.cells, cores), note if args.concurrency else None
+    return cores, note
 
 
 #: Failing cells a run names with a reproduce command (summary.csv has every case's).
@@ -479,6 +485,14 @@ def _progress(done: int, total: int, job: CellJob, result: CellResult) -> None:
     print(f"[{done:>{width}}/{total}] {job.policy_spec} x {job.scenario_spec}{which}: {counts}", file=sys.stderr)
 
 
+def _force_concurrency(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--force-concurrency",
+        action="store_true",
+        help="use --concurrency as given even when it is more than the machine's cores",
+    )
+
+
 def _case_timeout(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
         "--case-timeout",
@@ -495,12 +509,15 @@ def _explore(args: argparse.Namespace) -> int:
     from harness.policy import builtin_policy_names
     from harness.scenario import list_scenarios
 
+    concurrency, note = _within_cores(args.concurrency, args.force_concurrency)
+    if note is not None:
+        note()
     options = ExploreOptions(
         out=args.out,
         depth=args.depth,
         swarm=args.swarm,
         seeds=tuple(range(1, args.seed_count + 1)),
-        concurrency=args.concurrency,
+        concurrency=concurrency,
         shard=args.shard[0],
         shards=args.shard[1],
         tracking=args.tracking,
@@ -570,12 +587,15 @@ def _check(args: argparse.Namespace) -> int:
         raise UsageError("--policy given more than once: check gates one policy; fix: run check once per policy")
     if args.junit:
         check_junit_path(args.junit)
+    concurrency, lowered = _within_cores(args.concurrency, args.force_concurrency)
+    if lowered is not None:
+        lowered()
     options = CheckOptions(
         scenarios=tuple(args.scenario or ()),
         seeds=tuple(range(1, args.seed_count + 1)),
         explore=args.explore,
         out=args.out,
-        concurrency=args.concurrency,
+        concurrency=concurrency,
         case_timeout_s=args.case_timeout or None,
     )
     summary = check_policy(args.policy[0], options, progress=None if args.quiet else _explore_progress)
@@ -714,6 +734,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         print(f"harness: {_line(exc) or 'interrupted'}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader of the output went away (``harness list | head -1``): not a bug, nothing more to say. What is
+        # still buffered goes nowhere, so that Python's flush at exit does not complain either.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except Exception as exc:  # a bug of the harness: one line with where to look, not a traceback
         import traceback
 

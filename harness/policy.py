@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Mapping
-from typing import Any, Literal, Protocol, Self, runtime_checkable
+from typing import Any, Literal, Protocol, Self, cast, runtime_checkable
 
 from pydantic import PrivateAttr
 
@@ -299,15 +299,26 @@ def load_policy(spec: str) -> Policy:
         module_name, attr, where = f"policies.{spec}", "POLICY", spec
     try:
         module = importlib.import_module(module_name)
-    except Exception as exc:  # a user's module can fail to import in any way; say so in one line
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # a user's module can fail to import in any way (sys.exit too): one line
         reason = one_line(exc)
         raise PolicyError(
             f"policy '{where}': cannot import '{module_name}' ({type(exc).__name__}: {reason}); fix: check the module"
         ) from exc
-    policy = getattr(module, attr, None)
-    if policy is None:
-        raise PolicyError(f"policy '{where}': '{module_name}' has no attribute '{attr}'; fix: check the name")
-    if not isinstance(policy, Policy) or not isinstance(policy.name, str) or not isinstance(policy.revision, str):
+    try:
+        policy = getattr(module, attr, None)
+        if policy is None:
+            raise PolicyError(f"policy '{where}': '{module_name}' has no attribute '{attr}'; fix: check the name")
+        shaped = isinstance(policy, Policy) and isinstance(policy.name, str) and isinstance(policy.revision, str)
+    except PolicyError:
+        raise
+    except Exception as exc:  # a property of the user's object that raises
+        raise PolicyError(
+            f"policy '{where}': reading its name or revision raised {type(exc).__name__}: {one_line(exc)}; "
+            "fix: make 'name' and 'revision' plain strings"
+        ) from exc
+    if not shaped:
         raise PolicyError(
             f"policy '{where}': needs str 'name', str 'revision' and a 'decide(situation)' method; "
             "fix: see harness.policy.Policy"
@@ -317,4 +328,4 @@ def load_policy(spec: str) -> Policy:
             f"policy '{where}': revision is {len(policy.revision)} characters; fix: give 1 to {REVISION_MAX} "
             "(it goes into every report and file name)"
         )
-    return policy
+    return cast(Policy, policy)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -256,6 +257,28 @@ def test_concurrency_is_capped_at_the_cores_unless_forced(tmp_path: Path) -> Non
     assert f"--concurrency 500 is more than the {os.cpu_count()} cores" in proc.stderr
 
 
+@pytest.mark.parametrize("command", ["explore", "check"])
+def test_explore_and_check_cap_concurrency_too(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """explore and check start one process per core at most, as run does (they started 61 for --concurrency 60)."""
+    import harness.explore
+    import harness.gate.runner
+    from harness.cli import EXIT_INTERRUPTED, main
+
+    seen: list[int] = []
+
+    def spy(*args: object, **kwargs: object) -> None:
+        options = next(a for a in (*args, *kwargs.values()) if hasattr(a, "concurrency"))
+        seen.append(options.concurrency)  # type: ignore[attr-defined]
+        raise KeyboardInterrupt  # stop there: main answers it as a stopped run
+
+    monkeypatch.setattr(harness.explore, "explore", spy)
+    monkeypatch.setattr(harness.gate.runner, "check_policy", spy)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    args = [command, "--policy", "retry_same_key", "--scenario", "lost_response", "--concurrency", "60"]
+    assert main(args) == main([*args, "--force-concurrency"]) == EXIT_INTERRUPTED
+    assert seen == [2, 60]
+
+
 def secret_fields(model: type, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     """Every field of a scenario model (nested models included) whose type is a pydantic secret."""
     from pydantic import BaseModel, SecretStr
@@ -357,3 +380,45 @@ def test_a_page_drawn_while_the_run_was_stopped_is_drawn_again_when_it_resumes(t
     assert resumed.returncode == 0, resumed.stderr
     page = (out / "report.html").read_text()
     assert "Incomplete:" not in page and "12 cases" in page
+
+
+@pytest.mark.parametrize(
+    ("source", "needle"),
+    [
+        (
+            "class P:\n    name = 'p'\n    @property\n    def revision(self):\n        raise RuntimeError('boom')\n"
+            "    def decide(self, s):\n        return None\nPOLICY = P()\n",
+            "reading its name or revision raised RuntimeError: boom",
+        ),
+        ("import sys\nsys.exit(5)\n", "cannot import 'broken_policy' (SystemExit: 5)"),
+        ("raise BaseException('raw')\n", "cannot import 'broken_policy' (BaseException: raw)"),
+    ],
+)
+def test_a_policy_that_fails_while_loading_is_refused_in_one_line(tmp_path: Path, source: str, needle: str) -> None:
+    """A revision property that raises, a module that exits or raises a bare BaseException at import: exit 2
+    with one line, and nothing left behind (they gave an internal error, a silent exit 5 or a traceback, and
+    left .lock and request.json, so the same --out was then refused as not empty)."""
+    (tmp_path / "broken_policy.py").write_text(source)
+    out = tmp_path / "out"
+    proc = harness("run", "--policy", "broken_policy:POLICY", "--scenario", "lost_response", "--tracking", "none",
+                   "--out", str(out), env={"PYTHONPATH": str(tmp_path)})  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert needle in proc.stderr and "fix:" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_a_closed_output_pipe_is_not_reported_as_a_bug() -> None:
+    """`harness list | head -1`: the reader went away; exit 141 as a shell's SIGPIPE, no "internal error". The
+    reader here is `true`, gone before the harness has started, so the pipe is closed at the first write."""
+    proc = subprocess.run(
+        f"{shlex.quote(sys.executable)} -m harness list | true; exit ${{PIPESTATUS[0]}}",
+        shell=True,
+        executable="/bin/bash",
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 141, proc.stderr
+    assert proc.stderr == ""

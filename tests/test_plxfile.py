@@ -82,6 +82,11 @@ def broken(tmp_path: Path, old: str, new: str) -> Path:
         ("kind: operation", "kind: operation\nfoo: bar", "Unexpected section"),
         ("seed_count: {value: 3}", "seed_count: {value: many}", "seed_count"),
         ("params:\n  seed_count: {value: 3}", "params:\n  seeds: {value: 3}", "params.seeds"),
+        (
+            "value: [absent_then_late_original,",
+            "value: [lost_response, absent_then_late_original, lost_response,",
+            "'lost_response' is listed more than once",
+        ),
     ],
 )
 def test_broken_polyaxonfile_is_rejected_in_one_line(tmp_path: Path, old: str, new: str, needle: str) -> None:
@@ -131,3 +136,17 @@ def test_seed_count_per_cell_is_checked_in_the_matrix(tmp_path: Path) -> None:
         load_grid_file(path)
     ok = broken(tmp_path, "seed_count: {value: 3}", "seed_count: {value: 1000000}")
     assert {cell["seed_count"] for cell in load_grid_file(ok).cells} == {1_000_000}
+
+
+def test_a_run_of_the_exploration_file_is_refused_rather_than_run_twice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """polyaxonfiles/explore.yaml splits each (policy, scenario) into shards; harness run reads no shard, so its
+    cells would repeat: every case run and counted twice. Refused in one line, naming the field, nothing written."""
+    from harness.cli import main
+
+    out = tmp_path / "out"
+    assert main(["run", "--polyaxonfile", str(FILES / "explore.yaml"), "--tracking", "none", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "field 'matrix.params'" in err and "differ only in shard" in err and "fix:" in err and "\n" not in err
+    assert not out.exists()

@@ -77,6 +77,14 @@ def load_grid_file(path: Path | str) -> GridFile:
             raise GridFileError(
                 f"{path}: field '{where}.{key}': not an input of the component; fix: use one of {', '.join(inputs)}"
             )
+    for key, param in matrix.params.items():
+        values = param.value if param.kind == "choice" and isinstance(param.value, list) else []
+        repeated = next((v for i, v in enumerate(values) if v in values[:i]), None)
+        if repeated is not None:
+            raise GridFileError(
+                f"{path}: field 'matrix.params.{key}': {repeated!r} is listed more than once (its cells would run "
+                "twice); fix: list each value once"
+            )
     required = [io.name for io in compiled.inputs or () if not io.is_optional]
     missing = [name for name in required if name not in matrix.params and name not in fixed]
     if missing:

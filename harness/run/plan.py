@@ -128,12 +128,25 @@ def plan_cells(
         )
         return Plan(cells, concurrency or 1)
     # Polyaxon costs about a second to import: only when the grid file is read.
-    from harness.plx.plxfile import default_grid_file, load_grid_file
+    from harness.plx.plxfile import GridFileError, default_grid_file, load_grid_file
 
     grid = load_grid_file(polyaxonfile or default_grid_file())
     out = []
+    first: dict[tuple[str, str], dict[str, object]] = {}
     for params in grid.cells:
         count = params.get("seed_count")
         cell_seeds = seeds if seeds else (range(1, int(count) + 1) if count else DEFAULT_SEEDS)
-        out.append(Cell(str(params["policy"]), str(params["scenario"]), cell_seeds))
+        cell = Cell(str(params["policy"]), str(params["scenario"]), cell_seeds)
+        earlier = first.setdefault((cell.policy_spec, cell.scenario_spec), params)
+        if earlier is not params:
+            # A run's cell is its policy and scenario: cells that differ only in what a run does not read (an
+            # exploration's shard, say) would run the same cases twice and count them twice.
+            others = sorted(k for k in params if k not in ("policy", "scenario") and params[k] != earlier[k])
+            why = f" (they differ only in {', '.join(others)}, which harness run does not use)" if others else ""
+            raise GridFileError(
+                f"{grid.path}: field 'matrix.params': the cell {cell.policy_spec} x {cell.scenario_spec} comes "
+                f"more than once{why}; fix: give each policy and scenario once, or run the file with the command "
+                "it is written for"
+            )
+        out.append(cell)
     return Plan(tuple(out), concurrency or grid.concurrency)
