@@ -5,26 +5,39 @@ CASE is a ``recovery.json`` (its ``reproduce`` command says which policy, scenar
 case (a finding, a repro file: its ``reproduces`` says which policy and seed). The case is re-run; a
 recovery.json or a record must come out byte-identical, and a scenario file must end as it records. Either way
 the timeline is printed as text, faults and the entries that witness an anomaly marked.
+
+The case runs in a worker process supervised as ``harness run`` supervises its cases (``harness.run.pool``): a
+policy that never returns is stopped after the case's wall-clock budget (the ``--case-timeout`` its reproduce
+command names, else ``DEFAULT_CASE_TIMEOUT_S``), and one that ends its process (``sys.exit``, ``os._exit``, a
+signal) is noticed. Either way the replayed case is a ``harness_error`` case with the reason, compared with what
+was recorded like any other. What is printed of a case is made printable (``printable``): a policy's text cannot
+move the cursor, colour the terminal or start a line of its own.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import math
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.errors import InputError
+from harness.limits import DEFAULT_CASE_TIMEOUT_S
 from harness.model import CaseReport
-from harness.run.case import run_case
+from harness.run.case import failed_report, run_case
 from harness.run.files import record_line, recovery_json
-from harness.run.plan import load_grid
+from harness.run.plan import Case, load_grid
+from harness.run.pool import supervise
 from harness.scenario import ScenarioError, load_scenario
 from harness.seeds import SEED_MAX
 
-__all__ = ["Replay", "replay", "timeline_text"]
+__all__ = ["Replay", "printable", "replay", "timeline_text"]
+
+#: The most ``--case-timeout`` takes on the command line (a day), and so the most a reproduce command may name.
+_BUDGET_MAX_S = 86_400.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -480,7 +480,7 @@ class Worker:
                 command = validated(self._policy.decide(situation))
             except Exception as exc:  # a policy bug is a recovery failure, recorded, not a harness crash
                 self._history.record(
-                    PolicyFailed(action_id=self._action_id, error=cut(f"{type(exc).__name__}: {exc}", 300))
+                    PolicyFailed(action_id=self._action_id, error=cut(f"{type(exc).__name__}: {exc}"))
                 )
                 self._report(me, finished=False, claimed="policy error")
                 return
