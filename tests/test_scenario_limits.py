@@ -270,6 +270,14 @@ def test_the_readme_documents_the_caps() -> None:
          " 'do'; fix: add 'do:' with one of change_task, request_cancel, expire_approval"),
         ("{boundary: response_lost, nth: 1}", "{nth: 1}", "field 'faults.0': the entry has no 'boundary'; fix: add"
          " 'boundary:' with one of request_lost, "),
+        # An unknown kind names every choice: pydantic's own message cut the list mid-word before bridge_restart.
+        ("{boundary: response_lost, nth: 1}", "{boundary: nope, nth: 1}", "field 'faults.0.boundary': 'nope' is not a"
+         " known 'boundary'; fix: use one of request_lost, request_delayed, accepted_not_applied, apply_delayed, "
+         "destination_restart, response_lost, response_delayed, crash_before_send, crash_awaiting_reply, "
+         "lookup_unavailable, lookup_foreign_receipt, connector_crash, started_not_durable, bridge_connection_error, "
+         "bridge_restart"),
+        ("action_id: a73", "action_id: a73\noperator: [{do: nuke, when: {at_s: 3}}]", "field 'operator.0.do': 'nuke' is"
+         " not a known 'do'; fix: use one of change_task, request_cancel, expire_approval"),
     ],
 )  # fmt: skip
 def test_a_value_of_the_wrong_type_is_refused_not_converted(tmp_path: Path, old: str, new: str, expected: str) -> None:

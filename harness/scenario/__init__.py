@@ -211,6 +211,12 @@ def _one_line(path: Path, error: ValidationError) -> str:
         tag = str(first.get("ctx", {}).get("discriminator", "")).strip("'")
         message = f"the entry has no '{tag}'"
         fix = f"add '{tag}:' with one of {', '.join(_TAGS.get(tag, ()))}"
+    elif first["type"] == "union_tag_invalid":
+        # Pydantic's own message lists the choices quoted, and a long list is cut mid-word: name them all in the fix.
+        tag = str(first.get("ctx", {}).get("discriminator", "")).strip("'")
+        message = f"'{shown(str(first.get('ctx', {}).get('tag', '')), 80)}' is not a known '{tag}'"
+        fix = f"use one of {', '.join(_TAGS.get(tag, ()))}"
+        field = f"{field}.{tag}"
     return f"{shown(path, PATH_SHOWN_MAX)}: field '{shown(field)}': {shown(message, 400)}; fix: {fix}{more}"
 
 
