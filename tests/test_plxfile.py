@@ -150,3 +150,25 @@ def test_a_run_of_the_exploration_file_is_refused_rather_than_run_twice(
     err = capsys.readouterr().err.strip()
     assert "field 'matrix.params'" in err and "differ only in shard" in err and "fix:" in err and "\n" not in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "needle"),
+    [
+        ("value: [stop_on_timeout,", "value: [nope_policy, stop_on_timeout,", "field 'matrix.params.policy': unknown "
+         "policy 'nope_policy'; fix: use one of"),
+        ("value: [absent_then_late_original,", "value: [nope_scenario, absent_then_late_original,", "field "
+         "'matrix.params.scenario': unknown scenario 'nope_scenario'; fix: use one of"),
+    ],
+)  # fmt: skip
+def test_an_unknown_policy_or_scenario_in_a_grid_file_names_the_file_and_field(
+    tmp_path: Path, old: str, new: str, needle: str
+) -> None:
+    """The error named the policy but neither the file nor the field it came from."""
+    from harness.run.plan import plan_cells
+
+    path = broken(tmp_path, old, new)
+    with pytest.raises(GridFileError) as info:
+        plan_cells(None, None, None, path, None)
+    message = str(info.value)
+    assert message.startswith(f"{path}: ") and needle in message and "\n" not in message

@@ -30,6 +30,8 @@ class GridFile:
     cells: tuple[dict[str, Any], ...]
     concurrency: int
     inputs: tuple[str, ...]
+    #: The params the matrix varies (the others are the operation's fixed ``params``).
+    matrixed: tuple[str, ...] = ()
 
 
 def default_grid_file() -> Path:
@@ -105,7 +107,13 @@ def load_grid_file(path: Path | str) -> GridFile:
         cells.append({spec.name: spec.param.value for spec in specs})
     for cell in cells:
         _check_seed_count(path, cell.get("seed_count"), "matrix.params" if "seed_count" in matrix.params else "params")
-    return GridFile(path=path, cells=tuple(cells), concurrency=int(matrix.concurrency or 1), inputs=inputs)
+    return GridFile(
+        path=path,
+        cells=tuple(cells),
+        concurrency=int(matrix.concurrency or 1),
+        inputs=inputs,
+        matrixed=tuple(matrix.params),
+    )
 
 
 def _check_seed_count(path: Path, count: object, where: str) -> None:

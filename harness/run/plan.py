@@ -149,4 +149,23 @@ def plan_cells(
                 "it is written for"
             )
         out.append(cell)
+    _check_names(grid.path, out, grid.matrixed)
     return Plan(tuple(out), concurrency or grid.concurrency)
+
+
+def _check_names(path: Path, cells: Sequence[Cell], matrixed: Sequence[str]) -> None:
+    """Each policy and scenario a grid file names exists, said with the file and the field (the error from loading
+    the cell later named neither)."""
+    from harness.plx.plxfile import GridFileError
+    from harness.scenario import resolve_scenario
+
+    for field, specs, load in (
+        ("policy", {c.policy_spec for c in cells}, load_policy),
+        ("scenario", {c.scenario_spec.partition("@")[0] for c in cells}, resolve_scenario),
+    ):
+        for spec in sorted(specs):
+            try:
+                load(spec)
+            except InputError as exc:
+                where = "matrix.params" if field in matrixed else "params"
+                raise GridFileError(f"{path}: field '{where}.{field}': {exc}") from exc

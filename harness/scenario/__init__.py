@@ -183,7 +183,6 @@ class Scenario(Frozen):
 _FIXES = {
     "extra_forbidden": "remove it or check its spelling",
     "missing": "add it",
-    "union_tag_invalid": "use one of the listed values",
     "literal_error": "use one of the listed values",
     "string_pattern_mismatch": "use lower case letters, digits, '_' or '-' (at most 64)",
     "int_type": "write a whole number, without quotes",
