@@ -422,3 +422,18 @@ def test_a_closed_output_pipe_is_not_reported_as_a_bug() -> None:
     )
     assert proc.returncode == 141, proc.stderr
     assert proc.stderr == ""
+
+
+def test_a_fault_unfired_because_cases_failed_says_so(tmp_path: Path) -> None:
+    """A policy that kills its worker at its first decision never lets uncertain_lookup's lookups happen: the run
+    exits 1 for the harness errors, and its word on the unfired fault points at them, not at the scenario."""
+    (tmp_path / "exiting.py").write_text(
+        "import os\nclass P:\n    name, revision = 'exiting', '1'\n    def decide(self, s):\n        os._exit(3)\n"
+        "POLICY = P()\n"
+    )
+    proc = harness("run", "--policy", "exiting:POLICY", "--scenario", "uncertain_lookup", "--seed", "1",
+                   "--tracking", "none", "--no-report", "--quiet", "--out", str(tmp_path / "run"),
+                   env={"PYTHONPATH": str(tmp_path)})  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    unfired = [line for line in proc.stderr.splitlines() if "fired in no case of this run" in line]
+    assert unfired and all("mend the harness errors above first" in line for line in unfired)
