@@ -437,3 +437,20 @@ def test_a_fault_unfired_because_cases_failed_says_so(tmp_path: Path) -> None:
     assert proc.returncode == 1, proc.stderr
     unfired = [line for line in proc.stderr.splitlines() if "fired in no case of this run" in line]
     assert unfired and all("mend the harness errors above first" in line for line in unfired)
+
+
+def test_a_scenario_given_by_a_relative_path_is_found_again_from_another_folder(tmp_path: Path) -> None:
+    """The manifest and every reproduce command keep the path made absolute: a replay (or a resume) started
+    from another folder reads the same file (it kept 'd/lost_response.yaml', which only the first folder had)."""
+    here = tmp_path / "here"
+    (here / "d").mkdir(parents=True)
+    (here / "d" / "lost_response.yaml").write_text((ROOT / "scenarios" / "lost_response.yaml").read_text())
+    out = tmp_path / "run"
+    proc = harness("run", "--policy", "reconcile_and_reauthorize", "--scenario", "d/lost_response.yaml", "--seed",
+                   "1", "--tracking", "none", "--no-report", "--quiet", "--out", str(out), cwd=here)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (case,) = out.glob("cases/*/*/seed-1/recovery.json")
+    reproduce = json.loads(case.read_text())["reproduce"]
+    assert f"--scenario {here / 'd' / 'lost_response.yaml'} " in reproduce
+    replay = harness("replay", str(case), cwd=tmp_path)
+    assert replay.returncode == 0, replay.stdout + replay.stderr

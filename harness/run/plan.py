@@ -14,7 +14,7 @@ from pathlib import Path
 
 from harness.errors import InputError
 from harness.policy import Policy, PolicyError, builtin_policy_names, load_policy
-from harness.scenario import SAFE_NAME, Scenario, list_scenarios, scenario_cases
+from harness.scenario import SAFE_NAME, VARIANT, Scenario, list_scenarios, scenario_cases
 from harness.seeds import DEFAULT_SEEDS
 
 __all__ = ["Case", "Cell", "Grid", "Plan", "UsageError", "load_grid", "plan_cells", "reproduce_command"]
@@ -92,6 +92,17 @@ def reproduce_command(case: Case, case_timeout_s: float | None = None) -> str:
     )
 
 
+def absolute(spec: str) -> str:
+    """A scenario given as a path, made absolute: the run's manifest and every case's reproduce command keep it, and
+    a resume or a replay from another folder must find the same file. A shipped name stays a name."""
+    base, sep, variant = spec.rpartition(VARIANT)
+    if not sep:
+        base = spec
+    if not (base.endswith((".yaml", ".yml")) or "/" in base):
+        return spec
+    return str(Path(base).absolute()) + (f"{sep}{variant}" if sep else "")
+
+
 @dataclass(frozen=True, slots=True)
 class Cell:
     """One policy x scenario cell, as asked for (specs, not loaded objects), with its seeds (a ``range`` for
@@ -124,7 +135,7 @@ def plan_cells(
         cells = tuple(
             Cell(p, s, chosen)
             for p in dict.fromkeys(policies or builtin_policy_names())
-            for s in dict.fromkeys(scenarios or list_scenarios())
+            for s in dict.fromkeys(absolute(spec) for spec in scenarios or list_scenarios())
         )
         return Plan(cells, concurrency or 1)
     # Polyaxon costs about a second to import: only when the grid file is read.
@@ -136,7 +147,7 @@ def plan_cells(
     for params in grid.cells:
         count = params.get("seed_count")
         cell_seeds = seeds if seeds else (range(1, int(count) + 1) if count else DEFAULT_SEEDS)
-        cell = Cell(str(params["policy"]), str(params["scenario"]), cell_seeds)
+        cell = Cell(str(params["policy"]), absolute(str(params["scenario"])), cell_seeds)
         earlier = first.setdefault((cell.policy_spec, cell.scenario_spec), params)
         if earlier is not params:
             # A run's cell is its policy and scenario: cells that differ only in what a run does not read (an
