@@ -454,3 +454,22 @@ def test_a_scenario_given_by_a_relative_path_is_found_again_from_another_folder(
     assert f"--scenario {here / 'd' / 'lost_response.yaml'} " in reproduce
     replay = harness("replay", str(case), cwd=tmp_path)
     assert replay.returncode == 0, replay.stdout + replay.stderr
+
+
+def test_report_of_a_folder_with_only_unreadable_cases_says_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder whose one recovery.json is of another schema: the error says so, not "no recovery.json found"."""
+    from harness.cli import main
+    from harness.run import load_grid, run_case
+    from harness.run.files import recovery_json
+
+    (case,) = load_grid(["reconcile_and_reauthorize"], ["lost_response"], [1]).cases
+    doc = json.loads(recovery_json(run_case(case)[0]))
+    doc["schema_version"] = 999
+    path = tmp_path / "cases" / "seed-1" / "recovery.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(doc))
+    assert main(["report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"{path}: schema_version 999" in err and "fix:" in err and "\n" not in err

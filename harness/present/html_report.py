@@ -139,6 +139,14 @@ def write_report(run_dir: Path, out: Path | None = None, order: Sequence[str] | 
     """Write ``report.html`` (and ``heatmap.png``) for every case under ``run_dir``; return the page's path."""
     frame = load(run_dir)
     if frame.empty:
+        skipped = frame.attrs.get("skipped") or []
+        if skipped:  # files were there, and none could be read: say why the first could not
+            first = skipped[0]
+            more = f" (and {len(skipped) - 1} more unreadable)" if len(skipped) > 1 else ""
+            raise ValueError(
+                f"{run_dir}: no case could be read: {first.path}: {first.reason}{more}; fix: give a folder written "
+                "by this version of 'harness run'"
+            )
         raise ValueError(f"{run_dir}: no recovery.json found; fix: give a folder written by 'harness run'")
     frame = order_policies(frame, order if order is not None else _grid_order(run_dir))
     shown = frame[frame["outcome"].isin(TIMELINE_OUTCOMES)]
