@@ -213,3 +213,24 @@ def test_a_case_that_fails_while_shrinking_leaves_no_finding_from_that_shrink() 
         _, result = positions(job(OTHER).without(position, "stopped"))
         assert {f.schedule.key for f in result.findings} <= {f.schedule.key for f in whole.findings}, position
         assert all(f.properties for f in result.findings)
+
+
+def test_a_worker_ignores_ctrl_c_from_its_first_instruction() -> None:
+    """A worker used to ignore SIGINT only once it reached _serve, after a few hundred milliseconds of imports: a
+    Ctrl-C then printed its KeyboardInterrupt traceback. It is started with SIGINT ignored (seen in the kernel's
+    view of it at once), and the parent's own handler is back in place when start() returns."""
+    import multiprocessing
+    import signal
+
+    from harness.run.pool import _Pool
+
+    before = signal.getsignal(signal.SIGINT)
+    pool = _Pool(multiprocessing.get_context("spawn"), 1)
+    worker = pool.start()
+    try:
+        status = Path(f"/proc/{worker.process.pid}/status").read_text()
+        ignored = int(next(line for line in status.splitlines() if line.startswith("SigIgn:")).split()[1], 16)
+        assert ignored & (1 << (signal.SIGINT - 1))
+        assert signal.getsignal(signal.SIGINT) is before
+    finally:
+        pool.close()

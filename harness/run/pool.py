@@ -68,7 +68,17 @@ class _Pool:
         where = RawArray("d", 2)
         where[0] = -1.0
         process = self.context.Process(target=_serve, args=(child, where), daemon=True)
-        process.start()
+        # Ctrl-C is the parent's to handle. A worker ignores it once it runs _serve, but it takes a while to import
+        # its way there: started while SIGINT is ignored (a disposition exec keeps, and Python then installs no
+        # handler of its own), it never sees one. Blocked meanwhile, a Ctrl-C that comes in those few milliseconds
+        # stays pending (Linux never drops a blocked signal) and reaches the parent's own handler once restored.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            process.start()
+        finally:
+            signal.signal(signal.SIGINT, handler)
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         child.close()
         worker = _Worker(process, parent, where)
         self.workers.append(worker)
