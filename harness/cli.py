@@ -308,19 +308,19 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-_RESUME_ALONE = ("policy", "scenario", "seed", "seed_count", "polyaxonfile", "concurrency", "out", "junit")
+_RESUME_ALONE = ("policy", "scenario", "seed", "seed_count", "polyaxonfile", "concurrency", "out")
 
 
 def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from harness.gate.junit import check_junit_path
     from harness.run.folder import Request, claim
-    from harness.run.grid import begin, resume_grid
+    from harness.run.grid import begin, begun_as, resume_grid
     from harness.run.plan import UsageError
 
     if args.resume is not None:
         given = [f"--{name.replace('_', '-')}" for name in _RESUME_ALONE if getattr(args, name)]
-        given += [
-            o for o, changed in (("--no-report", args.no_report), ("--records", args.records != "auto")) if changed
-        ]
+        given += ["--records"] if args.records != "auto" else []
+        given += ["--case-timeout"] if args.case_timeout != DEFAULT_CASE_TIMEOUT_S else []
         if given:
             raise UsageError(
                 f"--resume takes its cells and options from the run's manifest, not {', '.join(given)}; fix: drop them"
@@ -330,15 +330,17 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             hold = claim(args.resume, fresh=False)
             os.chdir(request.cwd)
             return _plan_and_run(_parser().parse_args(request.argv), hold, created=False)
-        resumed = resume_grid(args.resume, progress=None if args.quiet else _progress)
+        if args.junit:
+            check_junit_path(args.junit)
+        resumed = resume_grid(args.resume, progress=None if args.quiet else _progress, report=not args.no_report)
         if resumed is None:
             print(f"nothing to resume: the run in {args.resume} is complete")
             return EXIT_OK
-        return _ran(args, resumed, None)
+        plan, options = begun_as(args.resume)
+        args.junit = args.junit or options.junit  # the JUnit XML the run was asked for, written now it is complete
+        return _ran(args, resumed, plan)
     created = args.out is None or not args.out.exists()
     if args.junit:
-        from harness.gate.junit import check_junit_path
-
         check_junit_path(args.junit)
     return _plan_and_run(args, begin(args.out, argv), created)
 
@@ -360,6 +362,7 @@ def _plan_and_run(args: argparse.Namespace, hold: Claim, created: bool) -> int:
         report=not args.no_report,
         records=args.records,
         case_timeout_s=args.case_timeout or None,
+        junit=args.junit.absolute() if args.junit else None,
     )
     try:
         summary = run_grid(plan, options, progress=None if args.quiet else _progress, begun=hold, checked=note)

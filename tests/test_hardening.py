@@ -473,3 +473,21 @@ def test_report_of_a_folder_with_only_unreadable_cases_says_why(
     assert main(["report", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert f"{path}: schema_version 999" in err and "fix:" in err and "\n" not in err
+
+
+def test_a_resumed_run_writes_the_junit_it_began_with(tmp_path: Path) -> None:
+    """The JUnit XML is written when the run completes: by the resume of a stopped run too (its path is kept in
+    the manifest; the resume wrote none, and refused both --junit and --no-report)."""
+    here = tmp_path / "here"
+    here.mkdir()
+    out = tmp_path / "run"
+    first = harness("run", "--policy", "retry_new_key", "--scenario", "lost_response", "--seed", "1", "--tracking",
+                    "none", "--no-report", "--quiet", "--junit", "ju.xml", "--out", str(out), cwd=here)  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    junit = here / "ju.xml"
+    written = junit.read_text()
+    junit.unlink()
+    (out / "run.json").unlink()  # as a run stopped before its end leaves it
+    resumed = harness("run", "--resume", str(out), "--no-report", "--quiet", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert junit.read_text() == written and 'failures="1"' in written

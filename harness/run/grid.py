@@ -16,7 +16,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -83,6 +83,9 @@ class GridOptions:
     case_timeout_s: float | None = DEFAULT_CASE_TIMEOUT_S
     #: Run the cases in worker processes the run supervises. Off only for tests that patch the harness in place.
     isolate: bool = True
+    #: Where the gate's JUnit XML goes once the run is complete (written by the CLI; kept in the manifest so that
+    #: a resumed run writes it too).
+    junit: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,11 +230,12 @@ def run_grid(
 
 
 def resume_grid(
-    out: Path, progress: Callable[[int, int, CellJob, CellResult], None] | None = None
+    out: Path, progress: Callable[[int, int, CellJob, CellResult], None] | None = None, report: bool = True
 ) -> GridSummary | None:
     """Complete a run that was stopped: run only the pieces and Polyaxon runs that are missing, then write the
-    summary, run.json and the report. None when the run is already complete. Raises ``UsageError`` when a
-    scenario, a policy or the harness changed since the run began (its results would mix two inputs)."""
+    summary, run.json and the report (``report`` false: no report, whatever the run began with). None when the
+    run is already complete. Raises ``UsageError`` when a scenario, a policy or the harness changed since the run
+    began (its results would mix two inputs)."""
     manifest = Manifest.read(out)
     hold = claim(out, fresh=False)
     try:
@@ -239,6 +243,8 @@ def resume_grid(
             return None
         plan = Plan(manifest.cells, manifest.concurrency)
         options = _options_of(manifest.options, out)
+        if not report:
+            options = replace(options, report=False)
         grid = load_grid([c.policy_spec for c in plan.cells], [c.scenario_spec for c in plan.cells], [0])
         now = fingerprints(grid)
         for name in sorted(set(now) | set(manifest.fingerprints)):
@@ -254,15 +260,25 @@ def resume_grid(
 
 
 #: The options a run's manifest keeps, so ``--resume`` completes the run as it began.
-_PERSISTED = ("tracking", "project", "report", "records", "case_timeout_s")
+_PERSISTED = ("tracking", "project", "report", "records", "case_timeout_s", "junit")
 
 
 def _options_json(options: GridOptions) -> dict[str, object]:
-    return {name: getattr(options, name) for name in _PERSISTED}
+    values = {name: getattr(options, name) for name in _PERSISTED}
+    values["junit"] = str(options.junit) if options.junit is not None else None
+    return values
 
 
 def _options_of(data: dict[str, Any], out: Path) -> GridOptions:
-    return GridOptions(out=out, **{name: data[name] for name in _PERSISTED})
+    values = {name: data[name] for name in _PERSISTED if name in data}  # a manifest from before "junit" lacks it
+    values["junit"] = Path(data["junit"]) if data.get("junit") else None
+    return GridOptions(out=out, **values)
+
+
+def begun_as(out: Path) -> tuple[Plan, GridOptions]:
+    """The plan and the options the run in ``out`` began with, from its manifest."""
+    manifest = Manifest.read(out)
+    return Plan(manifest.cells, manifest.concurrency), _options_of(manifest.options, out)
 
 
 def _complete(
