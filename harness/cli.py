@@ -313,6 +313,7 @@ _RESUME_ALONE = ("policy", "scenario", "seed", "seed_count", "polyaxonfile", "co
 
 def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from harness.gate.junit import check_junit_path
+    from harness.run.files import check_writable
     from harness.run.folder import Request, claim
     from harness.run.grid import begin, begun_as, resume_grid
     from harness.run.plan import UsageError
@@ -332,6 +333,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             return _plan_and_run(_parser().parse_args(request.argv), hold, created=False)
         if args.junit:
             check_junit_path(args.junit)
+        check_writable(args.junit, "--junit")
         resumed = resume_grid(args.resume, progress=None if args.quiet else _progress, report=not args.no_report)
         if resumed is None:
             print(f"nothing to resume: the run in {args.resume} is complete")
@@ -342,6 +344,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     created = args.out is None or not args.out.exists()
     if args.junit:
         check_junit_path(args.junit)
+        check_writable(args.junit, "--junit")
     return _plan_and_run(args, begin(args.out, argv), created)
 
 
@@ -592,11 +595,13 @@ def _check(args: argparse.Namespace) -> int:
     from harness.gate.junit import check_junit_path, write_junit
     from harness.gate.runner import CheckOptions, check_policy
     from harness.run import UsageError
+    from harness.run.files import check_writable
 
     if len(args.policy) > 1:
         raise UsageError("--policy given more than once: check gates one policy; fix: run check once per policy")
     if args.junit:
         check_junit_path(args.junit)
+        check_writable(args.junit, "--junit")
     concurrency, lowered = _within_cores(args.concurrency, args.force_concurrency)
     if lowered is not None:
         lowered()
@@ -714,13 +719,11 @@ def _first_sentence(text: str, limit: int = 200) -> str:
 
 def _schema(args: argparse.Namespace) -> int:
     from harness.model import CaseReport
-    from harness.run import UsageError
-    from harness.run.files import write_atomic
+    from harness.run.files import check_writable, write_atomic
 
     text = json.dumps(CaseReport.model_json_schema(), indent=2) + "\n"
-    if args.out and args.out.is_dir():
-        raise UsageError(f"--out {args.out}: is a folder; fix: give a file name")
     if args.out:
+        check_writable(args.out, "--out")
         write_atomic(args.out, text)
         print(args.out)
     else:

@@ -491,3 +491,25 @@ def test_a_resumed_run_writes_the_junit_it_began_with(tmp_path: Path) -> None:
     resumed = harness("run", "--resume", str(out), "--no-report", "--quiet", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert junit.read_text() == written and 'failures="1"' in written
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["check", "--policy", "retry_new_key", "--scenario", "lost_response", "--junit", "/proc/harness/x.xml"],
+        ["run", "--policy", "retry_new_key", "--scenario", "lost_response", "--junit", "/proc/harness/x.xml"],
+        ["schema", "--out", "/proc/harness/x.json"],
+    ],
+)
+def test_an_output_file_that_cannot_be_written_is_refused_before_the_work(
+    tmp_path: Path, args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--junit or schema --out in a folder that cannot be made: exit 2 at once, naming the option (it ran every
+    case first, then said "internal error: FileNotFoundError ... a bug of the harness")."""
+    from harness.cli import main
+
+    out = tmp_path / "out"
+    assert main([*args, *(["--out", str(out), "--tracking", "none"] if args[0] == "run" else [])]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "cannot be written" in err and "fix:" in err and "\n" not in err
+    assert not out.exists()

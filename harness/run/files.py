@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.check.registry import METRIC_NAMES
+from harness.errors import InputError
 from harness.model import RECORDS_GLOB, CaseReport
 
 __all__ = [
@@ -101,6 +102,22 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def check_writable(path: Path, option: str) -> None:
+    """Refuse, before anything runs, an output file that cannot be written where it is asked for: its folder is
+    made (as writing it would) and a scratch file tried there, so a run does not end in an error after its work."""
+    if path.is_dir():
+        raise InputError(f"{option} {path}: is a folder; fix: give a file name")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, scratch = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(scratch)
+    except OSError as exc:
+        raise InputError(
+            f"{option} {path}: cannot be written ({exc.strerror or exc}); fix: give a path in a writable folder"
+        ) from None
 
 
 def case_path(out: Path, report: CaseReport) -> Path:
