@@ -333,7 +333,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             return _plan_and_run(_parser().parse_args(request.argv), hold, created=False)
         if args.junit:
             check_junit_path(args.junit)
-        check_writable(args.junit, "--junit")
+            check_writable(args.junit, "--junit")
         resumed = resume_grid(args.resume, progress=None if args.quiet else _progress, report=not args.no_report)
         if resumed is None:
             print(f"nothing to resume: the run in {args.resume} is complete")
@@ -636,14 +636,14 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _replay(case: Path) -> int:
-    from harness.run.replay import replay, timeline_text
+    from harness.run.replay import printable, replay, timeline_text
 
     result = replay(case)
     print(timeline_text(result.report))
     report = result.report
     print(f"\n{report.policy} x {report.scenario} seed {report.seed}: {report.outcome} (verdict {report.verdict})")
     for anomaly in report.anomalies:
-        print(f"  {anomaly.kind}: {anomaly.detail} (entries {', '.join(map(str, anomaly.witnesses))})")
+        print(f"  {anomaly.kind}: {printable(anomaly.detail)} (entries {', '.join(map(str, anomaly.witnesses))})")
     if result.same:
         print("replayed: the same as recorded")
         return EXIT_OK

@@ -479,9 +479,7 @@ class Worker:
             try:
                 command = validated(self._policy.decide(situation))
             except Exception as exc:  # a policy bug is a recovery failure, recorded, not a harness crash
-                self._history.record(
-                    PolicyFailed(action_id=self._action_id, error=cut(f"{type(exc).__name__}: {exc}"))
-                )
+                self._history.record(PolicyFailed(action_id=self._action_id, error=cut(f"{type(exc).__name__}: {exc}")))
                 self._report(me, finished=False, claimed="policy error")
                 return
             self._history.record(CommandGiven(action_id=self._action_id, command=command))
