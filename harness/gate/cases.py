@@ -129,7 +129,9 @@ def failure_text(
 
 def judge(report: CaseReport, case: Case, repros: ReproFolder) -> GateCase:
     """The gate's verdict on one case; a case that does not pass gets a repro file, replayed once to prove it
-    runs to this very failure (any difference is said in the text)."""
+    runs to this very failure (any difference is said in the text). The replay runs in this process, not in a
+    supervised worker: the case's policy has just run to the end of it, and ``assert_recovers`` runs the policy
+    in its caller's process anyway."""
     name = case_name(report.scenario, report.seed)
     status = status_of(report.outcome)
     if status == "passed":
@@ -143,7 +145,7 @@ def judge(report: CaseReport, case: Case, repros: ReproFolder) -> GateCase:
         text = failure_text(report, reproduce, None, path)
     else:
         reproduce = replay_command(path)
-        text = failure_text(report, reproduce, report.reproduce, path, replay(path).differences)
+        text = failure_text(report, reproduce, report.reproduce, path, replay(path, supervised=False).differences)
     return GateCase(
         report.policy,
         name,
@@ -158,8 +160,9 @@ def judge(report: CaseReport, case: Case, repros: ReproFolder) -> GateCase:
 
 def judge_finding(finding: Finding, path: Path) -> GateCase:
     """An explored schedule on which a safety property is false: always a failure. Its file (written by explore)
-    is its repro file; replaying it gives the report the text is made from."""
-    replayed = replay(path)
+    is its repro file; replaying it gives the report the text is made from (in this process, as ``judge``
+    replays: the policy ran to the end of this very schedule while it was explored)."""
+    replayed = replay(path, supervised=False)
     report = replayed.report
     reproduce = replay_command(path)
     also = (

@@ -12,11 +12,11 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import InputError
+from harness.errors import InputError, one_line
 from harness.explore import ExploreOptions, ExploreSummary, explore
 from harness.explore.search import JobResult
 from harness.gate.cases import GateCase, PolicyDoesNotRecover, case_name, judge, judge_finding
@@ -29,7 +29,7 @@ from harness.run import GridOptions, load_grid, plan_cells, run_case, run_grid
 from harness.run.files import read_reports
 from harness.run.plan import Case, UsageError
 from harness.scenario import list_scenarios
-from harness.seeds import DEFAULT_SEEDS
+from harness.seeds import DEFAULT_SEEDS, SEED_MAX
 from harness.version import __version__
 
 __all__ = ["CheckOptions", "CheckSummary", "assert_recovers", "check_policy", "grid_suites", "judge_reports"]
@@ -100,6 +100,7 @@ def check_policy(
     template.
     """
     scenarios = list(options.scenarios) or list_scenarios()
+    _checked_seeds(options.seeds, "check_policy: field 'seeds' of CheckOptions")
     grid = load_grid([policy_spec], scenarios, options.seeds)  # every input checked before anything is written
     policy = grid.cases[0].policy if grid.cases else None
     if policy is None:
@@ -243,14 +244,40 @@ def assert_recovers(
     ``policy`` is a shipped name, ``package.module:attr``, or a policy object defined at module level (the
     module is found, so that a repro file can load it again). Each failing case gets a repro file in ``out``
     (default: a new temporary folder) and its reproduce command in the message. Returns every case's verdict
-    when all pass. Raises ``InputError`` (a ``ValueError``) for an unknown policy or scenario.
+    when all pass. Raises ``InputError`` (a ``ValueError``) for an unknown policy or scenario, and for ``seeds``
+    that are none (nothing would be shown) or not seeds as ``--seed`` takes them (whole numbers 0..2**63-1).
     """
+    checked = _checked_seeds(seeds, "assert_recovers: argument 'seeds'")
     spec = policy if isinstance(policy, str) else _spec_of(policy)
     chosen = [scenarios] if isinstance(scenarios, str) else list(scenarios or list_scenarios())
-    grid = load_grid([spec], chosen, [seeds] if isinstance(seeds, int) else list(seeds))
+    grid = load_grid([spec], chosen, checked)
     repros = ReproFolder(out, prefix="harness-recovers-")
     verdicts = tuple(judge(run_case(case)[0], case, repros) for case in grid.cases)
     failures = [v for v in verdicts if not v.passed]
     if failures:
         raise PolicyDoesNotRecover(grid.policies[0], failures, len(verdicts))
     return verdicts
+
+
+def _checked_seeds(seeds: object, where: str) -> list[int]:
+    """``seeds`` (one seed, or any collection of them) as a list, each a whole number in 0..SEED_MAX as ``--seed``
+    takes it; ``InputError`` naming ``where`` when there is none or one is not a seed."""
+    fix = "fix: give whole numbers such as seeds=[1, 2, 3]"
+    if isinstance(seeds, str | bytes) or not isinstance(seeds, int | Iterable):
+        raise InputError(f"{where}: {_shown(seeds)} is not a collection of seeds; {fix}")
+    given: list[object] = [seeds] if isinstance(seeds, int) else list(seeds)
+    if not given:
+        raise InputError(f"{where}: no seed given, so no case would run; {fix}")
+    checked: list[int] = []
+    for value in given:
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= SEED_MAX:
+            raise InputError(
+                f"{where}: {_shown(value)} is not a seed (a whole number in 0..{SEED_MAX}, as --seed takes); {fix}"
+            )
+        checked.append(value)
+    return checked
+
+
+def _shown(value: object) -> str:
+    """A value as a message names it: its repr, on one line and cut short."""
+    return one_line(repr(value), 60)

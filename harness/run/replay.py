@@ -49,28 +49,34 @@ class Replay:
     differences: tuple[str, ...]
 
 
-def replay(path: Path) -> Replay:
-    """Re-run the case recorded at ``path``; raise ``InputError`` when it names no runnable case."""
+def replay(path: Path, *, supervised: bool = True) -> Replay:
+    """Re-run the case recorded at ``path``; raise ``InputError`` when it names no runnable case.
+
+    ``supervised`` (the default, as ``harness replay`` runs it): the case runs in a worker process under its
+    wall-clock budget, so a policy that never returns or ends its process gives a ``harness_error`` case with the
+    reason instead of a hang or the policy's own exit status. ``False``: it runs in this process (the gate
+    replays a repro file so, once its policy has run to the end of that very case).
+    """
     file, marker, seed = str(path).rpartition("#seed-") if "#seed-" in str(path) else (str(path), "", "")
     if marker:
-        return _replay_record(Path(file), seed)
+        return _replay_record(Path(file), seed, supervised)
     if path.name.endswith(".jsonl.gz"):
         raise InputError(f"{path}: a file of compact records; fix: name one case, as {path}#seed-<n>")
     if not path.is_file():
         what = "a folder, not a file" if path.is_dir() else "no such file"
         raise InputError(f"{path}: {what}; fix: give a recovery.json or a scenario file written by explore")
     if path.suffix in (".yaml", ".yml"):
-        return _replay_scenario(path)
+        return _replay_scenario(path, supervised)
     try:
         text = path.read_text(encoding="utf-8")
         recorded = json.loads(text)
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
         reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
         raise InputError(f"{path}: not a recovery.json ({reason}); fix: give a case file") from None
-    return _replay_report(path, text, recorded, recovery_json)
+    return _replay_report(path, text, recorded, recovery_json, supervised)
 
 
-def _replay_record(path: Path, seed: str) -> Replay:
+def _replay_record(path: Path, seed: str, supervised: bool) -> Replay:
     """Re-run one case of a compact record file and compare its line byte for byte."""
     if not path.is_file():
         raise InputError(f"{path}: no such file; fix: give a records-*.jsonl.gz written by 'harness run'")
@@ -87,7 +93,7 @@ def _replay_record(path: Path, seed: str) -> Replay:
         raise InputError(
             f"{path}#seed-{seed}: the record is not JSON; fix: give a file written by 'harness run'"
         ) from None
-    return _replay_report(Path(f"{path}#seed-{seed}"), line, recorded, record_line)
+    return _replay_report(Path(f"{path}#seed-{seed}"), line, recorded, record_line, supervised)
 
 
 _SCHEMA = '{"schema_version":'
@@ -102,7 +108,9 @@ def _seed_of(line: str) -> str | None:
     return line[start + len('"seed":') : end].strip()
 
 
-def _replay_report(path: Path, text: str, recorded: object, encode: Callable[[CaseReport], str]) -> Replay:
+def _replay_report(
+    path: Path, text: str, recorded: object, encode: Callable[[CaseReport], str], supervised: bool
+) -> Replay:
     reproduce = recorded.get("reproduce") if isinstance(recorded, dict) else None
     if not isinstance(recorded, dict) or not isinstance(reproduce, str):
         raise InputError(f"{path}: field 'reproduce': missing or not text; fix: give a case file")
@@ -115,13 +123,14 @@ def _replay_report(path: Path, text: str, recorded: object, encode: Callable[[Ca
         raise InputError(f"{path}: field 'reproduce': no --policy, --scenario and --seed; fix: give a case file")
     if int(seed) > SEED_MAX:
         raise InputError(f"{path}: field 'reproduce': seed {seed} is over {SEED_MAX}; fix: give a case file")
+    budget_s = _budget(path, args)
     (case,) = load_grid([policy], [scenario], [int(seed)]).cases
-    report, _ = run_case(case)
+    (report,) = _run(case, 1, budget_s, supervised)
     again = encode(report)
     if again == text:
         return Replay(report, True, ())
     differences = tuple(
-        f"{key}: recorded {json.dumps(recorded.get(key))[:120]}, now {json.dumps(value)[:120]}"
+        printable(f"{key}: recorded {json.dumps(recorded.get(key))[:120]}, now {json.dumps(value)[:120]}")
         for key, value in json.loads(again).items()
         if recorded.get(key) != value
     ) or ("the bytes differ (formatting, or keys in another order)",)
@@ -132,7 +141,74 @@ def _flag(args: list[str], name: str) -> str | None:
     return args[args.index(name) + 1] if name in args and args.index(name) + 1 < len(args) else None
 
 
-def _replay_scenario(path: Path) -> Replay:
+def _budget(path: Path, args: list[str]) -> float | None:
+    """The wall-clock budget a reproduce command names (``--case-timeout``, as ``harness run`` takes it); None
+    when it names none (or 0: none)."""
+    if "--case-timeout" not in args:
+        return None
+    text = _flag(args, "--case-timeout") or ""
+    try:
+        budget_s = float(text)
+    except ValueError:
+        budget_s = math.nan
+    if not 0 <= budget_s <= _BUDGET_MAX_S:  # NaN is refused here too
+        raise InputError(
+            f"{path}: field 'reproduce': --case-timeout {text!r} is not seconds in 0..{_BUDGET_MAX_S:g}; "
+            "fix: give a case file"
+        )
+    return budget_s or None
+
+
+@dataclass(frozen=True, slots=True)
+class _ReplayJob:
+    """One case run ``runs`` times in a row, as a job a supervised worker process runs (``harness.run.pool``)."""
+
+    policy_spec: str
+    scenario_spec: str
+    seed: int
+    runs: int
+    #: The budget the case's reproduce command names, named again in that of a run that fails (as ``run`` does).
+    case_timeout_s: float | None
+    #: Runs not to do again, by position, each with why it failed (over the budget, or its worker died).
+    failed: tuple[tuple[int, str], ...] = ()
+
+    def execute(self, on_case: Callable[[int], None]) -> tuple[CaseReport, ...] | str:
+        """The reports of the runs, up to the first that failed; or, when the case cannot be loaded here, why."""
+        try:
+            (case,) = load_grid([self.policy_spec], [self.scenario_spec], [self.seed]).cases
+        except InputError as exc:
+            return str(exc)
+        failed = dict(self.failed)
+        reports = []
+        for position in range(self.runs):
+            if position in failed:  # the runs after a failed one would fail the same way: none is done
+                reports.append(failed_report(case, failed[position], self.case_timeout_s))
+                break
+            on_case(position)
+            reports.append(run_case(case)[0])
+            on_case(-1)
+        return tuple(reports)
+
+    def without(self, position: int, reason: str) -> _ReplayJob:
+        return replace(self, failed=(*self.failed, (position, reason)))
+
+
+def _run(case: Case, runs: int, budget_s: float | None, supervised: bool) -> tuple[CaseReport, ...]:
+    """Run ``case`` ``runs`` times: in a worker process under ``budget_s`` (else the default budget) when
+    ``supervised``; the reports up to the first run that failed (a ``harness_error`` report with the reason)."""
+    if not supervised:
+        return tuple(run_case(case)[0] for _ in range(runs))
+    job = _ReplayJob(case.policy_spec, case.scenario_spec, case.seed, runs, budget_s)
+    results: list[object] = []
+    supervise([job], 1, budget_s or DEFAULT_CASE_TIMEOUT_S, lambda _, result: results.append(result))
+    (reports,) = results
+    if isinstance(reports, str):  # loaded here, but not in the worker (a file changed or removed meanwhile)
+        raise InputError(reports)
+    assert isinstance(reports, tuple)
+    return reports
+
+
+def _replay_scenario(path: Path, supervised: bool) -> Replay:
     scenario = load_scenario(path)
     if scenario.reproduces is None:
         raise ScenarioError(
@@ -141,28 +217,42 @@ def _replay_scenario(path: Path) -> Replay:
         )
     wanted = scenario.reproduces
     (case,) = load_grid([wanted.policy], [str(path)], [wanted.seed]).cases
-    report, _ = run_case(case)
-    second, _ = run_case(case)
+    report, *again = _run(case, 2, None, supervised)
     violated = tuple(name for name, verdict in report.checks.items() if verdict == "false")
     differences = []
     if report.policy_revision != wanted.policy_revision:
         differences.append(f"policy revision: recorded {wanted.policy_revision}, now {report.policy_revision}")
     if report.outcome != wanted.outcome:
         differences.append(f"outcome: recorded {wanted.outcome}, now {report.outcome}")
+        if report.error is not None:
+            differences.append(f"harness error: {report.error}")
     if set(violated) != set(wanted.properties):
         differences.append(f"violated properties: recorded {list(wanted.properties)}, now {list(violated)}")
-    if recovery_json(report) != recovery_json(second):
+    if again and recovery_json(report) != recovery_json(again[0]):
         differences.append("two runs of the case gave different evidence (the simulation is not deterministic)")
-    return Replay(report, not differences, tuple(differences))
+    return Replay(report, not differences, tuple(printable(d) for d in differences))
 
 
 def timeline_text(report: CaseReport) -> str:
     """The case's history, one line per entry: index, time, actor, event, its data; ``!`` marks a fault and
-    ``*`` an entry that witnesses an anomaly."""
+    ``*`` an entry that witnesses an anomaly. A case the harness could not judge has no history: one line says
+    why instead. Every line is ``printable``, whatever text a policy gave."""
     witnesses = {i for a in report.anomalies for i in a.witnesses}
     lines = []
     for entry in report.timeline:
         mark = "!" if entry.actor == "injector" else "*" if entry.index in witnesses else " "
         data = " ".join(f"{k}={v}" for k, v in entry.data.items() if v is not None)
-        lines.append(f"{mark} {entry.index:>4} {entry.at_s:>10.3f}s  {entry.actor:<11} {entry.event:<20} {data}")
+        line = f"{mark} {entry.index:>4} {entry.at_s:>10.3f}s  {entry.actor:<11} {entry.event:<20} {data}"
+        lines.append(printable(line))
+    if not lines and report.error is not None:
+        lines.append(printable(f"no timeline: the harness failed: {report.error}"))
     return "\n".join(lines)
+
+
+def printable(text: str) -> str:
+    """``text`` with every character a terminal would act on instead of show (a line break, a carriage return,
+    an escape sequence's ESC, any other control or format character) written as Python writes it in a string
+    literal (``\\n``, ``\\r``, ``\\x1b``), so that it shows on the line it is part of."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
