@@ -202,9 +202,11 @@ def test_assert_recovers_raises_for_a_bad_policy_and_returns_for_a_good_one(tmp_
 
 
 def pytest_in(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m pytest ARGS`` in ``folder`` (a folder with no test file): the plugin comes from its entry point."""
+    """``python -m pytest ARGS`` in ``folder`` (a folder with no test file): the plugin comes from its entry point.
+    ``folder`` is the rootdir: a stray setup.py or tox.ini above it (in /tmp, say) would move the rootdir there and
+    the node IDs with it."""
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(folder), *args],
         capture_output=True,
         text=True,
         cwd=folder,
