@@ -293,6 +293,15 @@ def test_a_record_exactly_at_the_deadline_is_in_time() -> None:
     assert run("abandoned_actions", ev).value == 0
 
 
+def test_an_action_not_accounted_for_names_the_deadline_it_missed() -> None:
+    """The anomaly recovery.json shows says which deadline passed (its text, the only use of the deadline left in
+    both functions once the question moved to Facts: a mutant that lost it survived)."""
+    ev = history(OPENING + dispatch(0.0, 1), deadline_s=90.5)
+    for metric, text in (("unresolved_actions", "not accounted for"), ("abandoned_actions", "neither accounted")):
+        (anomaly,) = run(metric, ev).anomalies
+        assert text in anomaly.detail and anomaly.detail.endswith("by the deadline (90.5 s)"), anomaly.detail
+
+
 def test_every_action_is_judged_even_after_an_escalated_one() -> None:
     """a73 escalated in time does not excuse a74: a74 alone is abandoned, and both are unresolved."""
     ev = history(OPENING + "5 controller escalated action_id=a73 owner=release-oncall reason=x" + SECOND)
