@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.errors import InputError, RunFailed
-from harness.limits import COMPACT_ABOVE, DEFAULT_CASE_TIMEOUT_S, SEED_COUNT_MAX
+from harness.limits import CASE_TIMEOUT_MAX_S, COMPACT_ABOVE, DEFAULT_CASE_TIMEOUT_S, SEED_COUNT_MAX
 from harness.plx.tracking import DEFAULT_PROJECT, TRACKING_MODES
 from harness.seeds import DEFAULT_SEEDS, SEED_MAX
 
@@ -105,8 +105,8 @@ def _seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"seconds '{text}' is not a number") from None
-    if not 0 <= value <= 86_400:
-        raise argparse.ArgumentTypeError(f"seconds {text} is outside 0..86400")
+    if not 0 <= value <= CASE_TIMEOUT_MAX_S:
+        raise argparse.ArgumentTypeError(f"seconds {text} is outside 0..{CASE_TIMEOUT_MAX_S:g}")
     return value
 
 
@@ -313,7 +313,6 @@ _RESUME_ALONE = ("policy", "scenario", "seed", "seed_count", "polyaxonfile", "co
 
 def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from harness.gate.junit import check_junit_path
-    from harness.run.files import check_writable
     from harness.run.folder import Request, claim
     from harness.run.grid import begin, begun_as, resume_grid
     from harness.run.plan import UsageError
@@ -333,7 +332,6 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             return _plan_and_run(_parser().parse_args(request.argv), hold, created=False)
         if args.junit:
             check_junit_path(args.junit)
-            check_writable(args.junit, "--junit")
         resumed = resume_grid(args.resume, progress=None if args.quiet else _progress, report=not args.no_report)
         if resumed is None:
             print(f"nothing to resume: the run in {args.resume} is complete")
@@ -344,7 +342,6 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     created = args.out is None or not args.out.exists()
     if args.junit:
         check_junit_path(args.junit)
-        check_writable(args.junit, "--junit")
     return _plan_and_run(args, begin(args.out, argv), created)
 
 
@@ -595,13 +592,11 @@ def _check(args: argparse.Namespace) -> int:
     from harness.gate.junit import check_junit_path, write_junit
     from harness.gate.runner import CheckOptions, check_policy
     from harness.run import UsageError
-    from harness.run.files import check_writable
 
     if len(args.policy) > 1:
         raise UsageError("--policy given more than once: check gates one policy; fix: run check once per policy")
     if args.junit:
         check_junit_path(args.junit)
-        check_writable(args.junit, "--junit")
     concurrency, lowered = _within_cores(args.concurrency, args.force_concurrency)
     if lowered is not None:
         lowered()

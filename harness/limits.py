@@ -8,6 +8,7 @@ bounded. Over a cap, the harness says so: a one-line error, or a cut marked as o
 from __future__ import annotations
 
 __all__ = [
+    "CASE_TIMEOUT_MAX_S",
     "COMPACT_ABOVE",
     "DEFAULT_CASE_TIMEOUT_S",
     "SEED_COUNT_MAX",
@@ -23,6 +24,9 @@ SEED_COUNT_MAX = 1_000_000
 COMPACT_ABOVE = 1000
 #: Wall-clock seconds one case may take (``--case-timeout``); a case of the shipped grid takes milliseconds.
 DEFAULT_CASE_TIMEOUT_S = 60.0
+#: The most ``--case-timeout`` may be (a day), wherever a case's budget is given: the command line, the pytest
+#: plugin, a reproduce command that replay reads.
+CASE_TIMEOUT_MAX_S = 86_400.0
 #: Characters kept of any text a policy gives (a reason, an owner, an error it raises), and of its revision.
 STRING_MAX = 2000
 #: Timeline entries drawn in one timeline picture; the rest are counted in its title.

@@ -513,3 +513,16 @@ def test_an_output_file_that_cannot_be_written_is_refused_before_the_work(
     err = capsys.readouterr().err.strip()
     assert "cannot be written" in err and "fix:" in err and "\n" not in err
     assert not out.exists()
+
+
+def test_checking_an_output_file_writes_nothing(tmp_path: Path) -> None:
+    """The check before a run tries the nearest folder that exists and leaves it as it was: a run refused later
+    for another reason leaves no folder made for its --junit."""
+    from harness.errors import InputError
+    from harness.run.files import check_writable
+
+    check_writable(tmp_path / "a" / "b" / "junit.xml", "--junit")
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(InputError, match="afile is a file, not a folder"):
+        check_writable(tmp_path / "afile" / "junit.xml", "--junit")

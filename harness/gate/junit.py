@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.gate.cases import GateCase
-from harness.run.files import write_atomic
+from harness.run.files import check_writable, write_atomic
 from harness.run.plan import UsageError
 
 __all__ = ["Suite", "check_junit_path", "junit_xml", "write_junit"]
@@ -76,9 +76,7 @@ def check_junit_path(path: Path) -> None:
     """Refuse, before anything runs, a ``--junit`` path that cannot be written as a file."""
     if path.is_dir():
         raise UsageError(f"--junit {path}: is a folder; fix: give a file name, such as {path / 'junit.xml'}")
-    parent = next((p for p in path.parents if p.exists()), None)
-    if parent is not None and not parent.is_dir():
-        raise UsageError(f"--junit {path}: {parent} is a file, not a folder; fix: give another path")
+    check_writable(path, "--junit")
 
 
 def write_junit(path: Path, suites: Sequence[Suite]) -> None:

@@ -87,6 +87,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # Only now, and only when asked: loading the harness costs a fraction of a second.
     from harness.errors import InputError
     from harness.gate.repro import ReproFolder
+    from harness.limits import CASE_TIMEOUT_MAX_S
     from harness.run import load_grid
     from harness.scenario import list_scenarios
 
@@ -94,8 +95,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if not 1 <= count <= 10_000:
         raise pytest.UsageError(f"--harness-seed-count {count} is outside 1..10000; fix: give a count in range")
     budget: float = config.getoption("harness_case_timeout")
-    if not 0 <= budget <= 86_400:
-        raise pytest.UsageError(f"--harness-case-timeout {budget:g} is outside 0..86400; fix: give seconds in range")
+    if not 0 <= budget <= CASE_TIMEOUT_MAX_S:
+        raise pytest.UsageError(
+            f"--harness-case-timeout {budget:g} is outside 0..{CASE_TIMEOUT_MAX_S:g}; fix: give seconds in range"
+        )
     scenarios: list[str] = config.getoption("harness_scenario") or list_scenarios()
     cases: dict[str, tuple[Case, ...]] = {}
     try:

@@ -213,7 +213,7 @@ def _track_run(
                 tags=tags,
                 **common,
             )
-            _without_settling_sleep(run)
+            _end_once_without_sleep(run)
         failed: str | None = None
         try:
             failed = log(tracking)
@@ -234,7 +234,7 @@ def _track_run(
                 os.environ[key] = value
 
 
-def _without_settling_sleep(run: Any) -> None:
+def _end_once_without_sleep(run: Any) -> None:
     """Polyaxon (2.18) ends a run by writing its final status, calling ``end()`` (which, on a tracking run, runs the
     whole ending again from the start: closing the loggers, reading back every metric's events for the summaries,
     persisting the run), then sleeping 0.1 s "to give the opportunity to the worker to pick the message". Offline

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.check.registry import METRIC_NAMES
-from harness.errors import InputError
 from harness.model import RECORDS_GLOB, CaseReport
+from harness.run.plan import UsageError
 
 __all__ = [
     "SUMMARY_COLUMNS",
@@ -105,17 +105,20 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def check_writable(path: Path, option: str) -> None:
-    """Refuse, before anything runs, an output file that cannot be written where it is asked for: its folder is
-    made (as writing it would) and a scratch file tried there, so a run does not end in an error after its work."""
+    """Refuse, before anything runs, an output file that cannot be written where it is asked for, so that a run
+    does not end in an error after its work: a scratch file is tried in the nearest folder that exists on its path
+    (where writing it would make the rest), and nothing is left behind."""
     if path.is_dir():
-        raise InputError(f"{option} {path}: is a folder; fix: give a file name")
+        raise UsageError(f"{option} {path}: is a folder; fix: give a file name")
+    nearest = next(p for p in path.absolute().parents if p.exists())
+    if not nearest.is_dir():
+        raise UsageError(f"{option} {path}: {nearest} is a file, not a folder; fix: give another path")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, scratch = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        fd, scratch = tempfile.mkstemp(dir=nearest, prefix=f".{path.name}.", suffix=".tmp")
         os.close(fd)
         os.unlink(scratch)
     except OSError as exc:
-        raise InputError(
+        raise UsageError(
             f"{option} {path}: cannot be written ({exc.strerror or exc}); fix: give a path in a writable folder"
         ) from None
 

@@ -14,7 +14,15 @@ from pathlib import Path
 
 from harness.errors import InputError
 from harness.policy import Policy, PolicyError, builtin_policy_names, load_policy
-from harness.scenario import SAFE_NAME, VARIANT, Scenario, list_scenarios, scenario_cases
+from harness.scenario import (
+    SAFE_NAME,
+    VARIANT,
+    Scenario,
+    is_scenario_path,
+    list_scenarios,
+    resolve_scenario,
+    scenario_cases,
+)
 from harness.seeds import DEFAULT_SEEDS
 
 __all__ = ["Case", "Cell", "Grid", "Plan", "UsageError", "load_grid", "plan_cells", "reproduce_command"]
@@ -95,12 +103,10 @@ def reproduce_command(case: Case, case_timeout_s: float | None = None) -> str:
 def absolute(spec: str) -> str:
     """A scenario given as a path, made absolute: the run's manifest and every case's reproduce command keep it, and
     a resume or a replay from another folder must find the same file. A shipped name stays a name."""
-    base, sep, variant = spec.rpartition(VARIANT)
-    if not sep:
-        base = spec
-    if not (base.endswith((".yaml", ".yml")) or "/" in base):
+    base, sep, variant = spec.rpartition(VARIANT) if VARIANT in spec else (spec, "", "")
+    if not is_scenario_path(base):
         return spec
-    return str(Path(base).absolute()) + (f"{sep}{variant}" if sep else "")
+    return str(Path(base).absolute()) + sep + variant
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,11 +174,10 @@ def _check_names(path: Path, cells: Sequence[Cell], matrixed: Sequence[str]) -> 
     """Each policy and scenario a grid file names exists, said with the file and the field (the error from loading
     the cell later named neither)."""
     from harness.plx.plxfile import GridFileError
-    from harness.scenario import resolve_scenario
 
     for field, specs, load in (
         ("policy", {c.policy_spec for c in cells}, load_policy),
-        ("scenario", {c.scenario_spec.partition("@")[0] for c in cells}, resolve_scenario),
+        ("scenario", {c.scenario_spec.rpartition(VARIANT)[0] or c.scenario_spec for c in cells}, resolve_scenario),
     ):
         for spec in sorted(specs):
             try:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.errors import InputError
-from harness.limits import DEFAULT_CASE_TIMEOUT_S
+from harness.limits import CASE_TIMEOUT_MAX_S, DEFAULT_CASE_TIMEOUT_S
 from harness.model import CaseReport
 from harness.run.case import failed_report, run_case
 from harness.run.files import record_line, recovery_json
@@ -35,9 +35,6 @@ from harness.scenario import ScenarioError, load_scenario
 from harness.seeds import SEED_MAX
 
 __all__ = ["Replay", "printable", "replay", "timeline_text"]
-
-#: The most ``--case-timeout`` takes on the command line (a day), and so the most a reproduce command may name.
-_BUDGET_MAX_S = 86_400.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,9 +148,9 @@ def _budget(path: Path, args: list[str]) -> float | None:
         budget_s = float(text)
     except ValueError:
         budget_s = math.nan
-    if not 0 <= budget_s <= _BUDGET_MAX_S:  # NaN is refused here too
+    if not 0 <= budget_s <= CASE_TIMEOUT_MAX_S:  # NaN is refused here too
         raise InputError(
-            f"{path}: field 'reproduce': --case-timeout {text!r} is not seconds in 0..{_BUDGET_MAX_S:g}; "
+            f"{path}: field 'reproduce': --case-timeout {text!r} is not seconds in 0..{CASE_TIMEOUT_MAX_S:g}; "
             "fix: give a case file"
         )
     return budget_s or None

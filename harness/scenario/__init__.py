@@ -73,6 +73,7 @@ __all__ = [
     "Trigger",
     "WorkerSpec",
     "default_scenario_dir",
+    "is_scenario_path",
     "list_scenarios",
     "load_scenario",
     "resolve_scenario",
@@ -331,9 +332,14 @@ def scenario_cases(spec: str, directory: Path | None = None) -> tuple[tuple[str,
     return picked
 
 
+def is_scenario_path(spec: str) -> bool:
+    """Whether a scenario spec (without its ``@variant``) names a YAML file rather than a shipped scenario."""
+    return spec.endswith((".yaml", ".yml")) or "/" in spec
+
+
 def resolve_scenario(spec: str, directory: Path | None = None) -> Path:
     """Turn a scenario name or a path to a YAML file into a path, or raise ``ScenarioError``."""
-    if spec.endswith((".yaml", ".yml")) or "/" in spec:
+    if is_scenario_path(spec):
         return Path(spec)
     directory = directory or default_scenario_dir()
     path = directory / f"{spec}.yaml"
