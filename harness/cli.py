@@ -648,22 +648,19 @@ def _replay(case: Path) -> int:
 
 
 def _report(run_dir: Path) -> int:
-    from harness.present.html_report import TIMELINE_OUTCOMES, render_timeline, write_report
+    from harness.present.html_report import write_report
     from harness.run import UsageError
+    from harness.run.pictures import draw_timelines
 
     if not run_dir.is_dir():
         raise UsageError(f"{run_dir}: not a folder; fix: give a folder written by 'harness run'")
-    missing = [
-        path
-        for path in sorted(run_dir.rglob("recovery.json"))
-        if not path.with_name("timeline.png").exists() and _outcome(path) in TIMELINE_OUTCOMES
-    ]
-    if missing:
-        print(f"drawing {len(missing)} timelines...", file=sys.stderr)
-        for path in missing:
-            render_timeline(path)
+
+    def draw(paths: Sequence[Path]) -> None:
+        print(f"drawing {len(paths)} timelines...", file=sys.stderr)
+        draw_timelines(paths, os.cpu_count() or 1)
+
     try:
-        page = write_report(run_dir)
+        page = write_report(run_dir, draw=draw)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     print(page)
@@ -674,14 +671,6 @@ def _report(run_dir: Path) -> int:
             file=sys.stderr,
         )
     return EXIT_OK
-
-
-def _outcome(path: Path) -> str | None:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8")).get("outcome")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return value if isinstance(value, str) else None
 
 
 def _list() -> int:

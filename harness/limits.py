@@ -11,6 +11,7 @@ __all__ = [
     "CASE_TIMEOUT_MAX_S",
     "COMPACT_ABOVE",
     "DEFAULT_CASE_TIMEOUT_S",
+    "REPORT_LISTED_MAX",
     "SEED_COUNT_MAX",
     "STRING_MAX",
     "TIMELINE_DRAWN_MAX",
@@ -31,6 +32,10 @@ CASE_TIMEOUT_MAX_S = 86_400.0
 STRING_MAX = 2000
 #: Timeline entries drawn in one timeline picture; the rest are counted in its title.
 TIMELINE_DRAWN_MAX = 200
+#: The failing cases report.html lists under each drawn timeline (the other cases of that policy, scenario and
+#: outcome); the rest are counted, and summary.csv lists every one. The page draws one timeline per such group,
+#: so its size grows with the grid's cells, not with its seeds (300 failing seeds drawn one by one made 25 MB).
+REPORT_LISTED_MAX = 20
 
 
 def cut(text: str, limit: int = STRING_MAX) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -89,11 +90,18 @@ def test_timeline_has_lanes_faults_and_highlighted_witnesses(run_dir: Path) -> N
 
 
 def test_run_writes_report_heatmap_and_timelines(run_dir: Path) -> None:
-    """`harness run` ends with report.html, heatmap.png, and a timeline.png beside each failing case."""
+    """`harness run` ends with report.html, heatmap.png, and a timeline.png beside the first failing case (the
+    lowest seed) of each policy, scenario and outcome, and beside no other case."""
     assert (run_dir / "report.html").exists() and (run_dir / "heatmap.png").exists()
-    for path in (run_dir / "cases").rglob("recovery.json"):
-        failing = json.loads(path.read_text())["outcome"] in TIMELINE_OUTCOMES
-        assert path.with_name("timeline.png").exists() == failing, path
+    first: dict[tuple[str, str, str], int] = {}
+    cases = [(path, json.loads(path.read_text())) for path in (run_dir / "cases").rglob("recovery.json")]
+    for _, case in cases:
+        if case["outcome"] in TIMELINE_OUTCOMES:
+            group = (case["policy"], case["scenario"], case["outcome"])
+            first[group] = min(first.get(group, case["seed"]), case["seed"])
+    drawn = {path for path, _ in cases if path.with_name("timeline.png").exists()}
+    assert drawn == {p for p, c in cases if first.get((c["policy"], c["scenario"], c["outcome"])) == c["seed"]}
+    assert 0 < len(drawn) < sum(1 for _, c in cases if c["outcome"] in TIMELINE_OUTCOMES)  # groups of several
 
 
 def test_report_command_rebuilds_from_downloaded_files(
@@ -166,8 +174,12 @@ def test_report_renders_in_chromium(run_dir: Path, tmp_path: Path) -> None:
     ).stdout
     assert 'id="outcomes"' in dom and 'id="rates"' in dom and 'id="metric-duplicate_effects"' in dom
     assert "unknown x2" in dom  # the unknown duplicate count, as a reader sees it
-    failing = load(run_dir)["outcome"].isin(TIMELINE_OUTCOMES).sum()
-    assert failing and dom.count('<div class="case" id="case-') == failing  # each failing or undecided case
+    frame = load(run_dir)
+    failing = frame[frame["outcome"].isin(TIMELINE_OUTCOMES)]
+    groups = failing.groupby(["policy", "scenario", "outcome"]).ngroups
+    # A section per policy, scenario and failing outcome; every failing case's reproduce command in the page.
+    assert 0 < groups < len(failing) and dom.count('<div class="case" id="case-') == groups
+    assert all(html.escape(command, quote=False) in dom for command in failing["reproduce"])
     # Verdict first: the policy rows come before every other table, in the grid's order, each linked to its
     # first failure's timeline.
     assert dom.index('id="verdicts"') < dom.index('id="outcomes"')

@@ -106,12 +106,12 @@ def test_pieces_share_a_cell_and_the_summary_comes_out_in_seed_order(tmp_path: P
 
 def test_pieces_cover_every_seed_once_and_none_is_over_the_cap() -> None:
     cell = Cell("p", "s", range(1, 2 * PIECE_MAX + 7))
-    split = pieces(cell, Path("out"), 2, "compact", False)
+    split = pieces(cell, Path("out"), 2, "compact")
     assert [job.part for job in split] == list(range(len(split)))
     assert [s for job in split for s in job.seeds] == list(cell.seeds)
     assert max(len(job.seeds) for job in split) <= PIECE_MAX
-    assert len(pieces(Cell("p", "s", (1, 2, 3)), Path("out"), 2, "full", False)) == 2
-    assert len(pieces(Cell("p", "s", (1, 2, 3)), Path("out"), 1, "full", False)) == 1
+    assert len(pieces(Cell("p", "s", (1, 2, 3)), Path("out"), 2, "full")) == 2
+    assert len(pieces(Cell("p", "s", (1, 2, 3)), Path("out"), 1, "full")) == 1
 
 
 def test_a_cell_names_the_same_first_cases_whatever_order_its_pieces_finish_in(tmp_path: Path) -> None:

@@ -42,6 +42,7 @@ __all__ = [
     "policy_verdicts",
     "rate_table",
     "rates",
+    "read_case",
     "undecided",
     "wilson_interval",
 ]
@@ -77,6 +78,19 @@ def _cases(path: Path) -> Iterator[tuple[Any, Path, bytes]]:
     else:
         text = path.read_bytes()
         yield json.loads(text), path, _digest(text)
+
+
+def read_case(path: Path | str) -> dict[str, Any]:
+    """The case a frame row's ``path`` names: a recovery.json, or one line of a compact record file
+    (``<file>#seed-<n>``). Raises OSError or ValueError when it cannot be read, or is not there."""
+    file, marker, seed = str(path).rpartition("#seed-")
+    if not marker:
+        data = json.loads(Path(path).read_bytes())
+    else:
+        data = next((d for d, _, _ in _cases(Path(file)) if isinstance(d, dict) and str(d.get("seed")) == seed), None)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: no such case")
+    return data
 
 
 def _digest(text: bytes) -> bytes:

@@ -1,8 +1,10 @@
 """``report.html``: one self-contained page per run, for people who would rather look than read JSON.
 
 Tables (outcomes, correct rates with Wilson intervals and pass^k, the safety metrics), the heatmap, and the
-timeline of every incorrect or unresolved case with its anomalies, unknowns and reproduce command. Pictures
-are embedded as base64 PNG, so the file can be mailed or attached as it is.
+failing cases: for each policy, scenario and outcome that is incorrect, abandoned or unresolved, the timeline
+of its first case (the lowest seed) with its anomalies, unknowns and reproduce command, and the group's other
+cases listed under it. Pictures are embedded as base64 PNG, so the file can be mailed or attached as it is;
+there is one per group, so the page grows with the grid's cells, not with its seeds.
 """
 
 from __future__ import annotations
@@ -10,13 +12,15 @@ from __future__ import annotations
 import base64
 import html
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from harness.check.registry import METRICS
+from harness.limits import REPORT_LISTED_MAX
 from harness.model import REPORT_HTML, RUN_RECORD
 from harness.present.analysis import (
     RATE_MIN_CASES,
@@ -26,12 +30,13 @@ from harness.present.analysis import (
     outcome_counts,
     policy_verdicts,
     rate_table,
+    read_case,
 )
 from harness.present.pictures import heatmap, png_bytes, save_png, timeline
 
-__all__ = ["TIMELINE_OUTCOMES", "render_timeline", "write_report"]
+__all__ = ["TIMELINE_OUTCOMES", "Shown", "render_timeline", "shown", "timelines_to_draw", "write_report"]
 
-#: The cases whose timeline the report shows: those with a violation, or that the evidence cannot decide.
+#: The cases the report shows: those with a violation, or that the evidence cannot decide.
 TIMELINE_OUTCOMES = ("incorrect", "abandoned", "unresolved")
 #: The metrics the registry marks as shown: the safety properties first, then the measures.
 TABLE_METRICS = tuple(m.name for m in sorted(METRICS, key=lambda m: m.kind != "property") if m.shown)
@@ -67,12 +72,41 @@ def _table(frame: pd.DataFrame, table_id: str) -> str:
     return str(frame.to_html(table_id=table_id, escape=True, border=0))
 
 
-def _case(row: pd.Series, anchor: str) -> str:
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """A policy's failing cases in one scenario with one outcome: the first (the lowest seed) is drawn, the
+    others are listed under it."""
+
+    first: pd.Series
+    others: pd.DataFrame
+
+
+def shown(frame: pd.DataFrame) -> list[Shown]:
+    """The groups of incorrect, abandoned and unresolved cases, in the frame's order of first appearance."""
+    failing = frame[frame["outcome"].isin(TIMELINE_OUTCOMES)]
+    out = []
+    for _, group in failing.groupby(["policy", "scenario", "outcome"], sort=False):
+        ordered = group.sort_values("seed", kind="stable")
+        out.append(Shown(ordered.iloc[0], ordered.iloc[1:]))
+    return out
+
+
+def timelines_to_draw(frame: pd.DataFrame) -> list[Path]:
+    """The recovery.json files of the cases the page draws that have no ``timeline.png`` beside them yet (a case
+    known only as a compact record is drawn into the page alone)."""
+    paths = (Path(str(g.first["path"])) for g in shown(frame))
+    return [p for p in paths if p.name == "recovery.json" and not p.with_name("timeline.png").exists()]
+
+
+def _group(group: Shown, anchor: str) -> str:
+    row = group.first
     path = Path(str(row["path"]))
-    report: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    report: dict[str, Any] = read_case(path)
+    cases = len(group.others) + 1
     title = f"{row['policy']} x {row['scenario']} seed {row['seed']}: {row['outcome']} (verdict {row['verdict']})"
+    heading = title if cases == 1 else f"{title}, and {cases - 1} more {row['outcome']} (other seeds)"
     parts = [
-        f'<div class="case" id="{anchor}"><h3>{html.escape(title)}</h3>',
+        f'<div class="case" id="{anchor}"><h3>{html.escape(heading)}</h3>',
         f"<pre>{html.escape(str(report.get('reproduce', '')))}</pre>",
     ]
     for anomaly in report.get("anomalies", ()):
@@ -87,8 +121,29 @@ def _case(row: pd.Series, anchor: str) -> str:
         picture = path.with_name("timeline.png")
         data = picture.read_bytes() if picture.exists() else png_bytes(timeline(report))
         parts.append(_img(data, f"timeline of {title}"))
+    if cases > 1:
+        parts.append(_others(group.others))
     parts.append("</div>")
     return "\n".join(parts)
+
+
+def _others(others: pd.DataFrame) -> str:
+    """The group's other cases, the first ``REPORT_LISTED_MAX`` of them: seed, anomalies, unknowns, reproduce."""
+    listed = others.iloc[:REPORT_LISTED_MAX]
+    rows = [
+        "<tr>"
+        + "".join(
+            f"<td>{html.escape(str(v))}</td>" for v in (r["seed"], r["anomalies"], r["unknown"] or "-", r["reproduce"])
+        )
+        + "</tr>"
+        for _, r in listed.iterrows()
+    ]
+    more = len(others) - len(listed)
+    tail = f"<p>and {more:,} more: summary.csv lists every case with its reproduce command.</p>" if more else ""
+    return (
+        '<table class="others"><thead><tr><th>seed</th><th>anomalies</th><th>unknown</th><th>reproduce</th></tr>'
+        f"</thead><tbody>{''.join(rows)}</tbody></table>{tail}"
+    )
 
 
 def _grid_order(run_dir: Path) -> list[str]:
@@ -135,8 +190,17 @@ def _seeds(seeds: list[int]) -> str:
     return f"{seeds[0]}..{seeds[-1]} ({len(seeds):,} seeds)"
 
 
-def write_report(run_dir: Path, out: Path | None = None, order: Sequence[str] | None = None) -> Path:
-    """Write ``report.html`` (and ``heatmap.png``) for every case under ``run_dir``; return the page's path."""
+def write_report(
+    run_dir: Path,
+    out: Path | None = None,
+    order: Sequence[str] | None = None,
+    draw: Callable[[Sequence[Path]], object] | None = None,
+) -> Path:
+    """Write ``report.html`` (and ``heatmap.png``) for every case under ``run_dir``; return the page's path.
+
+    ``draw`` is given the recovery.json files whose timeline the page shows and that have none drawn yet, to
+    draw them first (``harness run`` and ``harness report`` draw them in worker processes); whatever is still
+    missing then is drawn into the page alone."""
     frame = load(run_dir)
     if frame.empty:
         skipped = frame.attrs.get("skipped") or []
@@ -149,8 +213,13 @@ def write_report(run_dir: Path, out: Path | None = None, order: Sequence[str] | 
             )
         raise ValueError(f"{run_dir}: no recovery.json found; fix: give a folder written by 'harness run'")
     frame = order_policies(frame, order if order is not None else _grid_order(run_dir))
-    shown = frame[frame["outcome"].isin(TIMELINE_OUTCOMES)]
-    anchors = {str(path): f"case-{i}" for i, path in enumerate(shown["path"])}
+    groups = shown(frame)
+    # Every failing case links to its group's section (the verdict table names the first failure).
+    anchors = {str(path): f"case-{i}" for i, g in enumerate(groups) for path in (g.first["path"], *g.others["path"])}
+    if draw is not None:
+        missing = timelines_to_draw(frame)
+        if missing:
+            draw(missing)
     out = out or run_dir / REPORT_HTML
     heat = save_png(heatmap(frame), out.with_name("heatmap.png"))
     skipped = frame.attrs.get("skipped", [])
@@ -189,8 +258,12 @@ def write_report(run_dir: Path, out: Path | None = None, order: Sequence[str] | 
     ]
     for metric in TABLE_METRICS:
         body += [f"<h3>{metric}</h3>", _table(metric_table(frame, metric), f"metric-{metric}")]
-    body.append(f"<h2>Timelines of the {len(shown)} incorrect, abandoned or unresolved cases</h2>")
-    body += [_case(row, anchors[str(row["path"])]) for _, row in shown.iterrows()]
+    body += [
+        f"<h2>Timelines of the {len(anchors)} incorrect, abandoned or unresolved cases</h2>",
+        f"<p>One per policy, scenario and outcome ({len(groups)}): the case with the lowest seed, the group's other "
+        f"cases listed under it (the first {REPORT_LISTED_MAX}).</p>",
+    ]
+    body += [_group(g, f"case-{i}") for i, g in enumerate(groups)]
     body.append("</body></html>")
     out.write_text("\n".join(body) + "\n", encoding="utf-8")
     return out

@@ -64,8 +64,6 @@ class CellJob:
     parts: int = 1
     #: ``full``: a recovery.json per case; ``compact``: a record line per case, recovery.json only for the rest.
     records: RecordMode = "full"
-    #: Draw ``timeline.png`` beside the recovery.json of each incorrect or unresolved case (for the report).
-    timelines: bool = False
     #: Cases of this piece not to run again, by position in it, each with why it failed: a case over its
     #: wall-clock budget, or one whose worker process died. They are written as ``harness_error`` cases.
     failed: tuple[tuple[int, str], ...] = ()
@@ -227,9 +225,9 @@ def execute_cell(job: CellJob, cell: int = 0, on_case: Callable[[int], None] | N
     """Run every seed of one piece of a cell, write each case as it finishes, and return the tally.
 
     ``on_case(position)`` is called before each case (its position in the piece) and with -1 after it, so a
-    supervisor knows which case a stuck or dead worker was running. Pictures are imported only when asked
-    for: they cost about a second to import. The tally is also written beside the piece's summary rows, so
-    a resumed run knows the piece is done.
+    supervisor knows which case a stuck or dead worker was running. The tally is also written beside the
+    piece's summary rows, so a resumed run knows the piece is done. (The report's timelines are drawn once
+    every cell is done: ``harness.run.pictures``.)
     """
     grid = load_grid([job.policy_spec], [job.scenario_spec], job.seeds)
     result = CellResult()
@@ -259,13 +257,7 @@ def execute_cell(job: CellJob, cell: int = 0, on_case: Callable[[int], None] | N
                 compact[report.scenario].write(report)
                 if report.outcome == "correct":
                     continue
-            path = case_path(job.out, report)
-            write_atomic(path, recovery_json(report))
-            if job.timelines:
-                from harness.present.html_report import TIMELINE_OUTCOMES, render_timeline
-
-                if report.outcome in TIMELINE_OUTCOMES:
-                    render_timeline(path)
+            write_atomic(case_path(job.out, report), recovery_json(report))
     result.coverage = tuple(FaultCoverage(sc, i, fault, n[0], n[1]) for (sc, i, fault), n in coverage.items())
     result.summary_part = summary_part_path(job.out, job, cell)
     write_atomic(result.summary_part, rows.getvalue())

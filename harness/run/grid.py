@@ -297,7 +297,6 @@ def _complete(
             out,
             plan.concurrency,
             _records(options.records, len(cell.seeds)),
-            options.report,
             options.case_timeout_s,
         )
     ]
@@ -367,8 +366,10 @@ def _complete(
         # --no-report, so that no page in the folder tells less than the folder holds.
         if options.report or (out / REPORT_HTML).is_file():
             from harness.present.html_report import write_report
+            from harness.run.pictures import draw_timelines
 
-            page = write_report(out, order=grid.policies)
+            drawing = plan.concurrency if options.isolate else 1
+            page = write_report(out, order=grid.policies, draw=lambda paths: draw_timelines(paths, drawing))
     except KeyboardInterrupt:
         raise RunInterrupted(out) from None
     except OSError as exc:
@@ -436,7 +437,6 @@ def pieces(
     out: Path,
     concurrency: int,
     records: Literal["full", "compact"],
-    timelines: bool,
     case_timeout_s: float | None = None,
 ) -> list[CellJob]:
     """Split a cell's seeds into pieces: enough for every process to share a large cell, none over ``PIECE_MAX``."""
@@ -452,7 +452,6 @@ def pieces(
             part=n,
             parts=parts,
             records=records,
-            timelines=timelines,
             case_timeout_s=case_timeout_s,
         )
         for n, start in enumerate(range(0, len(seeds), size))
