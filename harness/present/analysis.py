@@ -154,7 +154,10 @@ def load(paths: Path | str | Iterable[Path | str], *, quiet: bool = True) -> pd.
     """
     if isinstance(paths, str | Path):
         paths = [paths]
-    rows: list[dict[str, Any]] = []
+    # Column by column, not a dict per row (a dict per row held three times the finished frame's memory), and
+    # the strings that repeat (names, revisions, outcomes) held once each.
+    columns: dict[str, list[Any]] = {name: [] for name in _columns()}
+    shared: dict[str, str] = {}
     skipped: list[Skipped] = []
     loaded: dict[tuple[Any, ...], bytes] = {}
     duplicates = 0
@@ -198,9 +201,12 @@ def load(paths: Path | str | Iterable[Path | str], *, quiet: bool = True) -> pd.
                     duplicates += 1
                     continue
                 loaded.setdefault(key, digest)
-                rows.append(_row(data, str(given), where))
-    relabelled = _keep_revisions_apart(rows)
-    frame = _typed(pd.DataFrame(rows, columns=_columns()))
+                for name, value in _row(data, str(given), where).items():
+                    if name in _REPEATED and isinstance(value, str):
+                        value = shared.setdefault(value, value)
+                    columns[name].append(value)
+    relabelled = _keep_revisions_apart(columns)
+    frame = _typed(pd.DataFrame(columns, columns=_columns()))
     frame.attrs.update(skipped=skipped, duplicates=duplicates, relabelled=relabelled, incomplete=incomplete)
     if not quiet:
         for s in skipped:
@@ -223,16 +229,20 @@ def _incomplete(root: Path) -> list[str]:
     return [str(m.parent) for m in manifests if not (m.parent / RUN_RECORD).is_file()]
 
 
-def _keep_revisions_apart(rows: list[dict[str, Any]]) -> list[str]:
+def _keep_revisions_apart(columns: dict[str, list[Any]]) -> list[str]:
     """Label the rows of a policy loaded at several revisions ``name@revision``; return those policies."""
-    revisions: dict[str, set[str]] = {}
-    for row in rows:
-        revisions.setdefault(row["policy"], set()).add(row["policy_revision"])
-    mixed = sorted(name for name, seen in revisions.items() if len(seen) > 1)
-    for row in rows:
-        if row["policy"] in mixed:
-            row["policy"] = f"{row['policy']}@{row['policy_revision']}"
+    policies, revisions = columns["policy"], columns["policy_revision"]
+    seen: dict[str, set[str]] = {}
+    for policy, revision in zip(policies, revisions, strict=True):
+        seen.setdefault(policy, set()).add(revision)
+    mixed = sorted(name for name, kept in seen.items() if len(kept) > 1)
+    if mixed:
+        columns["policy"] = [f"{p}@{r}" if p in mixed else p for p, r in zip(policies, revisions, strict=True)]
     return mixed
+
+
+#: The columns whose strings repeat from case to case.
+_REPEATED = frozenset({"source", *INPUT_COLUMNS, "outcome", "verdict", "unknown_metrics", "unknown", "error"})
 
 
 def _columns() -> list[str]:
