@@ -98,3 +98,27 @@ def test_report_of_compact_records_alone_draws_their_timelines_into_the_page(
     page = (records / "report.html").read_text(encoding="utf-8")
     assert page.count('<img alt="timeline of ') == len(_groups(records)) > 0
     assert not list(records.rglob("timeline.png"))  # nothing written beside a file of records
+
+
+def test_a_cell_is_the_same_at_every_seed_only_when_outcome_counts_and_flags_all_agree(many_seeds: Path) -> None:
+    from harness.check.registry import METRICS
+    from harness.present.analysis import _steady
+
+    frame = load(many_seeds).head(3).copy()
+    key = (frame["policy"].iloc[0], frame["scenario"].iloc[0])
+    for metric in METRICS:
+        frame[metric.name] = frame[metric.name].iloc[0]
+    assert _steady(frame) == {key: True}
+    duration = next(m.name for m in METRICS if m.value == "duration")
+    frame.loc[frame.index[1], duration] = 1234.5  # durations move with the latencies a seed draws
+    assert _steady(frame) == {key: True}
+    count = next(m.name for m in METRICS if m.value == "count")
+    changed = frame.copy()
+    changed.loc[changed.index[2], count] = 7
+    assert _steady(changed) == {key: False}
+    unknown = frame.copy()
+    unknown.loc[unknown.index[0], count] = None  # an unknown count is not the count the other seeds gave
+    assert _steady(unknown) == {key: False}
+    other = frame.copy()
+    other.loc[other.index[1], "outcome"] = "correct" if other["outcome"].iloc[0] != "correct" else "incorrect"
+    assert _steady(other) == {key: False}

@@ -361,10 +361,9 @@ def _steady(frame: pd.DataFrame) -> dict[tuple[str, str], bool]:
     """Per (policy, scenario): whether every seed gave the same outcome and the same counts and flags (durations
     move with the latencies a seed draws, and say nothing about what happened)."""
     columns = ["outcome", *(m.name for m in METRICS if m.value != "duration")]
-    return {
-        (policy, scenario): bool(len(group[columns].astype(str).drop_duplicates()) == 1)
-        for (policy, scenario), group in frame.groupby(["policy", "scenario"], sort=False)
-    }
+    # Every case the same, column by column (an unknown value is a value of its own).
+    distinct = frame.groupby(["policy", "scenario"], sort=False)[columns].nunique(dropna=False)
+    return {key: bool(same) for key, same in (distinct == 1).all(axis=1).items()}
 
 
 #: How a policy fares over the cases run: no violation and every action accounted for or escalated; a safety
