@@ -413,17 +413,18 @@ def metric_table(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     """A policy x scenario table of one metric over the seeds: its mean (min-max when they differ), and how
     many cases left it unknown. A cell with no known value says ``unknown``, never 0."""
     by_name(metric)  # a KeyError naming the known metrics
+    # One grouped pass (a group at a time cost 0.15 s a table on the default grid); the statistics skip <NA>.
+    cells = frame[metric].astype("Float64").groupby([frame["policy"], frame["scenario"]], sort=False)
+    stats = pd.DataFrame({"mean": cells.mean(), "low": cells.min(), "high": cells.max(), "known": cells.count()})
+    stats["unknown"] = cells.size() - stats["known"]
     records = []
-    for (policy, scenario), group in frame.groupby(["policy", "scenario"], sort=False):
-        values = group[metric]
-        known = values.dropna().astype(float)
-        unknown = int(values.isna().sum())
-        if known.empty:
+    for (policy, scenario), mean, low, high, known, unknown in stats.itertuples():
+        if known == 0:
             text = f"unknown x{unknown}"
         else:
-            text = f"{known.mean():.3g}"
-            if known.min() != known.max():
-                text += f" ({known.min():.3g}-{known.max():.3g})"
+            text = f"{mean:.3g}"
+            if low != high:
+                text += f" ({low:.3g}-{high:.3g})"
             if unknown:
                 text += f" · {unknown} unknown"
         records.append({"policy": policy, "scenario": scenario, "cell": text})
