@@ -122,3 +122,15 @@ def test_a_cell_is_the_same_at_every_seed_only_when_outcome_counts_and_flags_all
     other = frame.copy()
     other.loc[other.index[1], "outcome"] = "correct" if other["outcome"].iloc[0] != "correct" else "incorrect"
     assert _steady(other) == {key: False}
+
+
+def test_a_piece_that_draws_draws_its_lowest_seed_of_each_failing_outcome(tmp_path: Path) -> None:
+    from harness.run.cell import CellJob, execute_cell
+
+    job = CellJob("retry_new_key", "lost_response", (3, 1, 2), tmp_path, timelines=True)
+    result = execute_cell(job)
+    assert set(result.counts[("retry_new_key", "lost_response")]) == {"incorrect"}
+    drawn = sorted(p.parent.name for p in tmp_path.rglob("timeline.png"))
+    assert drawn == ["seed-1"]
+    execute_cell(CellJob("retry_new_key", "lost_response", (4,), tmp_path / "not-drawn"))
+    assert not list((tmp_path / "not-drawn").rglob("timeline.png"))

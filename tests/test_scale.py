@@ -114,6 +114,18 @@ def test_pieces_cover_every_seed_once_and_none_is_over_the_cap() -> None:
     assert len(pieces(Cell("p", "s", (1, 2, 3)), Path("out"), 1, "full")) == 1
 
 
+def test_the_piece_with_a_cells_lowest_seeds_draws_its_timelines_and_no_other_does() -> None:
+    def drawing(seeds: tuple[int, ...] | range, timelines: bool = True) -> list[bool]:
+        return [job.timelines for job in pieces(Cell("p", "s", seeds), Path("out"), 2, "full", timelines)]
+
+    assert drawing(range(1, 2 * PIECE_MAX + 7)) == [True, False, False]
+    assert drawing((1, 2, 3)) == [True, False]
+    assert drawing((7,)) == [True]
+    assert drawing((5, 1, 9)) == [True, False]  # the first piece holds 1 and 5, each lower than 9
+    assert drawing((5, 9, 1)) == [False, False]  # the lowest seed is in the last piece: the report draws it
+    assert drawing((1, 2, 3), timelines=False) == [False, False]  # --no-report
+
+
 def test_a_cell_names_the_same_first_cases_whatever_order_its_pieces_finish_in(tmp_path: Path) -> None:
     """Pieces of a cell finish in any order; the first failing case of each outcome it names is the lowest seed."""
     from harness.run.cell import CellJob, CellResult, execute_cell

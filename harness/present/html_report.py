@@ -21,7 +21,7 @@ import pandas as pd
 
 from harness.check.registry import METRICS
 from harness.limits import REPORT_LISTED_MAX
-from harness.model import REPORT_HTML, RUN_RECORD
+from harness.model import FAILING, REPORT_HTML, RUN_RECORD
 from harness.present.analysis import (
     RATE_MIN_CASES,
     load,
@@ -36,8 +36,8 @@ from harness.present.pictures import heatmap, png_bytes, save_png, timeline
 
 __all__ = ["TIMELINE_OUTCOMES", "Shown", "render_timeline", "shown", "timelines_to_draw", "write_report"]
 
-#: The cases the report shows: those with a violation, or that the evidence cannot decide.
-TIMELINE_OUTCOMES = ("incorrect", "abandoned", "unresolved")
+#: The cases the report shows: the outcomes a policy fails by (a violation, or a case the evidence cannot decide).
+TIMELINE_OUTCOMES = FAILING
 #: The metrics the registry marks as shown: the safety properties first, then the measures.
 TABLE_METRICS = tuple(m.name for m in sorted(METRICS, key=lambda m: m.kind != "property") if m.shown)
 

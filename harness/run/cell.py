@@ -13,7 +13,7 @@ import io
 import json
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -64,6 +64,9 @@ class CellJob:
     parts: int = 1
     #: ``full``: a recovery.json per case; ``compact``: a record line per case, recovery.json only for the rest.
     records: RecordMode = "full"
+    #: Draw ``timeline.png`` beside the case report.html shows for each failing outcome (the lowest seed): set
+    #: on the piece that holds its cell's lowest seeds, so the pictures are drawn while the run goes on.
+    timelines: bool = False
     #: Cases of this piece not to run again, by position in it, each with why it failed: a case over its
     #: wall-clock budget, or one whose worker process died. They are written as ``harness_error`` cases.
     failed: tuple[tuple[int, str], ...] = ()
@@ -226,8 +229,8 @@ def execute_cell(job: CellJob, cell: int = 0, on_case: Callable[[int], None] | N
 
     ``on_case(position)`` is called before each case (its position in the piece) and with -1 after it, so a
     supervisor knows which case a stuck or dead worker was running. The tally is also written beside the
-    piece's summary rows, so a resumed run knows the piece is done. (The report's timelines are drawn once
-    every cell is done: ``harness.run.pictures``.)
+    piece's summary rows, so a resumed run knows the piece is done. A piece with ``timelines`` then draws the
+    timeline of its lowest seed of each failing outcome; the report draws any it still lacks at the end.
     """
     grid = load_grid([job.policy_spec], [job.scenario_spec], job.seeds)
     result = CellResult()
@@ -236,6 +239,8 @@ def execute_cell(job: CellJob, cell: int = 0, on_case: Callable[[int], None] | N
     metrics = {name: result.metrics.setdefault(name, MetricTally()) for name in _LOGGED}
     rows = io.StringIO()
     writer = csv.writer(rows, lineterminator="\n")
+    # Per (scenario, failing outcome): the lowest seed that ended so, and its recovery.json.
+    shown: dict[tuple[str, str], tuple[int, Path]] = {}
     with ExitStack() as stack:
         compact: dict[str, RecordWriter] = {}
         for report, faults in _cases(grid, dict(job.failed), on_case, job.case_timeout_s):
@@ -257,7 +262,18 @@ def execute_cell(job: CellJob, cell: int = 0, on_case: Callable[[int], None] | N
                 compact[report.scenario].write(report)
                 if report.outcome == "correct":
                     continue
-            write_atomic(case_path(job.out, report), recovery_json(report))
+            path = case_path(job.out, report)
+            write_atomic(path, recovery_json(report))
+            if job.timelines and report.outcome in FAILING:
+                lowest = shown.setdefault((report.scenario, report.outcome), (report.seed, path))
+                if report.seed < lowest[0]:
+                    shown[report.scenario, report.outcome] = (report.seed, path)
+    if shown:
+        from harness.present.html_report import render_timeline  # matplotlib: imported only to draw
+
+        for _, path in shown.values():
+            with suppress(OSError, ValueError):  # left to the report, which draws what is missing or says why
+                render_timeline(path)
     result.coverage = tuple(FaultCoverage(sc, i, fault, n[0], n[1]) for (sc, i, fault), n in coverage.items())
     result.summary_part = summary_part_path(job.out, job, cell)
     write_atomic(result.summary_part, rows.getvalue())

@@ -297,6 +297,7 @@ def _complete(
             out,
             plan.concurrency,
             _records(options.records, len(cell.seeds)),
+            options.report,
             options.case_timeout_s,
         )
     ]
@@ -437,12 +438,18 @@ def pieces(
     out: Path,
     concurrency: int,
     records: Literal["full", "compact"],
+    timelines: bool = False,
     case_timeout_s: float | None = None,
 ) -> list[CellJob]:
-    """Split a cell's seeds into pieces: enough for every process to share a large cell, none over ``PIECE_MAX``."""
+    """Split a cell's seeds into pieces: enough for every process to share a large cell, none over ``PIECE_MAX``.
+
+    With ``timelines``, the first piece draws its cell's timelines for the report as it ends (the pictures are
+    drawn while the parent tracks other cells), if it holds the cell's lowest seeds, as it does when they are
+    given in increasing order; the report draws whatever is still missing at the end."""
     seeds = cell.seeds
     size = max(1, min(PIECE_MAX, -(-len(seeds) // max(1, concurrency))))
     parts = -(-len(seeds) // size)
+    drawn_first = timelines and (parts == 1 or max(seeds[:size]) < min(seeds[size:]))
     return [
         CellJob(
             cell.policy_spec,
@@ -452,6 +459,7 @@ def pieces(
             part=n,
             parts=parts,
             records=records,
+            timelines=drawn_first and n == 0,
             case_timeout_s=case_timeout_s,
         )
         for n, start in enumerate(range(0, len(seeds), size))
