@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import os
 import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -33,6 +42,144 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for title, text in SUMMARIES.items():
         terminalreporter.write_sep("-", title)
         terminalreporter.write_line(text)
+
+
+#: The marker that names a test's ``python -m harness`` command to run in the background (see ``Background``).
+BACKGROUND = "background_harness"
+#: The default run: every policy x scenario of polyaxonfiles/grid.yaml at its seeds, tracked offline, with its report.
+DEFAULT_RUN = ("run", "--quiet")
+#: How much less CPU priority a background command gets than the tests running meanwhile (nice(1) units).
+BACKGROUND_NICENESS = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """A background command, done: its exit status, what it printed, and the folder it was given as --out."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    out: Path
+
+
+class Background:
+    """``python -m harness ARGS... --out DIR`` for one test, started when collection ends rather than when the test
+    runs. The default grid and the safe policies' exploration are minutes of work for two processes, while most of
+    the suite runs one process at a time and leaves the other core idle. Started at a lower priority, such a command
+    takes what the tests before it leave idle; its test runs last (``pytest_collection_modifyitems``), and
+    ``wait()`` gives it back the tests' priority (where the OS allows) and returns what it did. The command, its
+    output folder and the test's checks are the ones the test would run in place; only the start is earlier.
+
+    A test asks for it with ``@pytest.mark.background_harness(*ARGS)`` and the ``background_harness`` fixture; tests
+    that give the same ARGS share one run, so each must only read what it wrote. Under
+    ``--collect-only``, or in a pytest-xdist worker (which collects every test but runs some), nothing starts early:
+    ``wait()`` starts the command then."""
+
+    def __init__(self, args: tuple[str, ...]) -> None:
+        self.args = args
+        self.niceness = os.getpriority(os.PRIO_PROCESS, 0)  # the tests' own
+        self.folder = Path(tempfile.mkdtemp(prefix="pytest-background-"))
+        self.out = self.folder / "out"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> subprocess.Popen[bytes]:
+        if self.process is None:
+            with (self.folder / "stdout").open("wb") as stdout, (self.folder / "stderr").open("wb") as stderr:
+                self.process = subprocess.Popen(
+                    [sys.executable, "-m", "harness", *self.args, "--out", str(self.out)],
+                    cwd=SCENARIO_DIR.parent,
+                    stdout=stdout,
+                    stderr=stderr,
+                    start_new_session=True,  # its own process group: its workers are reniced and stopped with it
+                    preexec_fn=_die_with_parent,
+                )
+            # Before the command has imported its way to starting any worker: they inherit the priority.
+            self._renice(min(19, self.niceness + BACKGROUND_NICENESS))
+        return self.process
+
+    def _renice(self, niceness: int) -> None:
+        assert self.process is not None
+        with contextlib.suppress(OSError):  # raising the priority again needs the right to; without it, it stays
+            os.setpriority(os.PRIO_PGRP, self.process.pid, niceness)
+
+    def wait(self) -> Finished:
+        process = self.start()
+        if process.poll() is None:
+            self._renice(self.niceness)  # the tests wait for it now: nothing else to leave room for
+        returncode = process.wait()
+        return Finished(
+            returncode,
+            (self.folder / "stdout").read_text(encoding="utf-8", errors="replace"),
+            (self.folder / "stderr").read_text(encoding="utf-8", errors="replace"),
+            self.out,
+        )
+
+    def stop(self) -> None:
+        """Kill the command and its workers if still running (the session ended first), and remove its folder."""
+        if self.process is not None and self.process.poll() is None:
+            with contextlib.suppress(OSError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+#: By command: tests that name the same command share one run of it (they only read what it wrote).
+_BACKGROUND: dict[tuple[str, ...], Background] = {}
+#: prctl(2), looked up before any fork: a forked child calls it and nothing else of Python's.
+_PRCTL = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None) if sys.platform == "linux" else None
+
+
+def _die_with_parent() -> None:
+    """In the background command, before it starts: the kernel kills it if pytest dies without stopping it (a kill
+    signal, a crash), as the harness's own workers die with it (``harness.run.pool``)."""
+    if _PRCTL is not None:
+        _PRCTL(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _background(item: pytest.Item) -> Background:
+    marker = item.get_closest_marker(BACKGROUND)
+    if marker is None:
+        raise pytest.UsageError(f"{item.nodeid} asks for background_harness without @pytest.mark.{BACKGROUND}(...)")
+    args = tuple(str(a) for a in marker.args)
+    if args not in _BACKGROUND:
+        _BACKGROUND[args] = Background(args)
+    return _BACKGROUND[args]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{BACKGROUND}(*args): run `python -m harness ARGS... --out DIR` from the end of collection on, in the "
+        "background; the test runs last and gets it from the background_harness fixture (tests/conftest.py)",
+    )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests whose command runs in the background go last (in their order), so the rest runs meanwhile."""
+    items.sort(key=lambda item: item.get_closest_marker(BACKGROUND) is not None)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start every background command of the tests selected to run."""
+    if session.config.option.collectonly or hasattr(session.config, "workerinput"):
+        return
+    for item in session.items:
+        if item.get_closest_marker(BACKGROUND) is not None:
+            _background(item).start()
+
+
+def pytest_sessionfinish() -> None:
+    """No background command outlives the session (after ``-x`` or Ctrl-C its test may never have run)."""
+    for run in _BACKGROUND.values():
+        run.stop()
+    _BACKGROUND.clear()
+
+
+@pytest.fixture
+def background_harness(request: pytest.FixtureRequest) -> Background:
+    """This test's background command (``@pytest.mark.background_harness``); ``.wait()`` for what it did."""
+    return _background(request.node)
 
 
 def run_into(out: Path, *args: str) -> int:

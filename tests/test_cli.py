@@ -10,7 +10,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import run_into
+from conftest import DEFAULT_RUN, Background, run_into
 
 from harness.cli import main
 from harness.model import OUTCOMES
@@ -22,10 +22,15 @@ ROOT = Path(__file__).resolve().parent.parent
 FAST = ("--quiet", "--tracking", "none")
 
 
-def test_default_grid_writes_every_case_and_a_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """With no options but --out, every policy x scenario x default seed is run, written and tabled."""
-    out = tmp_path / "run"
-    assert main(["run", "--out", str(out), "--quiet"]) == 0
+@pytest.mark.background_harness(*DEFAULT_RUN)
+def test_default_grid_writes_every_case_and_a_summary(background_harness: Background) -> None:
+    """With no options but --out, every policy x scenario x default seed is run, written and tabled.
+
+    Over a minute of work: the command runs in the background from the start of the session, and this test runs
+    last (tests/conftest.py, Background); test_tracking.py reads the same run."""
+    run = background_harness.wait()
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = run.out
     cases = sorted((out / "cases").rglob("recovery.json"))
     expected = len(builtin_policy_names()) * sum(len(scenario_cases(s)) for s in list_scenarios()) * 3
     assert len(cases) == expected
@@ -37,7 +42,7 @@ def test_default_grid_writes_every_case_and_a_summary(tmp_path: Path, capsys: py
     rows = list(csv.DictReader((out / "summary.csv").open()))
     assert len(rows) == expected
     assert {r["outcome"] for r in rows} <= set(OUTCOMES) - {"harness_error"}
-    table = capsys.readouterr().out
+    table = run.stdout
     assert "reconcile_and_reauthorize" in table and "uncertain_lookup" in table
     # The failing cells are named, worst first, each by its first case with its worst outcome, up to the cap.
     order = ("incorrect", "abandoned", "unresolved")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SMALL_GRID
+from conftest import DEFAULT_RUN, SMALL_GRID, Background
 
 from harness.model import CaseReport
 from harness.plx.tracking import CellRecord, track_cell
@@ -228,14 +228,17 @@ def test_harness_error_ends_the_run_failed_and_the_grid_goes_on(tmp_path: Path) 
     assert len(summary) == 3 and all(",harness_error," in line for line in summary[1:])
 
 
-def test_local_grid_is_the_matrix(tmp_path: Path) -> None:
-    """The default run expands polyaxonfiles/grid.yaml: the cells it runs are the matrix's cells."""
+@pytest.mark.background_harness(*DEFAULT_RUN)
+def test_local_grid_is_the_matrix(background_harness: Background) -> None:
+    """The default run expands polyaxonfiles/grid.yaml: the cells it runs are the matrix's cells.
+
+    The default run is test_cli.py's, run once in the background for both (tests/conftest.py, Background)."""
     from harness.plx.plxfile import default_grid_file, load_grid_file
     from harness.scenario import scenario_cases
 
-    out = tmp_path / "run"
-    proc = harness("run", "--out", str(out), "--quiet", "--tracking", "none", "--seed", "1")
-    assert proc.returncode == 0, proc.stderr
+    run = background_harness.wait()
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = run.out
     ran = {(p.parent.parent.parent.name, p.parent.parent.name) for p in (out / "cases").rglob("recovery.json")}
     grid = load_grid_file(default_grid_file())
     expected = {(c["policy"], s.name) for c in grid.cells for _, s in scenario_cases(str(c["scenario"]))}
