@@ -13,7 +13,7 @@ import io
 import json
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, suppress
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -28,6 +28,7 @@ from harness.run.files import (
     summary_row,
     write_atomic,
 )
+from harness.run.pictures import draw_timelines
 from harness.run.plan import Grid, load_grid
 from harness.scenario import FaultBase
 from harness.scenario.faults import CONNECTOR_PHASES
@@ -269,11 +270,7 @@ def execute_cell(job: CellJob, cell: int = 0, on_case: Callable[[int], None] | N
                 if report.seed < lowest[0]:
                     shown[report.scenario, report.outcome] = (report.seed, path)
     if shown:
-        from harness.present.html_report import render_timeline  # matplotlib: imported only to draw
-
-        for _, path in shown.values():
-            with suppress(OSError, ValueError):  # left to the report, which draws what is missing or says why
-                render_timeline(path)
+        draw_timelines([path for _, path in shown.values()], 1)  # what it cannot draw is left to the report
     result.coverage = tuple(FaultCoverage(sc, i, fault, n[0], n[1]) for (sc, i, fault), n in coverage.items())
     result.summary_part = summary_part_path(job.out, job, cell)
     write_atomic(result.summary_part, rows.getvalue())
