@@ -28,6 +28,7 @@ from harness.seeds import DEFAULT_SEEDS, SEED_MAX
 if TYPE_CHECKING:
     from harness.run import CellJob, CellResult, GridSummary, Plan
     from harness.run.folder import Claim
+    from harness.run.grid import Progress
 
 __all__ = ["main"]
 
@@ -477,11 +478,17 @@ def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> i
     return EXIT_OK if summary.tracking.ok else EXIT_TRACKING
 
 
-def _progress(done: int, total: int, job: CellJob, result: CellResult) -> None:
+#: A run of at least this many cases is a sweep: its progress lines add the cases done, the rate and the time
+#: left (a grid of a few seeds per cell finishes before those figures would mean anything).
+SWEEP_FROM = 10_000
+
+
+def _progress(progress: Progress, job: CellJob, result: CellResult) -> None:
     outcomes: Counter[str] = Counter()
     for counter in result.counts.values():
         outcomes.update(counter)
     counts = ", ".join(f"{o} {n}" for o, n in outcomes.items())
+    done, total = progress.pieces_done, progress.pieces
     width = len(str(total))
     seeds = job.seeds
     # A line per piece: a cell split over processes says which of its seeds this piece ran.
@@ -492,7 +499,32 @@ def _progress(done: int, total: int, job: CellJob, result: CellResult) -> None:
     else:
         span = f"seeds {', '.join(map(str, seeds))}"
     which = f" ({span}, piece {job.part + 1} of {job.parts})" if job.parts > 1 else ""
-    print(f"[{done:>{width}}/{total}] {job.policy_spec} x {job.scenario_spec}{which}: {counts}", file=sys.stderr)
+    line = f"[{done:>{width}}/{total}] {job.policy_spec} x {job.scenario_spec}{which}: {counts}"
+    if progress.cases >= SWEEP_FROM:
+        line += f"; {_sweep(progress)}"
+    print(line, file=sys.stderr)
+
+
+def _sweep(progress: Progress) -> str:
+    """``12,000 of 1,000,000 cases, 3,912 cases/s, about 4 min 13 s left``: how a long run is going."""
+    said = f"{progress.cases_done:,} of {progress.cases:,} cases"
+    rate, remaining_s = progress.rate, progress.remaining_s
+    if rate is None or remaining_s is None:
+        return said
+    said += f", {rate:,.0f} cases/s"
+    if progress.cases_done < progress.cases:
+        said += f", about {_duration(remaining_s)} left"
+    return said
+
+
+def _duration(seconds: float) -> str:
+    """``45 s``, ``4 min 13 s``, ``2 h 05 min``: rounded to the second, to the minute from an hour."""
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60} s"
+    return f"{whole // 3600} h {whole % 3600 // 60:02d} min"
 
 
 def _force_concurrency(parser: argparse.ArgumentParser) -> None:

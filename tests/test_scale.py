@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -217,3 +218,67 @@ class Recording:
     def decide(self, situation: Situation) -> object:
         self.seen.append(situation)
         return self.inner.decide(situation)  # type: ignore[attr-defined]
+
+
+def test_progress_counts_the_pieces_and_cases_this_run_has_to_do(tmp_path: Path) -> None:
+    """Each finished piece reports the pieces and cases done so far out of those the run has to do, with the time
+    since it began; a resumed run counts only what it runs again."""
+    from harness.run import GridOptions, plan_cells, run_grid
+    from harness.run.grid import Progress, resume_grid
+
+    seen: list[Progress] = []
+    plan = plan_cells(["stop_on_timeout"], ["lost_response", "changed_task"], [1, 2, 3], None, 1)
+    out = tmp_path / "run"
+    options = GridOptions(out=out, tracking="none", report=False, isolate=False)
+    run_grid(plan, options, progress=lambda p, job, result: seen.append(p))
+    assert [(p.pieces_done, p.pieces, p.cases_done, p.cases) for p in seen] == [(1, 2, 3, 6), (2, 2, 6, 6)]
+    assert 0 < seen[0].elapsed_s <= seen[1].elapsed_s
+
+    # Stopped as its first piece ended (the second not yet run): the resumed run has one piece of three cases.
+    class Stopped(Exception):
+        pass
+
+    def stop(p: Progress, job: object, result: object) -> None:
+        raise Stopped
+
+    again = tmp_path / "again"
+    with pytest.raises(Stopped):
+        run_grid(plan, replace(options, out=again), progress=stop)
+    seen.clear()
+    assert resume_grid(again, progress=lambda p, job, result: seen.append(p), report=False) is not None
+    assert [(p.pieces_done, p.pieces, p.cases_done, p.cases) for p in seen] == [(1, 1, 3, 3)]
+
+
+def test_a_sweep_s_progress_says_cases_rate_and_time_left() -> None:
+    from harness.cli import _duration, _sweep
+    from harness.run.grid import Progress
+
+    assert _sweep(Progress(3, 200, 15_000, 1_000_000, 4.0)) == (
+        "15,000 of 1,000,000 cases, 3,750 cases/s, about 4 min 23 s left"  # 985,000 cases at 3,750/s: 262.7 s
+    )
+    assert _sweep(Progress(200, 200, 1_000_000, 1_000_000, 250.0)) == "1,000,000 of 1,000,000 cases, 4,000 cases/s"
+    assert _sweep(Progress(1, 2, 5_000, 10_000, 0.0)) == "5,000 of 10,000 cases"  # no time yet, no rate
+    assert [_duration(s) for s in (0.4, 59.4, 60, 3599.4, 3600, 7530)] == [
+        "0 s", "59 s", "1 min 0 s", "59 min 59 s", "1 h 00 min", "2 h 05 min"
+    ]  # fmt: skip
+
+
+def test_only_a_sweep_s_progress_lines_carry_its_rate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Below ``SWEEP_FROM`` cases a progress line is the cell's outcomes alone; from it, the line adds the cases
+    done, the rate and the time left (the threshold is lowered here so that a three-case run is a sweep)."""
+    import harness.cli
+
+    args = ["run", *CELL, "--seed-count", "3", "--tracking", "none", "--no-report"]
+    assert main([*args, "--out", str(tmp_path / "grid")]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[")]
+    assert lines == ["[1/1] retry_same_key x connector_no_record_yet: incorrect 2, correct 1"]
+
+    monkeypatch.setattr(harness.cli, "SWEEP_FROM", 3)
+    assert main([*args, "--out", str(tmp_path / "sweep")]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[")]
+    assert len(lines) == 1
+    head, sweep = lines[0].split("; ")
+    assert head == "[1/1] retry_same_key x connector_no_record_yet: incorrect 2, correct 1"
+    assert sweep.startswith("3 of 3 cases, ") and sweep.endswith(" cases/s") and "left" not in sweep

@@ -51,6 +51,7 @@ __all__ = [
     "PIECE_MAX",
     "GridOptions",
     "GridSummary",
+    "Progress",
     "RunInterrupted",
     "TrackingNote",
     "abandon",
@@ -190,16 +191,39 @@ def abandon(hold: Claim, created: bool) -> None:
             hold.out.rmdir()
 
 
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """How far a run has come as one piece of a cell finishes: pieces and cases this run has to do (a resumed
+    run counts only what it runs), and the wall time since it began running them."""
+
+    pieces_done: int
+    pieces: int
+    cases_done: int
+    cases: int
+    elapsed_s: float
+
+    @property
+    def rate(self) -> float | None:
+        """Cases per second so far (start-up included), or ``None`` before any time has passed."""
+        return self.cases_done / self.elapsed_s if self.elapsed_s > 0 else None
+
+    @property
+    def remaining_s(self) -> float | None:
+        """The time the remaining cases take at the rate so far, or ``None`` while there is no rate."""
+        rate = self.rate
+        return (self.cases - self.cases_done) / rate if rate else None
+
+
 def run_grid(
     plan: Plan,
     options: GridOptions,
-    progress: Callable[[int, int, CellJob, CellResult], None] | None = None,
+    progress: Callable[[Progress, CellJob, CellResult], None] | None = None,
     begun: Claim | None = None,
     checked: Callable[[], None] | None = None,
 ) -> GridSummary:
     """Check everything, then run every cell of ``plan``, write the run's files, and track it.
 
-    Raises ``InputError`` (before writing anything) for bad input. ``progress(done, total, job, result)`` is
+    Raises ``InputError`` (before writing anything) for bad input. ``progress(progress, job, result)`` is
     called once per finished piece of a cell. Memory stays flat in the number of seeds: each case is written
     as it finishes, and only tallies come back. The folder is claimed for this run alone, and its manifest is
     written before any case runs, so a run that is stopped can be resumed (``resume_grid``).
@@ -230,7 +254,7 @@ def run_grid(
 
 
 def resume_grid(
-    out: Path, progress: Callable[[int, int, CellJob, CellResult], None] | None = None, report: bool = True
+    out: Path, progress: Callable[[Progress, CellJob, CellResult], None] | None = None, report: bool = True
 ) -> GridSummary | None:
     """Complete a run that was stopped: run only the pieces and Polyaxon runs that are missing, then write the
     summary, run.json and the report (``report`` false: no report, whatever the run began with). None when the
@@ -286,7 +310,7 @@ def _complete(
     plan: Plan,
     options: GridOptions,
     grid: Grid,
-    progress: Callable[[int, int, CellJob, CellResult], None] | None,
+    progress: Callable[[Progress, CellJob, CellResult], None] | None,
 ) -> GridSummary:
     """Run what is missing of the run in ``out`` (everything, for a new run), then write its files."""
     jobs = [
@@ -314,14 +338,16 @@ def _complete(
         if results.complete(cell):
             tracker.track(cell, results[cell])  # finished before the run was stopped, maybe not tracked
     started = time.perf_counter()
-    done = 0
+    done = cases_done = 0
+    cases = sum(len(jobs[i][1].seeds) for i in todo)
 
     def finished(index: int, result: CellResult) -> None:
-        nonlocal done
+        nonlocal done, cases_done
         cell, job = jobs[index]
         done += 1
+        cases_done += len(job.seeds)
         if progress is not None:
-            progress(done, len(todo), job, result)
+            progress(Progress(done, len(todo), cases_done, cases, time.perf_counter() - started), job, result)
         if results.add(cell, result):
             tracker.track(cell, results[cell])
 
