@@ -119,7 +119,9 @@ def _shard(text: str) -> tuple[int, int]:
     return int(index), int(count)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(defaults: bool = True) -> argparse.ArgumentParser:
+    """The command line's parser; ``defaults`` false: one that leaves out every option not given (its namespace
+    holds exactly the options on the command line, whatever their values)."""
     parser = _Parser(prog="harness", description=_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
     run = sub.add_parser("run", help="run the policy x scenario grid")
@@ -306,10 +308,15 @@ def _parser() -> argparse.ArgumentParser:
     view = sub.add_parser("view", help="browse a run's Polyaxon runs in the Polyaxon UI (haupt viewer)")
     view.add_argument("run_dir", type=_path, metavar="RUN_DIR", help="a folder written by 'harness run'")
     view.add_argument("--port", type=_port, default=8000, help="port on 127.0.0.1 (default: 8000)")
+    if not defaults:
+        for command in sub.choices.values():
+            for action in command._actions:
+                action.default = argparse.SUPPRESS
     return parser
 
 
-_RESUME_ALONE = ("policy", "scenario", "seed", "seed_count", "polyaxonfile", "concurrency", "out")
+#: What may be given with ``--resume``: everything else comes from the run's manifest.
+_WITH_RESUME = frozenset({"command", "resume", "no_report", "junit", "quiet"})
 
 
 def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
@@ -319,12 +326,12 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from harness.run.plan import UsageError
 
     if args.resume is not None:
-        given = [f"--{name.replace('_', '-')}" for name in _RESUME_ALONE if getattr(args, name)]
-        given += ["--records"] if args.records != "auto" else []
-        given += ["--case-timeout"] if args.case_timeout != DEFAULT_CASE_TIMEOUT_S else []
+        explicit = vars(_parser(defaults=False).parse_args(argv))
+        given = [f"--{name.replace('_', '-')}" for name in explicit if name not in _WITH_RESUME]
         if given:
             raise UsageError(
-                f"--resume takes its cells and options from the run's manifest, not {', '.join(given)}; fix: drop them"
+                f"--resume takes its cells and options from the run's manifest, not {', '.join(given)}; fix: drop "
+                + ("them" if len(given) > 1 else "it")
             )
         request = Request.read(args.resume)
         if request is not None:  # stopped before its grid was planned: plan it again, from the same words
@@ -688,11 +695,11 @@ def _report(run_dir: Path) -> int:
         raise UsageError(f"{run_dir}: not a folder; fix: give a folder written by 'harness run'")
 
     def draw(paths: Sequence[Path]) -> None:
-        print(f"drawing {len(paths)} timelines...", file=sys.stderr)
+        print(f"drawing {len(paths)} {'timeline' if len(paths) == 1 else 'timelines'}...", file=sys.stderr)
         draw_timelines(paths, os.cpu_count() or 1)
 
     try:
-        page = write_report(run_dir, draw=draw)
+        page = write_report(run_dir, draw=draw, tell=lambda line: print(f"harness: {_line(line)}", file=sys.stderr))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     print(page)

@@ -288,6 +288,7 @@ def test_view_refuses_bad_port_and_folders_without_runs(tmp_path: Path) -> None:
         text=True,
     )
     assert proc.returncode == 2 and "no Polyaxon runs" in proc.stderr and "Traceback" not in proc.stderr
+    assert "a run tracked offline" in proc.stderr
 
 
 def test_progress_is_a_line_per_piece_saying_which_seeds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -308,3 +309,59 @@ def test_progress_is_a_line_per_piece_saying_which_seeds(tmp_path: Path, capsys:
             ]
         else:
             assert lines == ["[1/1] retry_same_key x lost_response: correct 3"]
+
+
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [
+        (["--tracking", "none"], "--tracking"),
+        (["--tracking", "offline"], "--tracking"),  # the default, given: still not the run's to change
+        (["--trac", "none"], "--tracking"),  # an abbreviation is the option it abbreviates
+        (["--project", "me/other"], "--project"),
+        (["--force-concurrency"], "--force-concurrency"),
+        (["--records", "auto"], "--records"),
+        (["--case-timeout", "60"], "--case-timeout"),
+        (["--seed-count", "3", "--policy", "stop_on_timeout"], "--seed-count, --policy"),
+    ],
+)
+def test_resume_refuses_every_option_its_manifest_decides(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], given: list[str], named: str
+) -> None:
+    """Only --no-report, --junit and --quiet may be given with --resume; any other option given, whatever its
+    value, is refused in one line naming it (it would be silently ignored otherwise)."""
+    assert main(["run", "--resume", str(tmp_path), *given]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"harness: --resume takes its cells and options from the run's manifest, not {named}; "
+        f"fix: drop {'them' if ', ' in named else 'it'}\n"
+    )
+
+
+def test_resume_takes_no_report_junit_and_quiet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    assert main(["run", "--policy", "stop_on_timeout", "--scenario", "lost_response", "--seed-count", "1",
+                 "--tracking", "none", "--no-report", "--quiet", "--out", str(out)]) == 0  # fmt: skip
+    capsys.readouterr()
+    junit = tmp_path / "junit.xml"
+    assert main(["run", "--resume", str(out), "--no-report", "--quiet", "--junit", str(junit)]) == 0
+    assert capsys.readouterr().out == f"nothing to resume: the run in {out} is complete\n"
+
+
+def test_report_says_which_files_it_left_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`harness report` of a folder with an unreadable recovery.json writes the page of the others and says on
+    stderr, in one line, how many files it left out and the first with why (the page lists them all)."""
+    out = tmp_path / "run"
+    assert main(["run", "--policy", "stop_on_timeout", "--scenario", "lost_response", "--seed-count", "1",
+                 "--tracking", "none", "--no-report", "--quiet", "--out", str(out)]) == 0  # fmt: skip
+    broken = out / "cases" / "stop_on_timeout" / "lost_response" / "seed-2" / "recovery.json"
+    broken.parent.mkdir()
+    broken.write_text('{"broken": ', encoding="utf-8")
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == f"{out / 'report.html'}\n"
+    said = [line for line in captured.err.splitlines() if line.startswith("harness: ")]
+    assert len(said) == 1 and said[0].startswith(
+        f"harness: 1 file left out as unreadable (the report lists them): {broken}: malformed: JSONDecodeError"
+    )
+    assert str(broken) in (out / "report.html").read_text(encoding="utf-8")

@@ -36,7 +36,10 @@ def view(run_dir: Path, port: int) -> int:
     """Serve ``RUN_DIR/polyaxon`` on 127.0.0.1:``port`` until interrupted."""
     root = offline_root(run_dir)
     if not (root / "runs").is_dir():
-        raise ViewError(f"{run_dir}: no Polyaxon runs in {root}; fix: give a folder written by 'harness run'")
+        raise ViewError(
+            f"{run_dir}: no Polyaxon runs in {root} (a run with --tracking none has none); fix: give the folder of "
+            "a run tracked offline, the default of 'harness run'"
+        )
     command = [
         haupt_command(),
         "viewer",

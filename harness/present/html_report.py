@@ -195,12 +195,14 @@ def write_report(
     out: Path | None = None,
     order: Sequence[str] | None = None,
     draw: Callable[[Sequence[Path]], object] | None = None,
+    tell: Callable[[str], object] | None = None,
 ) -> Path:
     """Write ``report.html`` (and ``heatmap.png``) for every case under ``run_dir``; return the page's path.
 
     ``draw`` is given the recovery.json files whose timeline the page shows and that have none drawn yet, to
     draw them first (``harness run`` and ``harness report`` draw them in worker processes); whatever is still
-    missing then is drawn into the page alone."""
+    missing then is drawn into the page alone. ``tell`` is given a line about files left out as unreadable
+    (the page lists them all)."""
     frame = load(run_dir)
     if frame.empty:
         skipped = frame.attrs.get("skipped") or []
@@ -223,6 +225,12 @@ def write_report(
     out = out or run_dir / REPORT_HTML
     heat = save_png(heatmap(frame), out.with_name("heatmap.png"))
     skipped = frame.attrs.get("skipped", [])
+    if skipped and tell is not None:
+        first = skipped[0]
+        tell(
+            f"{len(skipped)} {'file' if len(skipped) == 1 else 'files'} left out as unreadable (the report lists "
+            f"them): {first.path}: {first.reason}" + (f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else "")
+        )
     body = [
         "<!doctype html>",
         '<html lang="en"><head><meta charset="utf-8"><title>Recovery harness report</title>',
