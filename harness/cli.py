@@ -735,7 +735,8 @@ def _list() -> int:
 def _first_sentence(text: str, limit: int = 200) -> str:
     """What a description says first, on one line (its whole text is in the scenario file)."""
     words = " ".join(text.split())
-    end = re.search(r"(?<!\.)\.(?!\.) ", words)  # a full stop, not an ellipsis
+    # A full stop, not an ellipsis, and not inside a quotation (an even number of double quotes before it).
+    end = next((m for m in re.finditer(r"(?<!\.)\.(?!\.) ", words) if words.count('"', 0, m.start()) % 2 == 0), None)
     first = words if end is None else words[: end.start() + 1]
     return first if len(first) <= limit else f"{first[: limit - 3].rstrip()}..."
 

@@ -183,6 +183,17 @@ def test_list_shows_policies_scenarios_and_boundaries(capsys: pytest.CaptureFixt
         assert said and (words.startswith(said) or words.startswith(said.removesuffix("...")))
 
 
+def test_a_first_sentence_ends_at_a_full_stop_outside_quotations() -> None:
+    from harness.cli import _first_sentence
+
+    assert _first_sentence('Seed 002, "a new UUID by default. Sending again ... does not": a call. More.') == (
+        'Seed 002, "a new UUID by default. Sending again ... does not": a call.'
+    )
+    assert _first_sentence("The reply is lost. Then it recovers.") == "The reply is lost."
+    assert _first_sentence("Waits... then stops. Done.") == "Waits... then stops."  # an ellipsis goes on
+    assert _first_sentence("x" * 250) == "x" * 197 + "..."
+
+
 def test_schema_export_matches_the_report_model(tmp_path: Path) -> None:
     """The exported JSON Schema requires the report's keys, and a written recovery.json validates against it."""
     schema_path = tmp_path / "schema.json"

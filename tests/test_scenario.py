@@ -46,6 +46,19 @@ def test_unknown_field_is_named(tmp_path: Path) -> None:
     assert "'recovery_deadlin_s'" in message
 
 
+def test_a_misspelt_required_field_is_named_with_the_field_it_misspells(tmp_path: Path) -> None:
+    """A required field misspelt is both missing and unknown: the message names the misspelling and the field it
+    nearly spells, at the top level or nested; an unknown key like no missing field is only unknown."""
+    message = error_for(write(tmp_path, "lost_response", BASE.replace("\naction_id:", "\naction_idd:")))
+    assert message.endswith(
+        "field 'action_idd': not a field; fix: rename it 'action_id' (a field this entry requires) (+1 more)"
+    ), message
+    nested = error_for(write(tmp_path, "lost_response", BASE.replace("revision: 17", "revison: 17")))
+    assert "field 'task.revison': not a field; fix: rename it 'revision'" in nested, nested
+    unlike = error_for(write(tmp_path, "lost_response", BASE.replace("\naction_id:", "\nzzz:")))
+    assert "field 'action_id': Field required; fix: add it (+1 more)" in unlike, unlike
+
+
 def test_wrong_type_names_the_nested_field(tmp_path: Path) -> None:
     """A value of the wrong type names its dotted path."""
     text = BASE.replace("revision: 17", "revision: seventeen")

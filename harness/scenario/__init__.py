@@ -7,8 +7,9 @@ boundaries. Every policy sees the same scenario, so every policy meets the same 
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
-from typing import Annotated, get_args
+from typing import Annotated, Any, get_args
 
 import yaml
 from pydantic import Field, Strict, ValidationError, model_validator
@@ -202,7 +203,7 @@ _TAGS = {
 
 
 def _one_line(path: Path, error: ValidationError) -> str:
-    first = error.errors()[0]
+    first, meant = _misspelled(error) or (error.errors()[0], None)
     field = ".".join(str(part) for part in first["loc"]) or "(top level)"
     fix = _FIXES.get(first["type"], "correct the value")
     more = f" (+{error.error_count() - 1} more)" if error.error_count() > 1 else ""
@@ -217,7 +218,25 @@ def _one_line(path: Path, error: ValidationError) -> str:
         message = f"'{shown(str(first.get('ctx', {}).get('tag', '')), 80)}' is not a known '{tag}'"
         fix = f"use one of {', '.join(_TAGS.get(tag, ()))}"
         field = f"{field}.{tag}"
+    elif meant is not None:
+        message, fix = "not a field", f"rename it '{meant}' (a field this entry requires)"
     return f"{shown(path, PATH_SHOWN_MAX)}: field '{shown(field)}': {shown(message, 400)}; fix: {fix}{more}"
+
+
+def _misspelled(error: ValidationError) -> tuple[Any, str] | None:
+    """A key that is not a field, beside a required field that is missing and that it nearly spells: that key
+    misspelled (``action_idd`` for ``action_id``), reported as such rather than as a missing field."""
+    errors = error.errors()
+    missing: dict[tuple[Any, ...], list[str]] = {}
+    for e in errors:
+        if e["type"] == "missing" and e["loc"]:
+            missing.setdefault(tuple(e["loc"][:-1]), []).append(str(e["loc"][-1]))
+    for e in errors:
+        if e["type"] == "extra_forbidden" and e["loc"]:
+            close = difflib.get_close_matches(str(e["loc"][-1]), missing.get(tuple(e["loc"][:-1]), []), n=1)
+            if close:
+                return e, close[0]
+    return None
 
 
 #: A path is quoted in an error message up to this many characters.
