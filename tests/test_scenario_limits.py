@@ -162,11 +162,15 @@ def test_a_merge_key_may_still_be_overridden(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
-        ("2024-13-45", "a value YAML cannot build (month must be in 1..12)"),
-        ("!!int twelve", "a value YAML cannot build"),
-        ("!!timestamp soon", "a value YAML cannot build"),
-        ("!!float x", "a value YAML cannot build"),
-        ("1" * 5000, "a value YAML cannot build"),
+        ("2024-13-45", "field 'owner' at line 14: '2024-13-45' is a value YAML cannot build (month must be in 1..12)"),
+        ("!!int twelve", "field 'owner' at line 14: 'twelve' is a value YAML cannot build"),
+        ("!!timestamp soon", "field 'owner' at line 14: 'soon' is a value YAML cannot build"),
+        ("!!float x", "field 'owner' at line 14: 'x' is a value YAML cannot build"),
+        (
+            "1" * 5000,
+            "field 'owner' at line 14: '1111111111111111111111111111111111111...' is a value YAML cannot build",
+        ),
+        ("[ok, !!int twelve]", "at line 14: 'twelve' is a value YAML cannot build"),  # a list item: no key to name
         ("!!python/object:os.system {}", "malformed YAML at line 14 (could not determine a constructor"),
         ("!!binary 'a'", "malformed YAML at line 14 (failed to decode base64 data"),
         ("[1, 2", "malformed YAML at line"),

@@ -70,6 +70,8 @@ class _BoundedLoader(yaml.SafeLoader):
         #: For each finished anchored node: how much deeper than itself it reaches, how many values it holds, and
         #: how many characters its scalars hold.
         self._measured: dict[str, tuple[int, int, int]] = {}
+        #: The key each mapping's value nodes stand under, by node: named when a value cannot be built.
+        self._keys: dict[int, str] = {}
 
     def _check(self, depth: int, event: Any) -> None:
         if depth > NESTING_DEPTH_MAX:
@@ -144,7 +146,25 @@ class _BoundedLoader(yaml.SafeLoader):
                         "fix: keep one of them"
                     )
                 first_line[key] = _line(key_node)
+            for key_node, value_node in node.value:
+                if isinstance(key_node, ScalarNode):
+                    self._keys[id(value_node)] = key_node.value
         return super().construct_mapping(node, deep=deep)
+
+    def construct_object(self, node: Node, deep: bool = False) -> Any:
+        """The value of ``node``; a scalar PyYAML cannot build (a date like ``2024-13-45``, ``!!int x``) is refused
+        in one line naming its key and line, instead of PyYAML's bare error."""
+        if not isinstance(node, ScalarNode):
+            return super().construct_object(node, deep=deep)
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, TypeError, AttributeError, OverflowError) as exc:
+            key = self._keys.get(id(node))
+            field = f"field '{shown(key, 60)}' " if key is not None else ""
+            raise Refused(
+                f"{field}at line {_line(node)}: '{shown(node.value, 40)}' is a value YAML cannot build "
+                f"({shown(exc, 100)}); fix: quote it to make it text, or correct it"
+            ) from exc
 
 
 def read_bounded(path: Path) -> object:
