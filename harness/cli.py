@@ -222,7 +222,7 @@ def _parser(defaults: bool = True) -> argparse.ArgumentParser:
         type=_whole(1, 100, "seed count"),
         default=1,
         metavar="S",
-        help="seeds 1..S for every schedule (default 1)",
+        help="seeds 1..S for every schedule, S up to 100 (default 1)",
     )
     explore.add_argument(
         "--concurrency", type=_positive, default=1, metavar="N", help="processes side by side (default 1)"
@@ -269,7 +269,7 @@ def _parser(defaults: bool = True) -> argparse.ArgumentParser:
         type=_positive,
         default=len(DEFAULT_SEEDS),
         metavar="N",
-        help=f"seeds 1..N for every scenario (default {len(DEFAULT_SEEDS)})",
+        help=f"seeds 1..N for every scenario, N up to {COUNT_MAX:,} (default {len(DEFAULT_SEEDS)})",
     )
     check.add_argument(
         "--explore",
