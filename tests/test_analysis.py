@@ -162,3 +162,44 @@ def test_compare_runs_does_not_count_a_case_one_run_lacks_as_changed(run_dir: Pa
     assert len(changes) == 12 and not changes["changed"].any()
     present = changes.groupby("seed")["present"].agg(set).to_dict()
     assert present == {1: {"after"}, 2: {"both"}, 3: {"before"}}
+
+
+def _reports() -> list[object]:
+    """Two cases' reports, the second with text that spells the loader's timeline markers in its values."""
+    from harness.run.case import run_case
+    from harness.run.plan import load_grid
+
+    cases = load_grid(["retry_new_key"], ["lost_response", "changed_task"], [1]).cases
+    first, second = (run_case(c)[0] for c in cases)
+    tricky = '"timeline":[ ],"reproduce": ],\n  "reproduce": "timeline": ['
+    return [first, second.model_copy(update={"claimed": {"claimed": tricky}, "reproduce": f"x {tricky}"})]
+
+
+@pytest.mark.parametrize("form", ["record", "recovery.json"])
+def test_a_case_is_read_without_its_timeline_as_if_parsed_whole(form: str) -> None:
+    """The loader parses a case without its timeline's bytes; what it gets is the whole case less its timeline,
+    for a compact record line and for a recovery.json, even when values spell the markers it cuts at."""
+    from harness.present import analysis
+    from harness.run.files import record_line, recovery_json
+
+    for report in _reports():
+        text = (record_line(report) if form == "record" else recovery_json(report)).encode()
+        whole = json.loads(text)
+        assert whole["timeline"], "a case with a timeline"
+        del whole["timeline"]
+        markers = analysis._LINE_TIMELINE if form == "record" else analysis._FILE_TIMELINE
+        assert analysis._without_timeline(text, markers) == whole
+        # The cut itself parses: the case is not read by the fallback that parses the whole text.
+        start, end = text.find(markers[0]), text.rfind(markers[1])
+        assert json.loads(text[:start] + text[end + 2 :]) == whole
+
+
+def test_a_case_of_another_shape_is_parsed_whole_less_its_timeline() -> None:
+    from harness.present.analysis import _LINE_TIMELINE, _without_timeline
+
+    reordered = b'{"reproduce":"r","timeline":[{"index":0}],"seed":3}'
+    assert _without_timeline(reordered, _LINE_TIMELINE) == {"reproduce": "r", "seed": 3}
+    assert _without_timeline(b'{"timeline":[],"reproduce":"r"}', _LINE_TIMELINE) == {"reproduce": "r"}
+    assert _without_timeline(b"[1, 2]", _LINE_TIMELINE) == [1, 2]
+    with pytest.raises(ValueError):
+        _without_timeline(b'{"broken": ', _LINE_TIMELINE)

@@ -12,16 +12,20 @@ distinct finding.
 
 from __future__ import annotations
 
+import contextlib
+import fnmatch
 import gzip
 import hashlib
 import json
 import math
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from pydantic_core import from_json
 
 from harness.check.registry import METRIC_NAMES, METRICS, PROPERTIES, by_name
 from harness.model import MANIFEST, OUTCOMES, RECORDS_GLOB, RUN_RECORD, SCHEMA_VERSION
@@ -59,30 +63,58 @@ class Skipped:
     reason: str
 
 
-def _files(root: Path) -> list[Path]:
+def _files(root: Path) -> list[str]:
+    """Every recovery.json and compact record file under ``root`` (``root`` itself if it is a file), in the
+    order their cases are kept: case folders before Polyaxon copies, recovery.json before compact records, then
+    by path. One walk of the tree, paths kept as text (pathlib's two ``rglob`` and a ``Path`` per file took half
+    the time of loading 100,000 case folders); each is written as ``str(Path)`` writes it."""
+    top = str(root)
     if root.is_file():
-        return [root]
-    return sorted([*root.rglob("recovery.json"), *root.rglob(RECORDS_GLOB)])
+        return [top]
+    found = [
+        os.path.join(folder, name)
+        for folder, _, names in os.walk(top)
+        for name in names
+        if name == "recovery.json" or fnmatch.fnmatchcase(name, RECORDS_GLOB)
+    ]
+    if top == ".":  # os.walk says ./cases/..., pathlib cases/...
+        found = [path[2:] for path in found]
+    return sorted(found, key=lambda p: (_polyaxon_run(p) is not None, p.endswith(".gz"), p))
 
 
-def _cases(path: Path) -> Iterator[tuple[Any, Path, bytes]]:
+def _cases(path: str) -> Iterator[tuple[Any, str, bytes]]:
     """The case dicts a file holds, each with where it is and a digest of its bytes: one for a recovery.json,
     one per line of a compact record file (its path ``<file>#seed-<n>``). Raises OSError or ValueError for a
     file that cannot be read."""
-    if path.name.endswith(".jsonl.gz"):
+    if path.endswith(".jsonl.gz"):
         with gzip.open(path, "rb") as lines:
             # A corrupt file is skipped, not half-kept; each case's timeline, most of its size and needed by
-            # no column, is let go as it is read (a file of 5,000 cases held whole took 300 MB).
-            found = [(_without_timeline(json.loads(line)), _digest(line)) for line in lines]
+            # no column, is left unparsed (a file of 5,000 cases held whole took 300 MB).
+            found = [(_without_timeline(line, _LINE_TIMELINE), _digest(line)) for line in lines]
         for data, digest in found:
             seed = data.get("seed") if isinstance(data, dict) else None
-            yield data, path.with_name(f"{path.name}#seed-{seed}"), digest
+            yield data, f"{path}#seed-{seed}", digest
     else:
-        text = path.read_bytes()
-        yield json.loads(text), path, _digest(text)
+        with open(path, "rb") as handle:
+            text = handle.read()
+        yield _without_timeline(text, _FILE_TIMELINE), path, _digest(text)
 
 
-def _without_timeline(data: Any) -> Any:
+#: Where a case's timeline begins and ends, in a compact record (pydantic's JSON of the case report on one
+#: line) and in a recovery.json (the same, indented): the list before ``reproduce``. In JSON text a quote
+#: inside a string is always escaped, so neither can be met inside a value.
+_LINE_TIMELINE = (b'"timeline":[', b'],"reproduce":')
+_FILE_TIMELINE = (b'"timeline": [', b'],\n  "reproduce":')
+
+
+def _without_timeline(text: bytes, timeline: tuple[bytes, bytes]) -> Any:
+    """One case, parsed without its timeline (most of its bytes, needed by no column); a text that does not
+    have the shape of one is parsed whole, its timeline then dropped."""
+    start, end = text.find(timeline[0]), text.rfind(timeline[1])
+    if 0 < start < end:
+        with contextlib.suppress(ValueError):
+            return from_json(text[:start] + text[end + 2 :])
+    data = from_json(text)
     if isinstance(data, dict):
         data.pop("timeline", None)
     return data
@@ -111,17 +143,17 @@ def _digest(text: bytes) -> bytes:
     return hashlib.blake2b(text, digest_size=16).digest()
 
 
-def _polyaxon_run(path: Path) -> str | None:
+def _polyaxon_run(path: Path | str) -> str | None:
     """The Polyaxon run a file belongs to, for ``.../runs/<uuid>/outputs/...`` paths."""
-    parts = path.parts
+    parts = path.parts if isinstance(path, Path) else path.split(os.sep)
     for i in range(len(parts) - 2):
         if parts[i] == "runs" and parts[i + 2] == "outputs":
             return parts[i + 1]
     return None
 
 
-def _row(data: dict[str, Any], source: str, path: Path) -> dict[str, Any]:
-    row: dict[str, Any] = {"source": source, "path": str(path), "polyaxon_run": _polyaxon_run(path)}
+def _row(data: dict[str, Any], source: str, path: str) -> dict[str, Any]:
+    row: dict[str, Any] = {"source": source, "path": path, "polyaxon_run": _polyaxon_run(path)}
     for column in INPUT_COLUMNS:
         row[column] = data[column]
     row["outcome"], row["verdict"] = data["outcome"], data["verdict"]
@@ -171,21 +203,20 @@ def load(paths: Path | str | Iterable[Path | str], *, quiet: bool = True) -> pd.
         seen: set[tuple[Any, ...]] = set()
         # Case folders before Polyaxon copies, recovery.json before compact records: the kept path is the
         # stable one, and a case that is not correct keeps the file its timeline is drawn beside.
-        order = sorted(_files(root), key=lambda p: (_polyaxon_run(p) is not None, p.name.endswith(".gz"), str(p)))
-        for path in order:
+        for path in _files(root):
             try:
                 found = list(_cases(path))
             except (OSError, ValueError, EOFError) as exc:
-                skipped.append(Skipped(str(path), f"malformed: {type(exc).__name__}: {str(exc)[:120]}"))
+                skipped.append(Skipped(path, f"malformed: {type(exc).__name__}: {str(exc)[:120]}"))
                 continue
             for data, where, digest in found:
                 if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
                     version = data.get("schema_version") if isinstance(data, dict) else None
-                    skipped.append(Skipped(str(where), f"schema_version {version!r}, expected {SCHEMA_VERSION}"))
+                    skipped.append(Skipped(where, f"schema_version {version!r}, expected {SCHEMA_VERSION}"))
                     continue
                 missing = [key for key in _REQUIRED if key not in data]
                 if missing:
-                    skipped.append(Skipped(str(where), f"missing keys: {', '.join(missing)}"))
+                    skipped.append(Skipped(where, f"missing keys: {', '.join(missing)}"))
                     continue
                 key = (
                     data["policy"],
