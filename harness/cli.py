@@ -525,7 +525,7 @@ def _sweep(progress: Progress) -> str:
 
 
 def _duration(seconds: float) -> str:
-    """``45 s``, ``4 min 13 s``, ``2 h 05 min``: rounded to the second, to the minute from an hour."""
+    """``45 s``, ``4 min 13 s``, ``2 h 05 min``: to the nearest second, then from an hour whole minutes."""
     whole = round(seconds)
     if whole < 60:
         return f"{whole} s"

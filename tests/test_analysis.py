@@ -175,31 +175,55 @@ def _reports() -> list[object]:
     return [first, second.model_copy(update={"claimed": {"claimed": tricky}, "reproduce": f"x {tricky}"})]
 
 
-@pytest.mark.parametrize("form", ["record", "recovery.json"])
-def test_a_case_is_read_without_its_timeline_as_if_parsed_whole(form: str) -> None:
-    """The loader parses a case without its timeline's bytes; what it gets is the whole case less its timeline,
-    for a compact record line and for a recovery.json, even when values spell the markers it cuts at."""
+def test_a_compact_record_is_read_without_its_timeline_as_if_parsed_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loader parses a compact record without its timeline's bytes (one parse, of the rest); what it gets
+    is the whole case less its timeline, even when values spell the markers it cuts at."""
     from harness.present import analysis
-    from harness.run.files import record_line, recovery_json
+    from harness.run.files import record_line
 
+    parsed: list[bytes] = []
+    real = analysis.from_json
+
+    def recorded(text: bytes) -> object:
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(analysis, "from_json", recorded)
     for report in _reports():
-        text = (record_line(report) if form == "record" else recovery_json(report)).encode()
-        whole = json.loads(text)
+        line = record_line(report).encode()
+        whole = json.loads(line)
         assert whole["timeline"], "a case with a timeline"
         del whole["timeline"]
-        markers = analysis._LINE_TIMELINE if form == "record" else analysis._FILE_TIMELINE
-        assert analysis._without_timeline(text, markers) == whole
-        # The cut itself parses: the case is not read by the fallback that parses the whole text.
-        start, end = text.find(markers[0]), text.rfind(markers[1])
-        assert json.loads(text[:start] + text[end + 2 :]) == whole
+        parsed.clear()
+        assert analysis._without_timeline(line) == whole
+        assert len(parsed) == 1 and b'"timeline"' not in parsed[0] and len(parsed[0]) < len(line) / 2
 
 
 def test_a_case_of_another_shape_is_parsed_whole_less_its_timeline() -> None:
-    from harness.present.analysis import _LINE_TIMELINE, _without_timeline
+    from harness.present.analysis import _without_timeline
 
     reordered = b'{"reproduce":"r","timeline":[{"index":0}],"seed":3}'
-    assert _without_timeline(reordered, _LINE_TIMELINE) == {"reproduce": "r", "seed": 3}
-    assert _without_timeline(b'{"timeline":[],"reproduce":"r"}', _LINE_TIMELINE) == {"reproduce": "r"}
-    assert _without_timeline(b"[1, 2]", _LINE_TIMELINE) == [1, 2]
-    with pytest.raises(ValueError):
-        _without_timeline(b'{"broken": ', _LINE_TIMELINE)
+    assert _without_timeline(reordered) == {"reproduce": "r", "seed": 3}
+    assert _without_timeline(b'{"timeline":[],"reproduce":"r"}') == {"reproduce": "r"}
+    assert _without_timeline(b"[1, 2]") == [1, 2]
+    assert _without_timeline(b'\xef\xbb\xbf{"seed": 3}') == {"seed": 3}  # a byte-order mark: the standard parser
+    with pytest.raises(json.JSONDecodeError):
+        _without_timeline(b'{"broken": ')
+
+
+def test_a_recovery_json_damaged_inside_its_timeline_is_skipped(tmp_path: Path) -> None:
+    """A recovery.json is parsed whole: bytes damaged in the middle of its timeline make it unreadable (skipped,
+    with why), not a row whose timeline cannot be drawn; one saved with a byte-order mark still loads."""
+    from harness.run.files import recovery_json
+
+    good, other = _reports()
+    damaged = recovery_json(good).encode()
+    at = damaged.index(b'"timeline": [') + 40
+    (tmp_path / "damaged").mkdir()
+    (tmp_path / "damaged" / "recovery.json").write_bytes(damaged[:at] + b"\x00GARBAGE{{{" + damaged[at + 11 :])
+    (tmp_path / "bom").mkdir()
+    (tmp_path / "bom" / "recovery.json").write_bytes(b"\xef\xbb\xbf" + recovery_json(other).encode())
+    frame = load(tmp_path)
+    assert list(frame["path"]) == [str(tmp_path / "bom" / "recovery.json")]
+    (skipped,) = frame.attrs["skipped"]
+    assert skipped.path == str(tmp_path / "damaged" / "recovery.json") and "JSONDecodeError" in skipped.reason

@@ -51,7 +51,7 @@ def test_a_misspelt_required_field_is_named_with_the_field_it_misspells(tmp_path
     nearly spells, at the top level or nested; an unknown key like no missing field is only unknown."""
     message = error_for(write(tmp_path, "lost_response", BASE.replace("\naction_id:", "\naction_idd:")))
     assert message.endswith(
-        "field 'action_idd': not a field; fix: rename it 'action_id' (a field this entry requires) (+1 more)"
+        "field 'action_idd': not a field; fix: rename it 'action_id' (a field this entry requires)"
     ), message
     nested = error_for(write(tmp_path, "lost_response", BASE.replace("revision: 17", "revison: 17")))
     assert "field 'task.revison': not a field; fix: rename it 'revision'" in nested, nested

@@ -88,36 +88,50 @@ def _cases(path: str) -> Iterator[tuple[Any, str, bytes]]:
     file that cannot be read."""
     if path.endswith(".jsonl.gz"):
         with gzip.open(path, "rb") as lines:
-            # A corrupt file is skipped, not half-kept; each case's timeline, most of its size and needed by
-            # no column, is left unparsed (a file of 5,000 cases held whole took 300 MB).
-            found = [(_without_timeline(line, _LINE_TIMELINE), _digest(line)) for line in lines]
+            # A corrupt file is skipped, not half-kept (gzip checks every byte of it as the last line is read);
+            # each case's timeline, most of its size and needed by no column, is left unparsed (a file of 5,000
+            # cases held whole took 300 MB).
+            found = [(_without_timeline(line), _digest(line)) for line in lines]
         for data, digest in found:
             seed = data.get("seed") if isinstance(data, dict) else None
             yield data, f"{path}#seed-{seed}", digest
     else:
+        # Parsed whole: nothing else checks a recovery.json's timeline, and one damaged is a damaged file.
         with open(path, "rb") as handle:
             text = handle.read()
-        yield _without_timeline(text, _FILE_TIMELINE), path, _digest(text)
+        data = _parsed(text)
+        if isinstance(data, dict):
+            data.pop("timeline", None)
+        yield data, path, _digest(text)
 
 
-#: Where a case's timeline begins and ends, in a compact record (pydantic's JSON of the case report on one
-#: line) and in a recovery.json (the same, indented): the list before ``reproduce``. In JSON text a quote
-#: inside a string is always escaped, so neither can be met inside a value.
-_LINE_TIMELINE = (b'"timeline":[', b'],"reproduce":')
-_FILE_TIMELINE = (b'"timeline": [', b'],\n  "reproduce":')
+#: Where a compact record's timeline begins and ends: the record is pydantic's JSON of a case report on one
+#: line, its timeline the list before ``reproduce``. In JSON text a quote inside a string is always escaped,
+#: so neither can be met inside a value.
+_TIMELINE, _AFTER_TIMELINE = b'"timeline":[', b'],"reproduce":'
 
 
-def _without_timeline(text: bytes, timeline: tuple[bytes, bytes]) -> Any:
-    """One case, parsed without its timeline (most of its bytes, needed by no column); a text that does not
-    have the shape of one is parsed whole, its timeline then dropped."""
-    start, end = text.find(timeline[0]), text.rfind(timeline[1])
+def _without_timeline(line: bytes) -> Any:
+    """One compact record's case, parsed without its timeline (most of its bytes, needed by no column); a line
+    that does not have the shape of one is parsed whole, its timeline then dropped."""
+    start, end = line.find(_TIMELINE), line.rfind(_AFTER_TIMELINE)
     if 0 < start < end:
         with contextlib.suppress(ValueError):
-            return from_json(text[:start] + text[end + 2 :])
-    data = from_json(text)
+            return from_json(line[:start] + line[end + 2 :])
+    data = _parsed(line)
     if isinstance(data, dict):
         data.pop("timeline", None)
     return data
+
+
+def _parsed(text: bytes) -> Any:
+    """JSON text parsed by pydantic's parser (twice as fast as the standard library's); what it refuses (a
+    byte-order mark, UTF-16, a lone surrogate) is parsed by the standard library, which says why when it too
+    cannot."""
+    try:
+        return from_json(text)
+    except ValueError:
+        return json.loads(text)
 
 
 def read_case(path: Path | str) -> dict[str, Any]:

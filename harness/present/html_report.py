@@ -227,9 +227,10 @@ def write_report(
     skipped = frame.attrs.get("skipped", [])
     if skipped and tell is not None:
         first = skipped[0]
+        more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
         tell(
-            f"{len(skipped)} {'file' if len(skipped) == 1 else 'files'} left out as unreadable (the report lists "
-            f"them): {first.path}: {first.reason}" + (f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else "")
+            f"{len(skipped)} {'file' if len(skipped) == 1 else 'files'} left out, unreadable or of another schema "
+            f"(the report lists them): {first.path}: {first.reason}{more}"
         )
     body = [
         "<!doctype html>",

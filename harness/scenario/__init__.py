@@ -206,7 +206,9 @@ def _one_line(path: Path, error: ValidationError) -> str:
     first, meant = _misspelled(error) or (error.errors()[0], None)
     field = ".".join(str(part) for part in first["loc"]) or "(top level)"
     fix = _FIXES.get(first["type"], "correct the value")
-    more = f" (+{error.error_count() - 1} more)" if error.error_count() > 1 else ""
+    # A misspelt field is also a missing one: that is one mistake, not two.
+    others = error.error_count() - 1 - (meant is not None)
+    more = f" (+{others} more)" if others > 0 else ""
     message = _MESSAGES.get(first["type"]) or str(first["msg"]).removeprefix("Value error, ")
     if first["type"] == "union_tag_not_found":
         tag = str(first.get("ctx", {}).get("discriminator", "")).strip("'")

@@ -170,10 +170,10 @@ class _BoundedLoader(yaml.SafeLoader):
 def read_bounded(path: Path) -> object:
     """The YAML document in ``path``, built with PyYAML's safe loader within the bounds above.
 
-    Raises ``Refused`` (too big, too deep, too many values, a repeated key, not a regular file), ``OSError``
-    (cannot be read; ``IsADirectoryError`` for a folder), ``UnicodeDecodeError``, ``yaml.YAMLError``, or
-    ``ValueError``, ``TypeError``, ``AttributeError`` and ``OverflowError`` for a scalar PyYAML cannot build
-    (``2024-13-45``, ``!!int x``).
+    Raises ``Refused`` (too big, too deep, too many values, a repeated key, a scalar PyYAML cannot build such as
+    ``2024-13-45`` or ``!!int x``, not a regular file), ``OSError`` (cannot be read; ``IsADirectoryError`` for a
+    folder), ``UnicodeDecodeError``, ``yaml.YAMLError``, or ``ValueError``, ``TypeError``, ``AttributeError``
+    and ``OverflowError`` for anything else PyYAML cannot build.
     """
     mode = path.stat().st_mode
     if stat.S_ISDIR(mode):
