@@ -227,3 +227,40 @@ def test_a_recovery_json_damaged_inside_its_timeline_is_skipped(tmp_path: Path) 
     assert list(frame["path"]) == [str(tmp_path / "bom" / "recovery.json")]
     (skipped,) = frame.attrs["skipped"]
     assert skipped.path == str(tmp_path / "damaged" / "recovery.json") and "JSONDecodeError" in skipped.reason
+
+
+def test_a_compact_record_file_zlib_refuses_is_skipped(tmp_path: Path) -> None:
+    """A records file whose deflate stream is damaged so that zlib itself refuses it is skipped with why (zlib's
+    error is neither an OSError nor a ValueError: it escaped the loader and ended `harness report`)."""
+    import gzip
+    import zlib
+
+    raw = gzip.compress(b'{"seed": 1}\n' * 1000, compresslevel=1, mtime=0)
+    damaged = next(
+        bytes(raw[:i]) + bytes([raw[i] ^ flip]) + bytes(raw[i + 1 :])
+        for i in range(12, len(raw) - 8)
+        for flip in (0xFF, 0x80, 0x01)
+        if _zlib_refuses(bytes(raw[:i]) + bytes([raw[i] ^ flip]) + bytes(raw[i + 1 :]))
+    )
+    with pytest.raises(zlib.error):
+        gzip.decompress(damaged)
+    path = tmp_path / "cases" / "p" / "s" / "records-000000.jsonl.gz"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(damaged)
+    frame = load(tmp_path)
+    assert frame.empty
+    (skipped,) = frame.attrs["skipped"]
+    assert skipped.path == str(path) and "while decompressing data" in skipped.reason
+
+
+def _zlib_refuses(data: bytes) -> bool:
+    import gzip
+    import zlib
+
+    try:
+        gzip.decompress(data)
+    except zlib.error:
+        return True
+    except Exception:
+        return False
+    return False

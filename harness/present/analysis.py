@@ -19,6 +19,7 @@ import hashlib
 import json
 import math
 import os
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -220,7 +221,7 @@ def load(paths: Path | str | Iterable[Path | str], *, quiet: bool = True) -> pd.
         for path in _files(root):
             try:
                 found = list(_cases(path))
-            except (OSError, ValueError, EOFError) as exc:
+            except (OSError, ValueError, EOFError, zlib.error) as exc:  # zlib: a damaged compact record file
                 skipped.append(Skipped(path, f"malformed: {type(exc).__name__}: {str(exc)[:120]}"))
                 continue
             for data, where, digest in found:
