@@ -89,8 +89,12 @@ def submit(project: str, polyaxonfile: str, expected: int) -> list[dict[str, obj
     """Submit a grid operation and wait (bounded) until the server has compiled ``expected`` children."""
     import time
 
+    from harness.plx.tracking import _one_at_a_time
+
     owner, name = project.split("/")
-    parent = RunClient(owner=owner, project=name).create_from_polyaxonfile(polyaxonfile=polyaxonfile)
+    # The server may still be writing what an earlier test sent (it allows one writer at a time: 405 meanwhile).
+    client = RunClient(owner=owner, project=name)
+    parent = _one_at_a_time(lambda: client.create_from_polyaxonfile(polyaxonfile=polyaxonfile))
     deadline = time.monotonic() + 120
     found: list[dict[str, object]] = []
     while time.monotonic() < deadline:
