@@ -491,6 +491,8 @@ SWEEP_FROM = 10_000
 
 
 def _progress(progress: Progress, job: CellJob, result: CellResult) -> None:
+    from harness.run.cell import cell_scenario
+
     outcomes: Counter[str] = Counter()
     for counter in result.counts.values():
         outcomes.update(counter)
@@ -506,7 +508,11 @@ def _progress(progress: Progress, job: CellJob, result: CellResult) -> None:
     else:
         span = f"seeds {', '.join(map(str, seeds))}"
     which = f" ({span}, piece {job.part + 1} of {job.parts})" if job.parts > 1 else ""
-    line = f"[{done:>{width}}/{total}] {job.policy_spec} x {job.scenario_spec}{which}: {counts}"
+    # Named as the outcome table names the cell: by the policy's and scenario's own names, not the specs given.
+    names = sorted(result.counts)
+    policy = names[0][0] if names else job.policy_spec
+    scenario = cell_scenario([s for _, s in names]) if names else job.scenario_spec
+    line = f"[{done:>{width}}/{total}] {policy} x {scenario}{which}: {counts}"
     if progress.cases >= SWEEP_FROM:
         line += f"; {_sweep(progress)}"
     print(line, file=sys.stderr)

@@ -376,3 +376,23 @@ def test_report_says_which_files_it_left_out(tmp_path: Path, capsys: pytest.Capt
         f"harness: 1 file left out, unreadable or of another schema (the report lists them): {broken}: malformed: JSONDecodeError: Expecting value"
     )
     assert str(broken) in (out / "report.html").read_text(encoding="utf-8")
+
+
+def test_progress_names_the_cell_as_the_table_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A progress line names the policy and the scenario by their own names, as the outcome table below it does,
+    not by the specs given (a module:attr, a scenario's variant)."""
+    (tmp_path / "mypolicies.py").write_text(
+        "from harness.policy import Stop\n"
+        "class Quitter:\n"
+        "    name = 'quitter'\n    revision = '1'\n"
+        "    def decide(self, situation):\n        return Stop()\n"
+        "POLICY = Quitter()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    args = ["run", "--policy", "mypolicies:POLICY", "--scenario", "connector_crash_points@after_effect", "--seed", "1"]
+    assert main([*args, "--tracking", "none", "--no-report", "--out", str(tmp_path / "run")]) == 0
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("[")]
+    assert len(lines) == 1 and lines[0].startswith("[1/1] quitter x connector_crash_points-after_effect: "), lines
