@@ -741,8 +741,11 @@ def _list() -> int:
 def _first_sentence(text: str, limit: int = 200) -> str:
     """What a description says first, on one line (its whole text is in the scenario file)."""
     words = " ".join(text.split())
-    # A full stop, not an ellipsis, and not inside a quotation (an even number of double quotes before it).
-    end = next((m for m in re.finditer(r"(?<!\.)\.(?!\.) ", words) if words.count('"', 0, m.start()) % 2 == 0), None)
+    # A full stop, not an ellipsis, and not inside a quotation (an even number of double quotes before it, when
+    # the quotes pair up at all: a lone one, as in 3.5", quotes nothing).
+    paired = words.count('"') % 2 == 0
+    stops = re.finditer(r"(?<!\.)\.(?!\.) ", words)
+    end = next((m for m in stops if not paired or words.count('"', 0, m.start()) % 2 == 0), None)
     first = words if end is None else words[: end.start() + 1]
     return first if len(first) <= limit else f"{first[: limit - 3].rstrip()}..."
 

@@ -191,6 +191,7 @@ def test_a_first_sentence_ends_at_a_full_stop_outside_quotations() -> None:
     )
     assert _first_sentence("The reply is lost. Then it recovers.") == "The reply is lost."
     assert _first_sentence("Waits... then stops. Done.") == "Waits... then stops."  # an ellipsis goes on
+    assert _first_sentence('A 3.5" drive fails. Then it recovers.') == 'A 3.5" drive fails.'  # a lone quote
     assert _first_sentence("x" * 250) == "x" * 197 + "..."
 
 
