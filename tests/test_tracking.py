@@ -284,3 +284,39 @@ def test_managed_job_runs_exactly_one_cell(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2 and "one --policy and one --scenario" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_a_refused_later_write_retries_that_write_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A push whose lineage write the server refuses with 405 sends the run once, then the lineage again."""
+    from polyaxon.exceptions import ApiException
+
+    from harness.plx import tracking
+
+    monkeypatch.setattr(tracking.time, "sleep", lambda _s: None)
+    calls: list[str] = []
+    refusals = iter([405])
+
+    class Runs:
+        def sync_run(self, **_kw: Any) -> None:
+            calls.append("sync")
+            if calls.count("sync") > 1:  # what the server says to a run it already has
+                raise ApiException(status=400, reason="Bad Request")
+
+    class Client:
+        owner, project, run_data = "default", "p", object()
+        _artifacts_lineage = {"a": object()}  # noqa: RUF012
+        _is_offline = True
+        client = type("Api", (), {"runs_v1": Runs()})()
+
+        def log_artifact_lineage(self, _body: Any, async_req: bool) -> None:
+            calls.append("lineage")
+            status = next(refusals, None)
+            if status is not None:
+                raise ApiException(status=status, reason="Method Not Allowed")
+
+        def upload_artifacts_dir(self, **_kw: Any) -> None:
+            assert not self._is_offline
+            calls.append("upload")
+
+    tracking._push_offline_run(Client(), "/nowhere")
+    assert calls == ["sync", "lineage", "lineage", "upload"]

@@ -349,6 +349,28 @@ def _one_at_a_time(call: Callable[[], T], attempts: int = 8) -> T:
     raise AssertionError("unreachable")
 
 
+def _push_offline_run(client: Any, path: str) -> None:
+    """What ``RunClient.push_offline_run`` sends (the run, its lineage, its files), each write retried on its own.
+
+    Retrying the whole push after the server refused a later write re-sends the run it already created, which it
+    answers with 400 (a run with that uuid already exists); that failed a clean-clone CI run.
+    """
+    client._is_offline = False  # the client's writes are no-ops while it is offline
+    _one_at_a_time(
+        partial(
+            client.client.runs_v1.sync_run,
+            owner=client.owner,
+            project=client.project,
+            body=client.run_data,
+            async_req=False,
+        )
+    )
+    lineage = list(client._artifacts_lineage.values())
+    if lineage:
+        _one_at_a_time(partial(client.log_artifact_lineage, lineage, async_req=False))
+    _one_at_a_time(partial(client.upload_artifacts_dir, dirpath=path, path="/", overwrite=True, relative_to=path))
+
+
 def push_runs(root: Path, run_uuids: Sequence[str], project: str) -> PushResult:
     """Send finished offline runs to the configured Polyaxon server, one at a time; stop at the first error."""
     import logging
@@ -373,7 +395,7 @@ def push_runs(root: Path, run_uuids: Sequence[str], project: str) -> PushResult:
             path = str(root / "runs" / run_uuid)
             client = RunClient(owner=owner, project=name, run_uuid=run_uuid, is_offline=True)
             RunClient.load_offline_run(path=path, run_client=client, reset_project=True, raise_if_not_found=True)
-            _one_at_a_time(partial(client.push_offline_run, path=path, upload_artifacts=True, clean=False))
+            _push_offline_run(client, path)
             pushed.append(run_uuid)
     except Exception as exc:
         reason = one_line(getattr(exc, "reason", None) or exc)
