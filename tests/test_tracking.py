@@ -304,7 +304,7 @@ def test_a_refused_later_write_retries_that_write_alone(monkeypatch: pytest.Monk
 
     class Client:
         owner, project, run_data = "default", "p", object()
-        _artifacts_lineage = {"a": object()}  # noqa: RUF012
+        _artifacts_lineage = {"a": object()}
         _is_offline = True
         client = type("Api", (), {"runs_v1": Runs()})()
 
