@@ -289,3 +289,31 @@ def test_a_value_of_the_wrong_type_is_refused_not_converted(tmp_path: Path, old:
     a flag, .nan is no duration, and an entry without its kind says which kinds there are."""
     assert old in BASE
     assert expected in error_for(write(tmp_path, BASE.replace(old, new, 1)))
+
+
+def test_both_parsers_build_every_shipped_scenario_alike() -> None:
+    """libyaml's parser (the fast path) and PyYAML's own build the same value from every shipped file."""
+    from harness.scenario import yamlfile
+
+    assert yamlfile._FAST is not None, "PyYAML without libyaml: every file would take the slow parser"
+    for path in sorted(SCENARIO_DIR.glob("*.yaml")):
+        text = path.read_text(encoding="utf-8")
+        assert yamlfile._load(yamlfile._FAST, text) == yamlfile._load(yamlfile._BoundedLoader, text), path.name
+
+
+def test_the_fast_parser_keeps_the_bounds(tmp_path: Path) -> None:
+    """The bounds are checked as libyaml's events are composed, not only by the slow parser's fallback."""
+    from harness.scenario import yamlfile
+
+    assert yamlfile._FAST is not None
+    deep = "a: " + "[" * (NESTING_DEPTH_MAX + 1) + "]" * (NESTING_DEPTH_MAX + 1) + "\n"
+    with pytest.raises(yamlfile.Refused, match="nested deeper"):
+        yamlfile._load(yamlfile._FAST, deep)
+    with pytest.raises(yamlfile.Refused, match="given twice"):
+        yamlfile._load(yamlfile._FAST, "k: 1\nk: 2\n")
+
+
+def test_a_syntax_error_is_told_in_pure_pythons_words(tmp_path: Path) -> None:
+    """A file libyaml refuses is read again by PyYAML's parser, whose message names the character at fault."""
+    message = error_for(write(tmp_path, BASE + "\n\t x: 1\n"))
+    assert "found character '\\t' that cannot start any token" in message and "fix: correct the YAML" in message
