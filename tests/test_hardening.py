@@ -161,6 +161,12 @@ def clean_and_killed(tmp_path: Path, delays: tuple[float, ...]) -> None:
         proc = subprocess.Popen(
             [sys.executable, "-m", "harness", *args, "--out", str(out)], cwd=ROOT, start_new_session=True
         )
+        # The delays count from the run's claim of its folder, not from the process's start: on a loaded machine
+        # the start-up alone took longer than the first delay, the kill left no folder, and nothing was tested.
+        claimed_by = time.monotonic() + 120
+        while not (out / "request.json").is_file() and proc.poll() is None and time.monotonic() < claimed_by:
+            time.sleep(0.02)
+        assert (out / "request.json").is_file(), "the run never claimed its folder"
         time.sleep(delay)
         killed_running.append(proc.poll() is None)
         # A run that has ended may leave a process of its group exiting (multiprocessing's resource tracker), or
@@ -186,7 +192,7 @@ def files(folder: Path) -> dict[str, bytes]:
 def test_a_killed_run_resumes_to_exactly_a_clean_run(tmp_path: Path) -> None:
     """SIGKILL of the whole process group at several points; --resume completes each, byte for byte, with the same
     number of Polyaxon runs, and a second resume has nothing to do."""
-    clean_and_killed(tmp_path, (0.8, 2.0, 3.5))
+    clean_and_killed(tmp_path, (0.0, 1.2, 2.7))
 
 
 def test_a_run_killed_before_it_planned_resumes_from_its_command_line(tmp_path: Path) -> None:
