@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import SCENARIO_DIR
 
 from harness.cli import main
@@ -317,3 +318,18 @@ def test_a_syntax_error_is_told_in_pure_pythons_words(tmp_path: Path) -> None:
     """A file libyaml refuses is read again by PyYAML's parser, whose message names the character at fault."""
     message = error_for(write(tmp_path, BASE + "\n\t x: 1\n"))
     assert "found character '\\t' that cannot start any token" in message and "fix: correct the YAML" in message
+
+
+def test_libyaml_decides_what_is_yaml(tmp_path: Path) -> None:
+    """A tab after a value is YAML's white space (PyYAML's own parser refuses it, libyaml does not), and a
+    byte-order mark inside the text is refused (PyYAML's parser would take it): one answer, libyaml's."""
+    from harness.scenario import yamlfile
+
+    tabbed = BASE.replace("nth: 1}\n", "nth: 1}\t\n")
+    assert tabbed != BASE
+    with pytest.raises(yaml.YAMLError):
+        yamlfile._load(yamlfile._BoundedLoader, tabbed)
+    assert load_scenario(write(tmp_path, tabbed)) == load_scenario(SCENARIO_DIR / "lost_response.yaml")
+    marked = BASE.replace("\naction_id:", "\n\ufeffaction_id:")
+    assert "\ufeffaction_id" in yamlfile._load(yamlfile._BoundedLoader, marked)  # type: ignore[operator]
+    assert "malformed YAML" in error_for(write(tmp_path, marked, "marked"))
