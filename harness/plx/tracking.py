@@ -350,7 +350,8 @@ def _one_at_a_time(call: Callable[[], T], attempts: int = 8) -> T:
 
 
 def _push_offline_run(client: Any, path: str) -> None:
-    """What ``RunClient.push_offline_run`` sends (the run, its lineage, its files), each write retried on its own.
+    """What ``RunClient.push_offline_run`` of polyaxon 2.18.0 (pinned) sends (the run, its lineage, its files),
+    each write retried on its own.
 
     Retrying the whole push after the server refused a later write re-sends the run it already created, which it
     answers with 400 (a run with that uuid already exists); that failed a clean-clone CI run.
