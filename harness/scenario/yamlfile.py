@@ -227,7 +227,8 @@ def _load(loader_class: Callable[[str], _Bounds], text: str) -> object:
 
 
 def read_bounded(path: Path) -> object:
-    """The YAML document in ``path``, built with PyYAML's safe loader within the bounds above.
+    """The YAML document in ``path``, built with PyYAML's safe constructor within the bounds above, from libyaml's
+    parser when PyYAML has it (see the module's docstring).
 
     Raises ``Refused`` (too big, too deep, too many values, a repeated key, a scalar PyYAML cannot build such as
     ``2024-13-45`` or ``!!int x``, not a regular file), ``OSError`` (cannot be read; ``IsADirectoryError`` for a
@@ -253,8 +254,5 @@ def read_bounded(path: Path) -> object:
     except Exception as refusal:
         # libyaml decides what is YAML, but its messages neither quote the line nor always name the character at
         # fault: PyYAML's parser reads the file again to word the refusal, when it refuses the file too.
-        try:
-            _load(_BoundedLoader, text)
-        except Exception:
-            raise
+        _load(_BoundedLoader, text)  # raises PyYAML's refusal, when it refuses the file too
         raise refusal from None  # what PyYAML would accept (a byte-order mark inside the text, say) stays refused
