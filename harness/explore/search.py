@@ -219,6 +219,8 @@ class _Judge:
         #: Harness failures met on the way, one line each.
         self.errors: list[str] = []
         self._seen: dict[tuple[str, str, int], tuple[str, tuple[str, ...], tuple[tuple[int, int], ...]]] = {}
+        #: The last schedule applied to the template, and its scenario: every policy and seed asks in turn.
+        self._applied: tuple[str, Scenario] | None = None
 
     def __call__(
         self, policy: Policy, schedule: Schedule, seed: int
@@ -228,7 +230,7 @@ class _Judge:
             if policy.name in self._cases.stopped:
                 return _NOT_RUN
             try:
-                scenario = apply(self._template, schedule)
+                scenario = self._scenario(schedule)
                 judged = self._cases.run(policy, seed, schedule, partial(_simulate_and_check, scenario, policy, seed))
             except Exception as exc:  # a harness failure on one schedule is reported, and exploration goes on
                 self.errors.append(f"{policy.name} seed {seed} [{schedule.key}]: {type(exc).__name__}: {exc}"[:500])
@@ -242,6 +244,12 @@ class _Judge:
                 self._seen.clear()
             self._seen[key] = (judgement.outcome, violated, result.coverage)
         return self._seen[key]
+
+    def _scenario(self, schedule: Schedule) -> Scenario:
+        """The template under ``schedule``, applied once for all the policies and seeds that ask in a row."""
+        if self._applied is None or self._applied[0] != schedule.key:
+            self._applied = (schedule.key, apply(self._template, schedule))
+        return self._applied[1]
 
 
 def shrink(
