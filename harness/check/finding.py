@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from harness.model import Anomaly, MetricValue
 
@@ -12,9 +12,9 @@ __all__ = ["HIDDEN", "Finding", "counted"]
 HIDDEN = "the destination's ledger is unavailable to the checker"
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """``value`` is ``None`` exactly when the evidence cannot establish it; ``reason`` then says why."""
+class Finding(NamedTuple):
+    """``value`` is ``None`` exactly when the evidence cannot establish it; ``reason`` then says why. A named
+    tuple, as ``CheckResult`` is: every checker function returns one for every case."""
 
     value: MetricValue
     anomalies: tuple[Anomaly, ...] = ()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import Field
 
@@ -61,13 +61,13 @@ class Anomaly(Frozen):
     detail: str
 
 
-@dataclass(frozen=True, slots=True)
-class CheckResult:
+class CheckResult(NamedTuple):
     """The result of one checker function.
 
     ``value`` is the measured figure (a count, a duration or a flag); it is ``None`` exactly when the
     evidence cannot establish it, and then ``reason`` says why and ``verdict`` is ``unknown``. A plain
-    frozen record: built eighteen times per case from values the checker's functions already typed.
+    immutable record, built nineteen times per case from values the checker's functions already typed: a
+    named tuple is built in a third of the time a frozen dataclass takes.
     """
 
     name: str
