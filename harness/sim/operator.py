@@ -33,19 +33,32 @@ class Operator:
         self._dispatch = dispatch
         self._history = history
         self._controller = controller
+        #: The events that wait for the nth occurrence of a history entry, in the scenario's order, each with
+        #: how many of those entries it has seen.
         self._waiting: list[tuple[OperatorEvent, int]] = []
+        #: Where in ``_waiting`` the events that wait for each (actor, event) sit, in order; and the same by
+        #: record type, filled as types are first seen, so an entry no event waits for costs one lookup.
+        self._by_ref: dict[tuple[str, str], list[int]] = {}
+        self._by_type: dict[type[Event], list[int]] = {}
         for event in events:
             if event.when.at_s is not None:
                 env.process(self._fire(event, event.when.at_s + event.when.delay_s))
-            else:
+            elif event.when.after is not None:
+                ref = event.when.after
+                self._by_ref.setdefault((ref.actor, ref.event), []).append(len(self._waiting))
                 self._waiting.append((event, 0))
         if self._waiting:
             history.listen(self._on_entry)
 
     def _on_entry(self, entry: Event) -> None:
-        for i, (event, seen) in enumerate(self._waiting):
+        positions = self._by_type.get(type(entry))
+        if positions is None:
+            positions = self._by_type[type(entry)] = self._by_ref.get((entry.actor, entry.event), [])
+        for i in positions:
+            event, seen = self._waiting[i]
             ref = event.when.after
-            if ref is None or seen >= ref.nth or (entry.actor, entry.event) != (ref.actor, ref.event):
+            assert ref is not None
+            if seen >= ref.nth:
                 continue
             self._waiting[i] = (event, seen + 1)
             if seen + 1 == ref.nth:

@@ -455,7 +455,8 @@ class Worker:
         """The destination's contract as the policy sees it: the same for the whole case, built once."""
         if self._contract is None:
             contract = self._scenario.destination
-            self._contract = ContractView(
+            # Every field from the validated scenario, in order: built without validating it again.
+            self._contract = ContractView.trusted(
                 dedupe=contract.dedupe,
                 dedupe_window_s=contract.dedupe_window_s,
                 on_conflict=contract.on_conflict,
