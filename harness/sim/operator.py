@@ -43,8 +43,9 @@ class Operator:
         for event in events:
             if event.when.at_s is not None:
                 env.process(self._fire(event, event.when.at_s + event.when.delay_s))
-            elif event.when.after is not None:
+            else:  # a trigger gives exactly one of at_s and after
                 ref = event.when.after
+                assert ref is not None
                 self._by_ref.setdefault((ref.actor, ref.event), []).append(len(self._waiting))
                 self._waiting.append((event, 0))
         if self._waiting:
@@ -58,10 +59,8 @@ class Operator:
             event, seen = self._waiting[i]
             ref = event.when.after
             assert ref is not None
-            if seen >= ref.nth:
-                continue
             self._waiting[i] = (event, seen + 1)
-            if seen + 1 == ref.nth:
+            if seen + 1 == ref.nth:  # once: the count only grows
                 self._env.process(self._fire(event, event.when.delay_s))
 
     def _fire(self, event: OperatorEvent, delay_s: float) -> Generator[simpy.Event, Any, None]:
