@@ -9,7 +9,19 @@ from typing import Any, NamedTuple
 
 from pydantic import Field
 
-from harness.model.base import Actor, Frozen, MetricValue, Outcome, Scalar, Verdict
+from harness.model.base import (
+    Actor,
+    Frozen,
+    MetricValue,
+    Outcome,
+    Scalar,
+    Verdict,
+    _new,
+    _set_dict,
+    _set_extra,
+    _set_fields_set,
+    _set_private,
+)
 from harness.model.events import Event, event_data, parse_event
 
 __all__ = [
@@ -89,25 +101,19 @@ class Entry(Frozen):
 
 
 def entries(history: Sequence[Event]) -> tuple[Entry, ...]:
-    """The history as timeline entries (built as ``Frozen.trusted`` builds, without its keyword arguments: a
-    case has a few dozen of them and they are a tenth of its cost)."""
+    """The history as timeline entries, built as ``Frozen.trusted`` builds (through BaseModel's slot descriptors),
+    without its keyword arguments: a case has a few dozen of them."""
     out = []
     for e in history:
-        entry = _new_entry(Entry)
-        _set(
-            entry,
-            "__dict__",
-            {"index": e.index, "at_s": e.at_s, "actor": e.actor, "event": e.event, "data": event_data(e)},
-        )
-        _set(entry, "__pydantic_fields_set__", set(_ENTRY_FIELDS))
-        _set(entry, "__pydantic_extra__", None)
-        _set(entry, "__pydantic_private__", None)
+        entry = _new(Entry)
+        _set_dict(entry, {"index": e.index, "at_s": e.at_s, "actor": e.actor, "event": e.event, "data": event_data(e)})
+        _set_fields_set(entry, set(_ENTRY_FIELDS))
+        _set_extra(entry, None)
+        _set_private(entry, None)
         out.append(entry)
     return tuple(out)
 
 
-_new_entry = object.__new__
-_set = object.__setattr__
 _ENTRY_FIELDS = tuple(Entry.model_fields)
 
 

@@ -18,13 +18,20 @@ class History:
         self._env = env
         self.entries: list[Event] = []
         self._listeners: list[Callable[[Event], None]] = []
+        #: The virtual time last rounded, and its rounding: many records share an instant, and rounding a float
+        #: to six places costs more than the rest of stamping a record.
+        self._now = -1.0
+        self._now_s = -1.0
 
     def listen(self, listener: Callable[[Event], None]) -> None:
         self._listeners.append(listener)
 
     def now_s(self) -> float:
         """Virtual time at the history's resolution (the microsecond), so live judgements and the history agree."""
-        return round(self._env.now, 6)
+        now = self._env.now
+        if now != self._now:
+            self._now, self._now_s = now, round(now, 6)
+        return self._now_s
 
     def record(self, event: Event) -> None:
         """Append ``event``, stamping it with its index and the current virtual time.
@@ -33,7 +40,7 @@ class History:
         only place a record's ``index`` and ``at_s`` are ever set.
         """
         _set_index(event, len(self.entries))
-        _set_at_s(event, round(self._env.now, 6))
+        _set_at_s(event, self.now_s())
         self.entries.append(event)
         for listener in self._listeners:
             listener(event)

@@ -86,7 +86,7 @@ def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
         task_id=scenario.task.task_id,
         recovery_deadline_s=scenario.recovery_deadline_s,
         destination_visible=visible,
-        history=tuple(e for e in history.entries if visible or _caller_side(e)),
+        history=tuple(history.entries) if visible else tuple(e for e in history.entries if _caller_side(e)),
     )
     attempts = tuple(eid for action in controller.actions.values() for eid in action.execution_ids)
     coverage = tuple(zip(injector.reached, injector.fired, strict=True))

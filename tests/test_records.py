@@ -1,0 +1,119 @@
+"""The history's records: each type's generated constructor and data reader do exactly what the dataclass's own
+fields say, for every type, and every history the simulator writes survives the trip to a timeline and back.
+
+The constructors and readers are generated from the field names (``harness.model.events``) because a case
+builds and reads a few dozen records; these tests hold them to the plain definition: the constructor takes the
+dataclass's fields as keywords with their defaults, sets each one and keeps the record frozen, and the reader
+writes each field as itself, an Artifact as its four keys and a command as its own fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import typing
+from typing import Any
+
+import pytest
+
+from harness.model import Artifact, entries, events
+from harness.model.commands import COMMAND_TYPES, Command, RecordEffect
+from harness.model.events import EVENT_TYPES, Event, event_data
+from harness.policy import builtin_policy_names
+from harness.run.plan import load_grid
+from harness.scenario import list_scenarios
+from harness.sim import simulate
+
+ARTIFACT = Artifact(operation="activate_model", target="staging/fraud", model="m9", digest="sha256:99")
+
+
+def _value(cls: type[Event], name: str, hint: object, i: int) -> object:
+    """A value for field ``name`` that no default and no other field of the record has."""
+    if hint is Artifact:
+        return ARTIFACT
+    if hint == Command:
+        return RecordEffect(receipt_id=f"r{i}", guarded=False)
+    if hint is bool or name in ("finished", "ok", "arguments_match", "guarded"):
+        return True
+    if hint is int:
+        return 1000 + i
+    if hint is float:
+        return 1000.5 + i
+    return f"{cls.__name__}.{name}"
+
+
+def _values(cls: type[Event]) -> dict[str, object]:
+    hints = typing.get_type_hints(cls, include_extras=True)
+    return {f.name: _value(cls, f.name, hints[f.name], i) for i, f in enumerate(dataclasses.fields(cls))}
+
+
+@pytest.mark.parametrize("cls", EVENT_TYPES, ids=lambda c: c.__name__)
+def test_each_constructor_takes_the_fields_as_keywords_sets_each_and_stays_frozen(cls: type[Event]) -> None:
+    parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    fields = dataclasses.fields(cls)
+    assert [p.name for p in parameters] == [f.name for f in fields]
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in parameters)
+    for p, f in zip(parameters, fields, strict=True):
+        expected = inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default
+        assert p.default == expected, f.name
+
+    values = _values(cls)
+    record = cls(**values)  # type: ignore[arg-type]
+    assert {f.name: getattr(record, f.name) for f in fields} == values
+    first = fields[0].name
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(record, first, values[first])
+    required = [f.name for f in fields if f.default is dataclasses.MISSING]
+    if required:
+        with pytest.raises(TypeError):
+            cls(**{k: v for k, v in values.items() if k != required[-1]})  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        cls(*values.values())  # positional arguments are refused, as the keyword-only dataclass refuses them
+    # Defaults are what the dataclass declares (index and at_s before the history stamps the record).
+    bare = cls(**{k: values[k] for k in required})  # type: ignore[arg-type]
+    assert (bare.index, bare.at_s) == (-1, -1.0)
+
+
+def _reference_data(event: Event) -> dict[str, Any]:
+    """A record's ``data`` written the plain way: a loop over its fields."""
+    hints = typing.get_type_hints(type(event), include_extras=True)
+    data: dict[str, Any] = {}
+    for f in dataclasses.fields(event):
+        if f.name in ("index", "at_s"):
+            continue
+        value = getattr(event, f.name)
+        if hints[f.name] is Artifact:
+            data.update(value.model_dump())
+        elif hints[f.name] == Command:
+            data.update(value.model_dump(mode="json"))
+        else:
+            data[f.name] = value
+    return data
+
+
+@pytest.mark.parametrize("cls", EVENT_TYPES, ids=lambda c: c.__name__)
+def test_each_reader_writes_every_field_in_order(cls: type[Event]) -> None:
+    record = cls(**_values(cls))  # type: ignore[arg-type]
+    data = event_data(record)
+    assert data == _reference_data(record)
+    assert list(data) == list(_reference_data(record))  # key order is part of recovery.json's bytes
+
+
+def test_every_shipped_history_survives_the_timeline_and_back() -> None:
+    """Every record of every history the shipped policies and scenarios produce, written as a timeline entry and
+    read back, is the record it was (its index and time included), and its data is the plain reading of it."""
+    seen: set[type[Event]] = set()
+    commands: set[type[object]] = set()
+    for case in load_grid(builtin_policy_names(), list_scenarios(), [1]).cases:
+        history = simulate(case.scenario, case.policy, case.seed).evidence.history
+        assert events(entries(history)) == history, (case.policy.name, case.scenario.name)
+        for record in history:
+            assert event_data(record) == _reference_data(record)
+            seen.add(type(record))
+            command = getattr(record, "command", None)
+            if command is not None:
+                commands.add(type(command))
+    # The shipped cases write most record types and every command a shipped policy gives, so the trip was made by
+    # records of every layout: plain, with an Artifact, and with a command.
+    assert len(seen) > len(EVENT_TYPES) // 2
+    assert len(commands) >= len(COMMAND_TYPES) - 3
