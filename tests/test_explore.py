@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import Background, shipped
+from pydantic import BaseModel
 
 from harness.check import check
 from harness.cli import main
@@ -67,6 +68,25 @@ def test_a_schedule_applied_is_a_valid_scenario_with_exactly_its_elements() -> N
     assert [f.boundary for f in scenario.faults] == ["response_lost"] and scenario.faults[0].nth == 2
     assert [e.do for e in scenario.operator] == ["request_cancel"] and scenario.destination.dedupe == "none"
     assert apply(template, Schedule.of(elements_of(template))).faults == template.faults
+
+
+def test_every_template_applied_to_its_own_elements_is_itself() -> None:
+    """apply() validates each element once and serves it from then on: every shipped template, rebuilt from its
+    own faults and operator events (one after another, so earlier elements are already served), is the template,
+    and a schedule that changes no contract field keeps the template's contract."""
+    for name in list_scenarios():
+        template = shipped(name)
+        for _ in range(2):
+            rebuilt = apply(template, Schedule.of(elements_of(template)))  # elements in the schedule's order
+            for part in ("faults", "operator"):
+                assert _texts(getattr(rebuilt, part)) == _texts(getattr(template, part)), (name, part)
+            assert rebuilt.destination == template.destination, name
+            same_order = {"faults": template.faults, "operator": template.operator}
+            assert rebuilt.model_copy(update=same_order) == template, name
+
+
+def _texts(records: tuple[BaseModel, ...]) -> list[str]:
+    return sorted(r.model_dump_json() for r in records)
 
 
 def test_pairs_never_change_one_contract_field_twice() -> None:

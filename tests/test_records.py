@@ -1,4 +1,4 @@
-"""The history's records: each type's generated constructor and data reader do exactly what the dataclass's own
+"""The history's records and the messages: each type's generated constructor and data reader do exactly what the dataclass's own
 fields say, for every type, and every history the simulator writes survives the trip to a timeline and back.
 
 The constructors and readers are generated from the field names (``harness.model.events``) because a case
@@ -17,17 +17,19 @@ from typing import Any
 import pytest
 
 from harness.model import Artifact, entries, events
+from harness.model.base import fast_frozen_init
 from harness.model.commands import COMMAND_TYPES, Command, RecordEffect
 from harness.model.events import EVENT_TYPES, Event, event_data
 from harness.policy import builtin_policy_names
 from harness.run.plan import load_grid
 from harness.scenario import list_scenarios
 from harness.sim import simulate
+from harness.sim.messages import Reply, Request
 
 ARTIFACT = Artifact(operation="activate_model", target="staging/fraud", model="m9", digest="sha256:99")
 
 
-def _value(cls: type[Event], name: str, hint: object, i: int) -> object:
+def _value(cls: type[Any], name: str, hint: object, i: int) -> object:
     """A value for field ``name`` that no default and no other field of the record has."""
     if hint is Artifact:
         return ARTIFACT
@@ -35,6 +37,10 @@ def _value(cls: type[Event], name: str, hint: object, i: int) -> object:
         return RecordEffect(receipt_id=f"r{i}", guarded=False)
     if hint is bool or name in ("finished", "ok", "arguments_match", "guarded"):
         return True
+    if name == "kind" and cls is Request:
+        return "lookup"
+    if name == "kind" or name in ("status", "effect", "verified"):
+        return f"{name}-value"
     if hint is int:
         return 1000 + i
     if hint is float:
@@ -42,23 +48,28 @@ def _value(cls: type[Event], name: str, hint: object, i: int) -> object:
     return f"{cls.__name__}.{name}"
 
 
-def _values(cls: type[Event]) -> dict[str, object]:
+def _values(cls: type[Any]) -> dict[str, object]:
     hints = typing.get_type_hints(cls, include_extras=True)
     return {f.name: _value(cls, f.name, hints[f.name], i) for i, f in enumerate(dataclasses.fields(cls))}
 
 
-@pytest.mark.parametrize("cls", EVENT_TYPES, ids=lambda c: c.__name__)
-def test_each_constructor_takes_the_fields_as_keywords_sets_each_and_stays_frozen(cls: type[Event]) -> None:
+#: Every record type whose constructor is generated: the history's records and the messages.
+GENERATED = (*EVENT_TYPES, Request, Reply)
+
+
+@pytest.mark.parametrize("cls", GENERATED, ids=lambda c: c.__name__)
+def test_each_constructor_takes_the_fields_as_the_dataclass_does_sets_each_and_stays_frozen(cls: type[Any]) -> None:
     parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
     fields = dataclasses.fields(cls)
     assert [p.name for p in parameters] == [f.name for f in fields]
-    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in parameters)
     for p, f in zip(parameters, fields, strict=True):
+        kind = inspect.Parameter.KEYWORD_ONLY if f.kw_only else inspect.Parameter.POSITIONAL_OR_KEYWORD
+        assert p.kind is kind, f.name
         expected = inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default
         assert p.default == expected, f.name
 
     values = _values(cls)
-    record = cls(**values)  # type: ignore[arg-type]
+    record = cls(**values)
     assert {f.name: getattr(record, f.name) for f in fields} == values
     first = fields[0].name
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -66,12 +77,38 @@ def test_each_constructor_takes_the_fields_as_keywords_sets_each_and_stays_froze
     required = [f.name for f in fields if f.default is dataclasses.MISSING]
     if required:
         with pytest.raises(TypeError):
-            cls(**{k: v for k, v in values.items() if k != required[-1]})  # type: ignore[arg-type]
-    with pytest.raises(TypeError):
-        cls(*values.values())  # positional arguments are refused, as the keyword-only dataclass refuses them
-    # Defaults are what the dataclass declares (index and at_s before the history stamps the record).
-    bare = cls(**{k: values[k] for k in required})  # type: ignore[arg-type]
-    assert (bare.index, bare.at_s) == (-1, -1.0)
+            cls(**{k: v for k, v in values.items() if k != required[-1]})
+    if any(f.kw_only for f in fields):
+        with pytest.raises(TypeError):
+            cls(*values.values())  # positional arguments are refused, as the keyword-only dataclass refuses them
+    else:
+        assert cls(*values.values()) == record
+    # Defaults are what the dataclass declares.
+    bare = cls(**{k: values[k] for k in required})
+    assert all(getattr(bare, f.name) == f.default for f in fields if f.default is not dataclasses.MISSING)
+
+
+def test_only_frozen_slotted_dataclasses_without_factories_get_a_generated_constructor() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class NoSlots:
+        x: int
+
+    @dataclasses.dataclass(slots=True)
+    class Mutable:
+        x: int
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Factory:
+        x: list[int] = dataclasses.field(default_factory=list)
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Derived:
+        x: int
+        y: int = dataclasses.field(init=False, default=0)
+
+    for cls in (NoSlots, Mutable, Factory, Derived, int):
+        with pytest.raises(TypeError, match=cls.__name__):
+            fast_frozen_init(cls)
 
 
 def _reference_data(event: Event) -> dict[str, Any]:

@@ -115,11 +115,29 @@ def elements_of(template: Scenario) -> list[Element]:
 
 def apply(template: Scenario, schedule: Schedule) -> Scenario:
     """The template with exactly the schedule's faults and operator events, and its contract changes."""
-    faults = tuple(_FAULT.validate_python(element_dict(e)) for e in schedule.elements if e.kind == "fault")
-    operator = tuple(_OPERATOR.validate_python(element_dict(e)) for e in schedule.elements if e.kind == "operator")
+    faults = tuple(_validated(e, _FAULT) for e in schedule.elements if e.kind == "fault")
+    operator = tuple(_validated(e, _OPERATOR) for e in schedule.elements if e.kind == "operator")
     contract = {k: v for e in schedule.elements if e.kind == "contract" for k, v in element_dict(e).items()}
-    destination = DestinationSpec.model_validate(template.destination.model_dump() | contract)
-    return template.model_copy(update={"faults": faults, "operator": operator, "destination": destination})
+    # The template's own contract is already validated: only a changed one is validated again.
+    destination = DestinationSpec.model_validate(template.destination.model_dump() | contract) if contract else None
+    return template.model_copy(
+        update={"faults": faults, "operator": operator, "destination": destination or template.destination}
+    )
+
+
+#: Each fault and operator event validated once, by its element's key: an exploration applies a few hundred
+#: elements in hundreds of thousands of schedules, and the records are frozen, so one can serve them all.
+_VALIDATED: dict[str, Any] = {}
+_VALIDATED_MAX = 100_000
+
+
+def _validated(e: Element, adapter: TypeAdapter[Any]) -> Any:
+    found = _VALIDATED.get(e.key)
+    if found is None:
+        if len(_VALIDATED) >= _VALIDATED_MAX:
+            _VALIDATED.clear()
+        found = _VALIDATED[e.key] = adapter.validate_python(element_dict(e))
+    return found
 
 
 @dataclass(frozen=True, slots=True)

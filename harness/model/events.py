@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel
 
-from harness.model.base import Actor, RequestKind, Scalar
+from harness.model.base import Actor, RequestKind, Scalar, compiled, fast_frozen_init
 from harness.model.commands import _COMMAND, Command
 from harness.model.records import Artifact
 
@@ -913,40 +913,9 @@ AnyEvent = (
 EVENT_TYPES: tuple[type[Event], ...] = typing.get_args(AnyEvent)
 
 
-def _compiled(source: str, namespace: dict[str, Any], name: str, qualname: str) -> Any:
-    """The function ``name`` defined by ``source`` (generated here from the event classes' own field names, never
-    from input), as dataclasses builds its methods: code written for one class runs faster than a loop over its
-    fields."""
-    exec(source, namespace)
-    function = namespace[name]
-    function.__qualname__ = qualname
-    return function
-
-
-def _fast_init(cls: type[Event]) -> None:
-    """Give ``cls`` a constructor that writes each slot through its own descriptor.
-
-    The same signature and the same frozen record as the dataclass's own ``__init__``, which sets every field
-    through ``object.__setattr__`` (a lookup of the name along the class's bases each time): a record of five
-    fields is built in about two thirds of the time, and a case builds a few dozen (tests/test_records.py holds
-    every type to its dataclass definition).
-    """
-    namespace: dict[str, Any] = {}
-    params, body = [], []
-    for f in dataclasses.fields(cls):
-        if f.default is dataclasses.MISSING:
-            params.append(f.name)
-        else:
-            namespace[f"_default_{f.name}"] = f.default
-            params.append(f"{f.name}=_default_{f.name}")
-        namespace[f"_set_{f.name}"] = getattr(cls, f.name).__set__
-        body.append(f"    _set_{f.name}(self, {f.name})")
-    source = f"def __init__(self, *, {', '.join(params)}):\n" + "\n".join(body)
-    cls.__init__ = _compiled(source, namespace, "__init__", f"{cls.__qualname__}.__init__")  # type: ignore[method-assign]
-
-
+# Records are built a few dozen times a case: each type gets a constructor that sets its slots directly.
 for _cls in EVENT_TYPES:
-    _fast_init(_cls)
+    fast_frozen_init(_cls)
 
 #: Every event name each actor records: the vocabulary operator triggers may refer to.
 VOCABULARY: dict[Actor, frozenset[str]] = {
@@ -1011,7 +980,7 @@ def _data_reader(cls: type[Event]) -> Callable[[Event], dict[str, Scalar]]:
         else:
             items.append(f"**_dump(e.{name})")
     source = f"def data(e):\n    return {{{', '.join(items)}}}"
-    return _compiled(source, {"_dump": _command_data}, "data", f"event_data[{cls.__name__}]")  # type: ignore[no-any-return]
+    return compiled(source, {"_dump": _command_data}, "data", f"event_data[{cls.__name__}]")  # type: ignore[no-any-return]
 
 
 def _command_data(command: BaseModel) -> dict[str, Scalar]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from harness.model import Artifact, Receipt, RequestKind
+from harness.model.base import fast_frozen_init
 from harness.policy import Effect, ResponseStatus, Verified
 
 __all__ = ["Reply", "Request"]
@@ -48,3 +49,8 @@ class Reply:
     verified: Verified | None = None
     #: A connection error raised by an intermediary or the client: do not replay automatically.
     do_not_replay: bool = False
+
+
+# A case sends and answers a message for every request: each gets a constructor that sets its slots directly.
+fast_frozen_init(Request)
+fast_frozen_init(Reply)
