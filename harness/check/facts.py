@@ -81,14 +81,29 @@ class Facts:
     _dispatches_by_action: dict[str, list[DispatchSent]] | None = field(default=None, init=False, repr=False)
     _revision_indexes: list[int] | None = field(default=None, init=False, repr=False)
     _cancel_indexes: list[int] | None = field(default=None, init=False, repr=False)
+    _owners: dict[str, str] | None = field(default=None, init=False, repr=False)
+    _effects_by_action: dict[str, list[Applied]] | None = field(default=None, init=False, repr=False)
 
     @property
     def destination_visible(self) -> bool:
         return self.evidence.destination_visible
 
     def action_of_execution(self) -> dict[str, str]:
-        """Execution ID -> logical action ID, from the dispatches the caller sent."""
-        return {d.execution_id: d.action_id for d in self.dispatches}
+        """Execution ID -> logical action ID, from the dispatches the caller sent (built on first use; read only)."""
+        if self._owners is None:
+            self._owners = {d.execution_id: d.action_id for d in self.dispatches}
+        return self._owners
+
+    def effects_by_action(self) -> dict[str, list[Applied]]:
+        """The destination's applied effects, traced to logical actions through their execution IDs; effects of an
+        execution no dispatch names are kept apart under ``(unknown action)`` (built on first use; read only)."""
+        if self._effects_by_action is None:
+            owner = self.action_of_execution()
+            grouped: dict[str, list[Applied]] = {}
+            for effect in self.effects:
+                grouped.setdefault(owner.get(effect.execution_id, "(unknown action)"), []).append(effect)
+            self._effects_by_action = grouped
+        return self._effects_by_action
 
     def _revision_index(self) -> list[int]:
         """The entry index of every task revision, in order (built on first use)."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from harness.check.facts import Facts
 from harness.check.finding import HIDDEN, Finding, counted
-from harness.check.properties import effects_by_action
 from harness.model import Anomaly, conclusive
 from harness.model.events import EffectRecorded
 
@@ -122,7 +121,7 @@ def time_to_account_s(f: Facts) -> Finding:
     slowest action when there are several)."""
     if not f.destination_visible:
         return Finding(None, reason=HIDDEN)
-    by_action = effects_by_action(f)
+    by_action = f.effects_by_action()
     times: list[float] = []
     reasons: list[str] = []
     for action_id in sorted(f.actions):

@@ -15,7 +15,6 @@ from harness.model import UNCERTAIN_REPLIES, Anomaly, Artifact, conclusive
 from harness.model.events import (
     AbsenceRecorded,
     ActionRecorded,
-    Applied,
     DispatchSent,
     EffectRecorded,
     RejectionRecorded,
@@ -28,7 +27,6 @@ __all__ = [
     "duplicate_effects",
     "duplicate_records",
     "effects_after_cancel",
-    "effects_by_action",
     "false_records",
     "mismatched_records",
     "retries_after_uncertain",
@@ -107,15 +105,6 @@ def unauthorized_dispatches(f: Facts) -> Finding:
     return counted(anomalies)
 
 
-def effects_by_action(f: Facts) -> dict[str, list[Applied]]:
-    """The destination's applied effects, traced to logical actions through their execution IDs."""
-    owner = f.action_of_execution()
-    grouped: dict[str, list[Applied]] = defaultdict(list)
-    for effect in f.effects:
-        grouped[owner.get(effect.execution_id, "(unknown action)")].append(effect)
-    return grouped
-
-
 def duplicate_effects(f: Facts) -> Finding:
     """Effects at the destination beyond one per logical action.
 
@@ -131,7 +120,7 @@ def duplicate_effects(f: Facts) -> Finding:
         return Finding(None, reason=f"{HIDDEN} and {listed} were sent; any of them may have applied")
     anomalies = []
     total = 0
-    for action_id, effects in sorted(effects_by_action(f).items()):
+    for action_id, effects in sorted(f.effects_by_action().items()):
         total += len(effects) - 1
         if len(effects) > 1:
             receipts = ", ".join(e.receipt_id for e in effects)
@@ -222,7 +211,7 @@ def false_records(f: Facts) -> Finding:
         return Finding(0)
     if not f.destination_visible:
         return Finding(None, reason=f"{HIDDEN}, so the recorded outcomes cannot be compared with it")
-    by_action = effects_by_action(f)
+    by_action = f.effects_by_action()
     owner = f.action_of_execution()
     anomalies = []
     for r in f.records:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import simpy
 
@@ -12,19 +12,24 @@ __all__ = ["History"]
 
 
 class History:
-    """Append-only list of records; listeners (the operator script) see each record as it is appended."""
+    """Append-only list of records; listeners (the operator script) see each record of the types they listen to
+    as it is appended."""
 
     def __init__(self, env: simpy.Environment) -> None:
         self._env = env
         self.entries: list[Event] = []
-        self._listeners: list[Callable[[Event], None]] = []
+        #: The listeners of each record type, in the order they began to listen.
+        self._listeners: dict[type[Event], list[Callable[[Event], None]]] = {}
         #: The virtual time last rounded, and its rounding: many records share an instant, and rounding a float
         #: to six places costs more than the rest of stamping a record.
         self._now = -1.0
         self._now_s = -1.0
 
-    def listen(self, listener: Callable[[Event], None]) -> None:
-        self._listeners.append(listener)
+    def listen(self, listener: Callable[[Event], None], types: Iterable[type[Event]]) -> None:
+        """Call ``listener`` with each record of one of ``types`` as it is appended (and with no other: most
+        records are of a type nobody waits for, and cost no call)."""
+        for t in types:
+            self._listeners.setdefault(t, []).append(listener)
 
     def now_s(self) -> float:
         """Virtual time at the history's resolution (the microsecond), so live judgements and the history agree."""
@@ -42,8 +47,10 @@ class History:
         _set_index(event, len(self.entries))
         _set_at_s(event, self.now_s())
         self.entries.append(event)
-        for listener in self._listeners:
-            listener(event)
+        listeners = self._listeners.get(type(event))
+        if listeners is not None:
+            for listener in listeners:
+                listener(event)
 
 
 # The slots of the frozen record, written directly (the record is not yet visible to anyone).

@@ -11,7 +11,7 @@ from typing import Any, assert_never
 
 import simpy
 
-from harness.model.events import ApprovalExpiryFired, CancelRequestFired, ChangeTaskFired, Event
+from harness.model.events import EVENT_TYPES, ApprovalExpiryFired, CancelRequestFired, ChangeTaskFired, Event
 from harness.scenario import ChangeTask, ExpireApproval, OperatorEvent, RequestCancel
 from harness.sim.controller import Controller
 from harness.sim.history import History
@@ -36,10 +36,8 @@ class Operator:
         #: The events that wait for the nth occurrence of a history entry, in the scenario's order, each with
         #: how many of those entries it has seen.
         self._waiting: list[tuple[OperatorEvent, int]] = []
-        #: Where in ``_waiting`` the events that wait for each (actor, event) sit, in order; and the same by
-        #: record type, filled as types are first seen, so an entry no event waits for costs one lookup.
+        #: Where in ``_waiting`` the events that wait for each (actor, event) sit, in order.
         self._by_ref: dict[tuple[str, str], list[int]] = {}
-        self._by_type: dict[type[Event], list[int]] = {}
         for event in events:
             if event.when.at_s is not None:
                 env.process(self._fire(event, event.when.at_s + event.when.delay_s))
@@ -49,13 +47,11 @@ class Operator:
                 self._by_ref.setdefault((ref.actor, ref.event), []).append(len(self._waiting))
                 self._waiting.append((event, 0))
         if self._waiting:
-            history.listen(self._on_entry)
+            # Only the records some event waits for reach the operator.
+            history.listen(self._on_entry, [t for t in EVENT_TYPES if (t.actor, t.event) in self._by_ref])
 
     def _on_entry(self, entry: Event) -> None:
-        positions = self._by_type.get(type(entry))
-        if positions is None:
-            positions = self._by_type[type(entry)] = self._by_ref.get((entry.actor, entry.event), [])
-        for i in positions:
+        for i in self._by_ref[entry.actor, entry.event]:
             event, seen = self._waiting[i]
             ref = event.when.after
             assert ref is not None
