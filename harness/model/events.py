@@ -96,6 +96,7 @@ __all__ = [
     "WorkerStarted",
     "event_data",
     "parse_event",
+    "types_named",
 ]
 
 _ARTIFACT_KEYS = tuple(Artifact.model_fields)
@@ -960,6 +961,11 @@ _BY_NAME: dict[tuple[str, str], list[type[Event]]] = {}
 for _cls in EVENT_TYPES:
     _BY_NAME.setdefault((_cls.actor, _cls.event), []).append(_cls)
 _KEYS = {cls: _keys(cls) for cls in EVENT_TYPES}
+
+
+def types_named(actor: str, event: str) -> tuple[type[Event], ...]:
+    """The record types an (actor, event) name covers (several where a ``kind`` tells them apart)."""
+    return tuple(_BY_NAME.get((actor, event), ()))
 
 
 def event_data(event: Event) -> dict[str, Scalar]:

@@ -11,7 +11,7 @@ from typing import Any, assert_never
 
 import simpy
 
-from harness.model.events import EVENT_TYPES, ApprovalExpiryFired, CancelRequestFired, ChangeTaskFired, Event
+from harness.model.events import ApprovalExpiryFired, CancelRequestFired, ChangeTaskFired, Event, types_named
 from harness.scenario import ChangeTask, ExpireApproval, OperatorEvent, RequestCancel
 from harness.sim.controller import Controller
 from harness.sim.history import History
@@ -48,7 +48,7 @@ class Operator:
                 self._waiting.append((event, 0))
         if self._waiting:
             # Only the records some event waits for reach the operator.
-            history.listen(self._on_entry, [t for t in EVENT_TYPES if (t.actor, t.event) in self._by_ref])
+            history.listen(self._on_entry, [t for ref in self._by_ref for t in types_named(*ref)])
 
     def _on_entry(self, entry: Event) -> None:
         for i in self._by_ref[entry.actor, entry.event]:
