@@ -2,6 +2,7 @@
 
     python benchmarks/bench.py                 # every figure (about two minutes on two cores)
     python benchmarks/bench.py --sweep 20000   # smaller sweeps, for a quick look
+    python benchmarks/bench.py --instructions  # instructions a case under callgrind, to compare commits (3 minutes)
 
 It prints, in one run: the skeleton's cases per second on one core (``benchmarks/skeleton.py``); for every
 shipped scenario (with ``reconcile_and_reauthorize``), the rates of simulate, simulate + check and the whole
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -304,12 +306,86 @@ def startup(args: list[str]) -> float:
     return min(times)
 
 
+#: What ``--instructions`` counts, each a function of one seed: the yardstick and the harness's two paths.
+COUNTED = ("skeleton", "simulate+check", "whole case path")
+
+
+def _counted_work(what: str, scenario: str) -> Callable[[int], object]:
+    if what == "skeleton":
+        return skeleton_case
+    cases = {c.seed: c for c in load_grid([POLICY], [scenario], range(1, 100_001)).cases}
+    if what == "simulate+check":
+        return lambda seed: check(simulate(cases[seed].scenario, cases[seed].policy, seed).evidence)
+    return lambda seed: record_line(run_case(cases[seed])[0])
+
+
+def count_child(what: str, scenario: str, n: int) -> None:
+    """Run ``n`` cases inside ``sum()``, which callgrind is told to count (one warm-up case first, uncounted)."""
+    one = _counted_work(what, scenario)
+    one(100_000)
+
+    def counted(seed: int) -> int:
+        one(seed)
+        return 1
+
+    sum(map(counted, range(1, n + 1)))
+
+
+def instructions(scenario: str, n: int) -> None:
+    """Instructions per case under valgrind's callgrind: the same for the same code and inputs whatever else the
+    machine does, so two commits can be compared on a shared machine (time cannot). Each figure is a run of ``n``
+    cases minus a run of none (what importing and warming up leave inside the counted call)."""
+
+    def collected(what: str, cases: int) -> int:
+        with tempfile.TemporaryDirectory(prefix="bench-cg-") as tmp:
+            command = [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={tmp}/out",
+                "--toggle-collect=builtin_sum*",
+                sys.executable,
+                __file__,
+                "--count-child",
+                what,
+                scenario,
+                str(cases),
+            ]
+            # A fixed hash seed: string hashing otherwise moves the counts of the same code by a percent or two.
+            env = {**os.environ, "PYTHONHASHSEED": "0"}
+            done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env)
+        found = [line for line in done.stderr.splitlines() if "Collected :" in line]
+        if done.returncode != 0 or not found:
+            raise SystemExit(f"bench: callgrind failed for {what}: {done.stderr.strip()[-300:]}")
+        return int(found[-1].split(":")[-1].replace(",", ""))
+
+    per_case = {what: (collected(what, n) - collected(what, 0)) / n for what in COUNTED}
+    skeleton = per_case["skeleton"]
+    print(f"instructions a case (callgrind, {n} cases of {scenario}, policy {POLICY}):")
+    for what in COUNTED:
+        print(f"  {what:<16} {per_case[what]:>12,.0f}  ratio to the skeleton {skeleton / per_case[what]:.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--per-scenario", type=int, default=300, help="cases per shipped scenario (default 300)")
     parser.add_argument("--sweep", type=int, default=100_000, help="seeds of the large sweep (default 100,000)")
     parser.add_argument("--skeleton", type=int, default=20_000, help="skeleton cases per timing (default 20,000)")
+    parser.add_argument(
+        "--instructions",
+        nargs="?",
+        const=SCENARIO,
+        metavar="SCENARIO",
+        help=f"only count instructions a case under callgrind (needs valgrind; default scenario {SCENARIO})",
+    )
+    parser.add_argument("--count-child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.count_child:
+        what, scenario, n = args.count_child
+        count_child(what, scenario, int(n))
+        return
+    if args.instructions:
+        instructions(args.instructions, 200)
+        return
     yard = Yardstick(args.skeleton)
     targets: list[Target] = []
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
