@@ -119,10 +119,10 @@ def apply(template: Scenario, schedule: Schedule) -> Scenario:
     operator = tuple(_validated(e, _OPERATOR) for e in schedule.elements if e.kind == "operator")
     contract = {k: v for e in schedule.elements if e.kind == "contract" for k, v in element_dict(e).items()}
     # The template's own contract is already validated: only a changed one is validated again.
-    destination = DestinationSpec.model_validate(template.destination.model_dump() | contract) if contract else None
-    return template.model_copy(
-        update={"faults": faults, "operator": operator, "destination": destination or template.destination}
-    )
+    destination = template.destination
+    if contract:
+        destination = DestinationSpec.model_validate(destination.model_dump() | contract)
+    return template.model_copy(update={"faults": faults, "operator": operator, "destination": destination})
 
 
 #: Each fault and operator event validated once, by its element's key: an exploration applies a few hundred

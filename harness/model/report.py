@@ -102,7 +102,8 @@ class Entry(Frozen):
 
 def entries(history: Sequence[Event]) -> tuple[Entry, ...]:
     """The history as timeline entries, built as ``Frozen.trusted`` builds (through BaseModel's slot descriptors),
-    without its keyword arguments: a case has a few dozen of them."""
+    without its keyword arguments and private defaults: a case has a few dozen of them, and ``Entry.trusted``
+    made the whole case path 1.5% dearer (callgrind)."""
     out = []
     for e in history:
         entry = _new(Entry)
