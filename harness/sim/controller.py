@@ -102,8 +102,6 @@ class Controller:
         self._approvals: dict[int, _Approval] = {}
         self.actions: dict[str, _Action] = {}
         self._first_approval_id = scenario.approval.approval_id
-        #: Succeeds each time an action is accounted for: held dispatchers wait on it to claim again.
-        self.accounted = env.event()
         self._record_revision()
         self._grant(scenario.approval.approval_id, scenario.approval.expires_at_s)
 
@@ -275,9 +273,6 @@ class Controller:
             receipt.artifact if receipt else None,
             receipt.idempotency_key if receipt else None,
         )
-        # Wake whoever waits for a held target, with a fresh event for the next wait.
-        woken, self.accounted = self.accounted, self._env.event()
-        woken.succeed()
 
     def record_effect(self, action_id: str, receipt: Receipt, guarded: bool) -> None:
         """Record an observed receipt in the action ledger, then update the task under its own guard."""
