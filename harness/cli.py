@@ -26,6 +26,7 @@ from harness.plx.tracking import DEFAULT_PROJECT, TRACKING_MODES
 from harness.seeds import DEFAULT_SEEDS, SEED_MAX
 
 if TYPE_CHECKING:
+    from harness.present.analysis import Reading
     from harness.run import CellJob, CellResult, GridSummary, Plan
     from harness.run.folder import Claim
     from harness.run.grid import Progress
@@ -340,7 +341,12 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             return _plan_and_run(_parser().parse_args(request.argv), hold, created=False)
         if args.junit:
             check_junit_path(args.junit)
-        resumed = resume_grid(args.resume, progress=None if args.quiet else _progress, report=not args.no_report)
+        resumed = resume_grid(
+            args.resume,
+            progress=None if args.quiet else _progress,
+            report=not args.no_report,
+            reading=None if args.quiet else _ReadingLines(),
+        )
         if resumed is None:
             print(f"nothing to resume: the run in {args.resume} is complete")
             return EXIT_OK
@@ -373,7 +379,14 @@ def _plan_and_run(args: argparse.Namespace, hold: Claim, created: bool) -> int:
         junit=args.junit.absolute() if args.junit else None,
     )
     try:
-        summary = run_grid(plan, options, progress=None if args.quiet else _progress, begun=hold, checked=note)
+        summary = run_grid(
+            plan,
+            options,
+            progress=None if args.quiet else _progress,
+            begun=hold,
+            checked=note,
+            reading=None if args.quiet else _ReadingLines(),
+        )
     except InputError:
         if not (hold.out / "manifest.json").is_file():
             abandon(hold, created)
@@ -516,6 +529,33 @@ def _progress(progress: Progress, job: CellJob, result: CellResult) -> None:
     if progress.cases >= SWEEP_FROM:
         line += f"; {_sweep(progress)}"
     print(line, file=sys.stderr)
+
+
+#: Seconds between two progress lines of a report reading a run's cases back.
+READING_EVERY_S = 5.0
+
+
+class _ReadingLines:
+    """Progress lines while the report reads a run's cases back (a million take a minute or two): one every
+    ``every_s`` seconds, then, once one was said, one when every file is read. A report that reads in less
+    says nothing."""
+
+    def __init__(self, every_s: float | None = None) -> None:
+        self.every_s = READING_EVERY_S if every_s is None else every_s
+        self._next_s = self.every_s
+        self._said = False
+
+    def __call__(self, reading: Reading) -> None:
+        done = reading.files_read == reading.files
+        if reading.elapsed_s < self._next_s and not (done and self._said):
+            return
+        self._said = True
+        self._next_s = reading.elapsed_s + self.every_s
+        line = (
+            f"harness: report: read {reading.files_read:,} of {reading.files:,} files, {reading.cases:,} "
+            f"{'case' if reading.cases == 1 else 'cases'}, in {_duration(reading.elapsed_s)}"
+        )
+        print(line + ("; writing report.html" if done else ""), file=sys.stderr)
 
 
 def _sweep(progress: Progress) -> str:
@@ -705,7 +745,12 @@ def _report(run_dir: Path) -> int:
         draw_timelines(paths, os.cpu_count() or 1)
 
     try:
-        page = write_report(run_dir, draw=draw, tell=lambda line: print(f"harness: {_line(line)}", file=sys.stderr))
+        page = write_report(
+            run_dir,
+            draw=draw,
+            tell=lambda line: print(f"harness: {_line(line)}", file=sys.stderr),
+            progress=_ReadingLines(),
+        )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     print(page)

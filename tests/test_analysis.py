@@ -13,6 +13,7 @@ from conftest import SMALL_GRID, run_into
 
 from harness.model import SCHEMA_VERSION
 from harness.present.analysis import (
+    Reading,
     compare_runs,
     load,
     metric_table,
@@ -81,6 +82,53 @@ def test_mixed_sources_run_folder_and_downloaded_polyaxon_outputs(run_dir: Path,
     # The downloaded files are exact copies of cases the run folder holds: counted once, and said so.
     assert len(df) == 12 and df.attrs["duplicates"] == 3 and set(df["source"]) == {str(run_dir)}
     assert df["polyaxon_run"].isna().all()
+
+
+def test_progress_counts_every_file_and_the_cases_kept(run_dir: Path, tmp_path: Path) -> None:
+    """``progress`` hears of each file as it is read, up to every file of every given path; the cases it counts
+    are the rows kept (exact copies from another path, and unreadable files, add none)."""
+    broken = tmp_path / "broken" / "recovery.json"
+    broken.parent.mkdir()
+    broken.write_text("{not json")
+    heard: list[Reading] = []
+    df = load([run_dir, run_dir / "polyaxon", broken.parent, run_dir], progress=heard.append)
+    files = 2 * len(list((run_dir / "cases").rglob("recovery.json"))) + 1
+    assert [r.files_read for r in heard] == list(range(1, files + 1))
+    assert {r.files for r in heard} == {files}
+    cases = [r.cases for r in heard]
+    assert cases == sorted(cases) and cases[-1] == len(df) == 12 and df.attrs["duplicates"] == 12
+    times = [r.elapsed_s for r in heard]
+    assert times == sorted(times) and times[0] >= 0
+    silent: list[Reading] = []
+    assert load(tmp_path / "nowhere", progress=silent.append).empty and silent == []
+
+
+def test_loading_pauses_the_cycle_collector_and_gives_it_back_as_it_was(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The collector is off while the cases are read, then as it was before, also when loading fails."""
+    import gc
+
+    import harness.present.analysis as analysis
+
+    during: list[bool] = []
+    assert gc.isenabled()
+    load(run_dir, progress=lambda _: during.append(gc.isenabled()))
+    assert during and not any(during) and gc.isenabled()
+    gc.disable()
+    try:
+        load(run_dir)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+    def broken(_: object) -> list[str]:
+        raise RuntimeError("walk failed")
+
+    monkeypatch.setattr(analysis, "_files", broken)
+    with pytest.raises(RuntimeError, match="walk failed"):
+        load(run_dir)
+    assert gc.isenabled()
 
 
 def test_bad_files_are_skipped_with_reasons(run_dir: Path, tmp_path: Path) -> None:

@@ -397,3 +397,63 @@ def test_progress_names_the_cell_as_the_table_does(
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.startswith("[")]
     assert len(lines) == 1 and lines[0].startswith("[1/1] quitter x connector_crash_points-after_effect: "), lines
+
+
+def test_a_long_report_says_how_far_it_has_read(capsys: pytest.CaptureFixture[str]) -> None:
+    """While a report reads a run's cases back: a line every few seconds, then one when every file is read; a
+    report that reads in less says nothing."""
+    from harness.cli import _ReadingLines
+    from harness.present.analysis import Reading
+
+    lines = _ReadingLines(every_s=5.0)
+    for seconds, files_read in ((1.0, 1), (6.0, 2), (7.0, 3), (11.6, 4)):
+        lines(Reading(files_read, 4, 5000 * files_read, seconds))
+    assert capsys.readouterr().err.splitlines() == [
+        "harness: report: read 2 of 4 files, 10,000 cases, in 6 s",
+        "harness: report: read 4 of 4 files, 20,000 cases, in 12 s; writing report.html",
+    ]
+    quick = _ReadingLines(every_s=5.0)
+    for files_read in (1, 2):
+        quick(Reading(files_read, 2, 3 * files_read, 0.1 * files_read))
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("how", ["report", "run", "resume"])
+def test_report_progress_reaches_every_command_that_writes_a_report(
+    how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`harness report`, a run and a resumed run that write report.html all say how far reading the cases has
+    got (here after every file: the interval set to zero)."""
+    import harness.cli
+
+    monkeypatch.setattr(harness.cli, "READING_EVERY_S", 0.0)
+    out = tmp_path / "run"
+    grid = ["--policy", "stop_on_timeout", "--scenario", "lost_response", "--seed-count", "2", "--tracking", "none"]
+    if how == "run":
+        command = ["run", *grid, "--out", str(out)]
+    else:
+        assert main(["run", *grid, "--quiet", "--out", str(out)]) == 0
+        if how == "resume":
+            (out / "run.json").unlink()  # as if stopped before its end: the resumed run writes the report again
+            command = ["run", "--resume", str(out)]
+        else:
+            command = ["report", str(out)]
+    capsys.readouterr()
+    assert main(command) == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("harness: report: ")]
+    assert said == [
+        "harness: report: read 1 of 2 files, 1 case, in 0 s",
+        "harness: report: read 2 of 2 files, 2 cases, in 0 s; writing report.html",
+    ]
+
+
+def test_a_quiet_run_says_nothing_of_reading_its_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import harness.cli
+
+    monkeypatch.setattr(harness.cli, "READING_EVERY_S", 0.0)
+    out = tmp_path / "run"
+    assert main(["run", "--policy", "stop_on_timeout", "--scenario", "lost_response", "--seed-count", "2",
+                 "--tracking", "none", "--quiet", "--out", str(out)]) == 0  # fmt: skip
+    assert (out / "report.html").is_file() and "report: read" not in capsys.readouterr().err

@@ -14,16 +14,19 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import functools
+import gc
 import gzip
 import hashlib
 import json
 import math
 import os
+import time
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import pandas as pd
 from pydantic_core import from_json
@@ -36,6 +39,7 @@ __all__ = [
     "POLICY_VERDICTS",
     "RATE_MIN_CASES",
     "Explorations",
+    "Reading",
     "Skipped",
     "compare_runs",
     "load",
@@ -62,6 +66,16 @@ _REQUIRED = ("schema_version", *INPUT_COLUMNS, "outcome", "verdict", "metrics", 
 class Skipped:
     path: str
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """How far ``load`` has got: files read of all it found, the cases kept so far, and the seconds it took."""
+
+    files_read: int
+    files: int
+    cases: int
+    elapsed_s: float
 
 
 def _files(root: Path) -> list[str]:
@@ -185,7 +199,34 @@ def _row(data: dict[str, Any], source: str, path: str) -> dict[str, Any]:
     return row
 
 
-def load(paths: Path | str | Iterable[Path | str], *, quiet: bool = True) -> pd.DataFrame:
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _without_cycle_collection(function: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``function`` with Python's cycle collector paused while it runs (as it was, after).
+
+    Loading builds millions of small objects and no cycles: the collector's full passes, each over every object
+    kept so far, were a third of the time of loading 300,000 compact records (17.1 s, 12.2 s without), and
+    more the more cases a run holds."""
+
+    @functools.wraps(function)
+    def paused(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            if enabled:
+                gc.enable()
+
+    return paused
+
+
+@_without_cycle_collection
+def load(
+    paths: Path | str | Iterable[Path | str], *, quiet: bool = True, progress: Callable[[Reading], object] | None = None
+) -> pd.DataFrame:
     """One row per case from every ``recovery.json`` and compact record file (``records-*.jsonl.gz``) under
     ``paths``.
 
@@ -198,7 +239,11 @@ def load(paths: Path | str | Iterable[Path | str], *, quiet: bool = True) -> pd.
     - a policy loaded at several revisions is kept apart: its rows are labelled ``name@revision`` in ``policy``
       (``attrs["relabelled"]`` lists them), so no table merges two revisions into one cell;
     - run folders that began and did not end (a manifest, no run.json) are listed in ``attrs["incomplete"]``.
+
+    ``progress`` is told how far the loading has got after each file (a compact record file holds up to 5,000
+    cases), the last time once every file is read: a million cases take a minute or two.
     """
+    started = time.perf_counter()
     if isinstance(paths, str | Path):
         paths = [paths]
     # Column by column, not a dict per row (a dict per row held three times the finished frame's memory), and
@@ -209,16 +254,24 @@ def load(paths: Path | str | Iterable[Path | str], *, quiet: bool = True) -> pd.
     loaded: dict[tuple[Any, ...], bytes] = {}
     duplicates = 0
     incomplete: list[str] = []
+    # Every file first, so that progress can say how many there are.
+    listed: list[tuple[Path | str, list[str]]] = []
     for given in paths:
         root = Path(given)
         if not root.exists():
             skipped.append(Skipped(str(root), "no such file or folder"))
             continue
         incomplete += _incomplete(root)
-        seen: set[tuple[Any, ...]] = set()
         # Case folders before Polyaxon copies, recovery.json before compact records: the kept path is the
         # stable one, and a case that is not correct keeps the file its timeline is drawn beside.
-        for path in _files(root):
+        listed.append((given, _files(root)))
+    files, files_read = sum(len(found) for _, found in listed), 0
+    for given, found_files in listed:
+        seen: set[tuple[Any, ...]] = set()
+        for path in found_files:
+            if progress is not None and files_read:
+                progress(Reading(files_read, files, len(columns["seed"]), time.perf_counter() - started))
+            files_read += 1
             try:
                 found = list(_cases(path))
             except (OSError, ValueError, EOFError, zlib.error) as exc:  # zlib: a damaged compact record file
@@ -251,6 +304,8 @@ def load(paths: Path | str | Iterable[Path | str], *, quiet: bool = True) -> pd.
                     if name in _REPEATED and isinstance(value, str):
                         value = shared.setdefault(value, value)
                     columns[name].append(value)
+    if progress is not None and files:
+        progress(Reading(files, files, len(columns["seed"]), time.perf_counter() - started))
     relabelled = _keep_revisions_apart(columns)
     frame = _typed(pd.DataFrame(columns, columns=_columns()))
     frame.attrs.update(skipped=skipped, duplicates=duplicates, relabelled=relabelled, incomplete=incomplete)

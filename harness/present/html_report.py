@@ -24,6 +24,7 @@ from harness.limits import REPORT_LISTED_MAX
 from harness.model import FAILING, REPORT_HTML, RUN_RECORD
 from harness.present.analysis import (
     RATE_MIN_CASES,
+    Reading,
     load,
     metric_table,
     order_policies,
@@ -196,14 +197,15 @@ def write_report(
     order: Sequence[str] | None = None,
     draw: Callable[[Sequence[Path]], object] | None = None,
     tell: Callable[[str], object] | None = None,
+    progress: Callable[[Reading], object] | None = None,
 ) -> Path:
     """Write ``report.html`` (and ``heatmap.png``) for every case under ``run_dir``; return the page's path.
 
     ``draw`` is given the recovery.json files whose timeline the page shows and that have none drawn yet, to
     draw them first (``harness run`` and ``harness report`` draw them in worker processes); whatever is still
     missing then is drawn into the page alone. ``tell`` is given a line about files left out as unreadable
-    (the page lists them all)."""
-    frame = load(run_dir)
+    (the page lists them all). ``progress`` is told how far reading the cases has got (see ``load``)."""
+    frame = load(run_dir, progress=progress)
     if frame.empty:
         skipped = frame.attrs.get("skipped") or []
         if skipped:  # files were there, and none could be read: say why the first could not

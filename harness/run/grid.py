@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from harness.errors import RunFailed
 from harness.limits import COMPACT_ABOVE, DEFAULT_CASE_TIMEOUT_S
@@ -46,6 +46,9 @@ from harness.run.cell import (
 from harness.run.files import write_atomic, write_summary
 from harness.run.folder import REQUEST, Claim, Manifest, Request, claim, fingerprints, stray_temporaries
 from harness.run.plan import Cell, Grid, Plan, UsageError, load_grid
+
+if TYPE_CHECKING:  # pandas is imported only by a run that writes its report
+    from harness.present.analysis import Reading
 
 __all__ = [
     "PIECE_MAX",
@@ -220,11 +223,13 @@ def run_grid(
     progress: Callable[[Progress, CellJob, CellResult], None] | None = None,
     begun: Claim | None = None,
     checked: Callable[[], None] | None = None,
+    reading: Callable[[Reading], object] | None = None,
 ) -> GridSummary:
     """Check everything, then run every cell of ``plan``, write the run's files, and track it.
 
     Raises ``InputError`` (before writing anything) for bad input. ``progress(progress, job, result)`` is
-    called once per finished piece of a cell. Memory stays flat in the number of seeds: each case is written
+    called once per finished piece of a cell, ``reading`` as the report reads the cases back (see ``load``).
+    Memory stays flat in the number of seeds: each case is written
     as it finishes, and only tallies come back. The folder is claimed for this run alone, and its manifest is
     written before any case runs, so a run that is stopped can be resumed (``resume_grid``).
     """
@@ -248,13 +253,16 @@ def run_grid(
     try:
         manifest = Manifest(plan.cells, plan.concurrency, _options_json(options), fingerprints(grid))
         write_atomic(out / MANIFEST, manifest.to_json())
-        return _complete(out, plan, options, grid, progress)
+        return _complete(out, plan, options, grid, progress, reading)
     finally:
         hold.release()
 
 
 def resume_grid(
-    out: Path, progress: Callable[[Progress, CellJob, CellResult], None] | None = None, report: bool = True
+    out: Path,
+    progress: Callable[[Progress, CellJob, CellResult], None] | None = None,
+    report: bool = True,
+    reading: Callable[[Reading], object] | None = None,
 ) -> GridSummary | None:
     """Complete a run that was stopped: run only the pieces and Polyaxon runs that are missing, then write the
     summary, run.json and the report (``report`` false: no report, whatever the run began with). None when the
@@ -278,7 +286,7 @@ def resume_grid(
                     "a new run with another --out (or restore what changed)"
                 )
         stray_temporaries(out)
-        return _complete(out, plan, options, grid, progress)
+        return _complete(out, plan, options, grid, progress, reading)
     finally:
         hold.release()
 
@@ -311,6 +319,7 @@ def _complete(
     options: GridOptions,
     grid: Grid,
     progress: Callable[[Progress, CellJob, CellResult], None] | None,
+    reading: Callable[[Reading], object] | None = None,
 ) -> GridSummary:
     """Run what is missing of the run in ``out`` (everything, for a new run), then write its files."""
     jobs = [
@@ -396,7 +405,9 @@ def _complete(
             from harness.run.pictures import draw_timelines
 
             drawing = plan.concurrency if options.isolate else 1
-            page = write_report(out, order=grid.policies, draw=lambda paths: draw_timelines(paths, drawing))
+            page = write_report(
+                out, order=grid.policies, draw=lambda paths: draw_timelines(paths, drawing), progress=reading
+            )
     except KeyboardInterrupt:
         raise RunInterrupted(out) from None
     except OSError as exc:
