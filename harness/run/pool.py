@@ -13,6 +13,7 @@ and are killed by the kernel when the parent dies, so none is ever orphaned.
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 import os
 import signal
@@ -182,6 +183,11 @@ def _serve(conn: Connection, where: Any) -> None:
     """A worker: run the jobs the parent sends, one at a time, until it sends ``None``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops every worker
     _die_with_parent()
+    # A case makes thousands of short-lived objects, and its few cycles (a simulation's processes and their
+    # environment) can wait: the cycle collector looks at new objects every 50,000 allocations, not 700, and
+    # never again at what start-up loaded. 2% of a sweep's instructions (callgrind, lost_response); memory stays flat.
+    gc.freeze()
+    gc.set_threshold(50_000, 50, 100)
 
     def on_case(position: int) -> None:
         where[1] = time.monotonic()
