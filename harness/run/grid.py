@@ -229,9 +229,9 @@ def run_grid(
 
     Raises ``InputError`` (before writing anything) for bad input. ``progress(progress, job, result)`` is
     called once per finished piece of a cell, ``reading`` as the report reads the cases back (see ``load``).
-    Memory stays flat in the number of seeds: each case is written
-    as it finishes, and only tallies come back. The folder is claimed for this run alone, and its manifest is
-    written before any case runs, so a run that is stopped can be resumed (``resume_grid``).
+    Memory stays flat in the number of seeds: each case is written as it finishes, and only tallies come back.
+    The folder is claimed for this run alone, and its manifest is written before any case runs, so a run that
+    is stopped can be resumed (``resume_grid``).
     """
     tracking = options.tracking
     if tracking != "none" and is_managed() and len(plan.cells) != 1:
