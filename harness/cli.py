@@ -181,7 +181,7 @@ def _parser(defaults: bool = True) -> argparse.ArgumentParser:
         f"and a recovery.json only for cases that are not correct; auto (default): compact for cells of more "
         f"than {COMPACT_ABOVE:,} seeds",
     )
-    run.add_argument("--quiet", action="store_true", help="no per-cell progress lines")
+    run.add_argument("--quiet", action="store_true", help="no progress lines")
     run.add_argument("--no-report", action="store_true", help="skip report.html, heatmap.png and the timelines")
     _case_timeout(run, "counted as a harness error")
     _force_concurrency(run)
@@ -536,7 +536,7 @@ READING_EVERY_S = 5.0
 
 
 class _ReadingLines:
-    """Progress lines while the report reads a run's cases back (a million take a minute or two): one every
+    """Progress lines while the report reads a run's cases back (a million, about 40 s here): one every
     ``every_s`` seconds, then, once one was said, one when every file is read. A report that reads in less
     says nothing."""
 

@@ -435,3 +435,22 @@ def test_a_delayed_request_reaches_the_destination_that_much_later(delay_s: floa
     received = next(e for e in result.evidence.history if isinstance(e, Received))
     latency = shipped("lost_response").transport
     assert delay_s + latency.latency_s <= received.at_s <= delay_s + latency.latency_s + latency.jitter_s
+
+
+@pytest.mark.parametrize("recoverers", [1, 2])
+def test_a_case_ends_at_the_end_of_an_instant(lost_response: Scenario, recoverers: int) -> None:
+    """Past the deadline, an operator event set off by a worker's report, at that same instant, still happens:
+    the case runs to the end of the instant the last thing settled in, however many recovering processes the
+    worker had (one carries on in the dispatcher's process, more each run in their own)."""
+    scenario = with_changes(
+        lost_response,
+        recovery_deadline_s=15.1,
+        worker={"recoverers": recoverers},
+        operator=[{"do": "expire_approval", "when": {"after": {"actor": "worker", "event": "report"}}}],
+    )
+    history = simulate(scenario, load_policy("reconcile_and_reauthorize"), 1).evidence.history
+    first = next(i for i, e in enumerate(history) if e.event == "report")
+    report = history[first]
+    assert report.at_s > scenario.recovery_deadline_s
+    after = [(e.at_s, e.actor, e.event) for e in history[first + 1 : first + 3]]
+    assert after == [(report.at_s, "operator", "expire_approval"), (report.at_s, "controller", "approval_expired")]

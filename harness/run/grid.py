@@ -265,9 +265,9 @@ def resume_grid(
     reading: Callable[[Reading], object] | None = None,
 ) -> GridSummary | None:
     """Complete a run that was stopped: run only the pieces and Polyaxon runs that are missing, then write the
-    summary, run.json and the report (``report`` false: no report, whatever the run began with). None when the
-    run is already complete. Raises ``UsageError`` when a scenario, a policy or the harness changed since the run
-    began (its results would mix two inputs)."""
+    summary, run.json and the report (``report`` false: no report, whatever the run began with; ``reading`` as
+    for ``run_grid``). None when the run is already complete. Raises ``UsageError`` when a scenario, a policy or
+    the harness changed since the run began (its results would mix two inputs)."""
     manifest = Manifest.read(out)
     hold = claim(out, fresh=False)
     try:
@@ -319,7 +319,7 @@ def _complete(
     options: GridOptions,
     grid: Grid,
     progress: Callable[[Progress, CellJob, CellResult], None] | None,
-    reading: Callable[[Reading], object] | None = None,
+    reading: Callable[[Reading], object] | None,
 ) -> GridSummary:
     """Run what is missing of the run in ``out`` (everything, for a new run), then write its files."""
     jobs = [
