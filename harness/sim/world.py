@@ -80,8 +80,8 @@ def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
     horizon = scenario.horizon_s
     # The case ends at the end of an instant: what is due at the instant the last thing settles (an operator
     # event set off by a worker's last record, say) happens too, whatever the actors' processes look like.
-    while env.peek() <= horizon and (
-        transport.in_flight or destination.pending or any(w.is_alive for w in workers) or env.peek() == env.now
+    while (due := env.peek()) <= horizon and (
+        due == env.now or transport.in_flight or destination.pending or any(w.is_alive for w in workers)
     ):
         env.step()
 
