@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from harness.errors import InputError, RunFailed
 from harness.limits import CASE_TIMEOUT_MAX_S, COMPACT_ABOVE, DEFAULT_CASE_TIMEOUT_S, SEED_COUNT_MAX
-from harness.plx.tracking import DEFAULT_PROJECT, TRACKING_MODES
+from harness.plx import DEFAULT_PROJECT, TRACKING_MODES
 from harness.seeds import DEFAULT_SEEDS, SEED_MAX
 
 if TYPE_CHECKING:

@@ -39,6 +39,7 @@ from typing import Any, Literal, TypeVar
 from harness.check.registry import METRICS
 from harness.errors import one_line
 from harness.model import OUTCOMES, Outcome
+from harness.plx import DEFAULT_PROJECT, TRACKING_MODES, TrackingMode
 from harness.version import __version__
 
 __all__ = [
@@ -58,9 +59,6 @@ __all__ = [
     "track_exploration",
 ]
 
-TrackingMode = Literal["offline", "server", "none"]
-TRACKING_MODES: tuple[TrackingMode, ...] = ("offline", "server", "none")
-DEFAULT_PROJECT = "default/recovery-harness"
 #: Worst first: a cell's outcome is the worst of its seeds'.
 _SEVERITY: tuple[Outcome, ...] = tuple(reversed(OUTCOMES))
 #: What the registry says Polyaxon gets (the worker's own report is not a measurement the checker established).
