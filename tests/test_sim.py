@@ -12,8 +12,11 @@ from test_soundness import COMPARED
 from harness.check import check
 from harness.model import Artifact
 from harness.model.events import (
+    Accepted,
     Applied,
     ClaimDecided,
+    CommandGiven,
+    DeadlineReached,
     DestinationRestarted,
     DispatchSent,
     FaultInjected,
@@ -24,7 +27,7 @@ from harness.model.events import (
     ReplyUndeliverable,
     RequestRefused,
 )
-from harness.policy import Command, LookUp, RecordEffect, Situation, Stop, load_policy
+from harness.policy import Command, LookUp, RecordEffect, Situation, Stop, Wait, load_policy
 from harness.scenario import BOUNDARIES, DestinationSpec, FaultBase, Scenario
 from harness.scenario.faults import ApplyDelayed, DestinationRestart, LookupForeignReceipt
 from harness.sim import simulate
@@ -454,3 +457,62 @@ def test_a_case_ends_at_the_end_of_an_instant(lost_response: Scenario, recoverer
     assert report.at_s > scenario.recovery_deadline_s
     after = [(e.at_s, e.actor, e.event) for e in history[first + 1 : first + 3]]
     assert after == [(report.at_s, "operator", "expire_approval"), (report.at_s, "controller", "approval_expired")]
+
+
+def test_past_the_deadline_the_case_runs_up_to_settle_max_s_and_no_further() -> None:
+    """A request still in flight at the deadline reaches the destination if it arrives at most ``settle_max_s``
+    later (the bound included), and the case stops before it if the bound is any shorter."""
+    scenario = with_changes(
+        shipped("lost_response"),
+        transport={"latency_s": 0.5, "jitter_s": 0.0},
+        faults=[{"boundary": "request_delayed", "nth": 1, "delay_s": 200.0}],
+    )
+    policy = load_policy("stop_on_timeout")
+    unbounded = simulate(scenario, policy, 1).evidence.history
+    arrival = next(e.at_s for e in unbounded if isinstance(e, Received))
+    assert arrival > scenario.recovery_deadline_s
+    just_enough = with_changes(scenario, settle_max_s=arrival - scenario.recovery_deadline_s)
+    assert just_enough.horizon_s == arrival
+    history = simulate(just_enough, policy, 1).evidence.history
+    assert [e.at_s for e in history if isinstance(e, Received)] == [arrival]
+    assert history[-1].at_s == arrival
+    too_short = with_changes(scenario, settle_max_s=arrival - scenario.recovery_deadline_s - 0.25)
+    history = simulate(too_short, policy, 1).evidence.history
+    assert not any(isinstance(e, Received) for e in history)
+    assert history[-1].at_s < scenario.recovery_deadline_s
+
+
+def test_past_the_deadline_a_pending_operation_still_applies() -> None:
+    """An operation the destination accepted before the deadline and applies after it is in the history (late
+    effects are counted), though no message is in flight and no worker is left: behind a connector, the caller
+    has its "started" reply and the job applies the operation on its own."""
+    scenario = with_changes(
+        shipped("connector_new_operation_pending"),
+        faults=[{"boundary": "apply_delayed", "nth": 1, "delay_s": 200.0}],
+        operator=[],
+    )
+    history = simulate(scenario, load_policy("stop_on_timeout"), 1).evidence.history
+    accepted = next(e.at_s for e in history if isinstance(e, Accepted))
+    applied = [e.at_s for e in history if isinstance(e, Applied)]
+    assert len(applied) == 1 and applied[0] > scenario.recovery_deadline_s > accepted
+
+
+class _WaitForever:
+    """A test policy: waits, a minute at a time, whatever it sees."""
+
+    name, revision = "wait_forever", "test"
+
+    def decide(self, situation: Situation) -> Command:
+        return Wait(duration_s=60.0)
+
+
+def test_past_the_deadline_a_waiting_worker_still_reaches_it() -> None:
+    """A worker whose wait outlasts the deadline, with nothing in flight, wakes up after it, finds the deadline
+    passed and reports: the case does not stop while a worker is still alive."""
+    scenario = shipped("lost_response")
+    history = simulate(scenario, _WaitForever(), 1).evidence.history
+    waits = [e.at_s for e in history if isinstance(e, CommandGiven)]
+    reached = [e.at_s for e in history if isinstance(e, DeadlineReached)]
+    assert waits and max(waits) < scenario.recovery_deadline_s
+    assert len(reached) == 1 and scenario.recovery_deadline_s < reached[0] <= scenario.horizon_s
+    assert history[-1].event == "report" and history[-1].at_s == reached[0]
