@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import simpy
 from conftest import shipped
 
 from harness.model.events import (
@@ -45,6 +46,7 @@ from harness.policy import (
 )
 from harness.scenario import Scenario
 from harness.sim import simulate
+from harness.sim.history import History
 
 
 def _scenario(name: str, **changes: Any) -> Scenario:
@@ -949,3 +951,15 @@ def test_ground_truth_counts_a_receipt_under_another_clients_key_as_mismatched()
         result = simulate(scenario, policy, 1)
         assert result.truth.mismatched_records == count
         assert check(result.evidence).metrics["mismatched_records"] == count
+
+
+@pytest.mark.parametrize("start_s", [0.0, 1.0, 2.5])
+def test_the_history_stamps_the_first_record_with_the_time_it_happens_whenever_that_is(start_s: float) -> None:
+    """The history rounds virtual time once per instant and keeps the rounding; the first record is stamped
+    with its own instant, whatever that instant is (no starting value stands in for a time)."""
+    env = simpy.Environment(initial_time=start_s)
+    history = History(env)
+    history.record(ReplyTimedOut(execution_id="a73-x1", n=1))
+    env.run(until=start_s + 0.1234567)
+    history.record(ReplyTimedOut(execution_id="a73-x1", n=2))
+    assert [(e.index, e.at_s) for e in history.entries] == [(0, start_s), (1, round(start_s + 0.1234567, 6))]
