@@ -445,7 +445,8 @@ def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> i
 
     print(outcome_table(summary.counts, summary.policies, summary.scenarios))
     print(
-        f"\n{summary.cases} case{'' if summary.cases == 1 else 's'} in {summary.out}  (summary: {summary.summary_csv})"
+        f"\n{summary.cases:,} case{'' if summary.cases == 1 else 's'} in {summary.out}"
+        f"  (summary: {summary.summary_csv})"
     )
     # Per cell, its first case with the worst outcome seen (a harness error only where nothing else failed).
     failing = sorted((n for n in summary.notable if n.outcome in FAILING), key=lambda n: FAILING.index(n.outcome))
@@ -627,11 +628,12 @@ def _explore(args: argparse.Namespace) -> int:
     )
     rate = summary.schedules / summary.elapsed_s if summary.elapsed_s else 0.0
     print(
-        f"{summary.schedules} schedules, {summary.cases} cases in {summary.elapsed_s:.1f} s ({rate:,.0f} schedules/s); "
-        f"{summary.violating} violating cases, {len(summary.findings)} findings in {summary.out}"
+        f"{summary.schedules:,} schedules, {summary.cases:,} cases in {summary.elapsed_s:.1f} s "
+        f"({rate:,.0f} schedules/s); {summary.violating:,} violating cases, {len(summary.findings)} findings in "
+        f"{summary.out}"
     )
     for name, count in sorted(summary.violations.items()):
-        print(f"  {name}: {count} violating cases")
+        print(f"  {name}: {count:,} violating cases")
     for exploration in summary.explorations:
         if exploration.findings:
             print(
