@@ -108,6 +108,16 @@ def polyaxon(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str
     return run([str(Path(sys.executable).parent / "polyaxon"), *args], env)
 
 
+def create_project(name: str, env: dict[str, str]) -> None:
+    """``polyaxon project create``, tried again while the sandbox answers 405 (it allows one writer at a time)."""
+    for attempt in range(8):
+        proc = polyaxon("project", "create", "--name", name, env=env)
+        if proc.returncode == 0 or "405" not in proc.stdout + proc.stderr:
+            break
+        time.sleep(0.2 * (attempt + 1))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def read(kind: str, *args: str, env: dict[str, str]) -> list[dict[str, Any]]:
     proc = run([sys.executable, str(ROOT / "tests" / "plx_read.py"), kind, *args], env)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -148,7 +158,7 @@ def test_offline_runs_pushed_with_the_cli_arrive_whole(server: dict[str, str], t
     assert hint[:5] == ["polyaxon", "ops", "push", "-p", "recovery-harness"]
     for attempt in range(3):
         project = hint[4] if attempt == 0 else f"{hint[4]}-{attempt + 1}"
-        assert polyaxon("project", "create", "--name", project, env=server).returncode == 0
+        create_project(project, server)
         push = polyaxon(*hint[1:4], project, *hint[5:], env=server)
         if "Status: 405" not in push.stdout:
             break
@@ -183,7 +193,7 @@ def test_server_mode_pushes_every_cell(server: dict[str, str], tmp_path: Path) -
 
 def test_grid_operation_compiles_one_child_per_cell(server: dict[str, str]) -> None:
     """Submitting polyaxonfiles/grid.yaml makes the server compile one child run per matrix cell."""
-    assert polyaxon("project", "create", "--name", "grid", env=server).returncode == 0
+    create_project("grid", server)
     cells = load_grid_file(default_grid_file()).cells
     children = read("submit", "default/grid", str(default_grid_file()), str(len(cells)), env=server)
     assert len(children) == len(cells)
@@ -193,7 +203,7 @@ def test_grid_operation_compiles_one_child_per_cell(server: dict[str, str]) -> N
 
 def test_explore_operation_compiles_one_child_per_shard(server: dict[str, str]) -> None:
     """Submitting polyaxonfiles/explore.yaml makes the server compile one child per policy x scenario x shard."""
-    assert polyaxon("project", "create", "--name", "explore", env=server).returncode == 0
+    create_project("explore", server)
     path = default_grid_file().parent / "explore.yaml"
     cells = load_grid_file(path).cells
     children = read("submit", "default/explore", str(path), str(len(cells)), env=server)
