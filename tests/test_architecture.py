@@ -161,10 +161,12 @@ def test_lower_layers_load_nothing_above_them(module: str, forbidden: tuple[str,
 
 
 def test_list_loads_no_pandas_matplotlib_or_polyaxon() -> None:
-    """`harness list` starts without the libraries only the grid, the report and tracking need."""
+    """`harness list` starts without the libraries only the grid, the report and tracking need, and without the
+    checker, the simulator and the tracking module (the command line's tracking options come from harness.plx)."""
     code = (
         "import contextlib, io, sys\nfrom harness.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n    assert main(['list']) == 0"
     )
     loaded = loaded_by(code)
     assert not {m.split(".")[0] for m in loaded} & {"pandas", "matplotlib", "polyaxon"}
+    assert not sorted(m for m in loaded if m.startswith(("harness.check", "harness.sim", "harness.plx.")))
