@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import html
 import json
 import os
 import shlex
@@ -13,7 +14,9 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -477,6 +480,67 @@ def test_report_of_a_folder_with_only_unreadable_cases_says_why(
     assert main(["report", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert f"{path}: schema_version 999" in err and "fix:" in err and "\n" not in err
+
+
+def _tamper_event(timeline: list[dict[str, Any]]) -> None:
+    timeline[2]["event"] = "bogus"
+
+
+def _tamper_keys(timeline: list[dict[str, Any]]) -> None:
+    data = timeline[3]["data"]
+    del data["model"]
+    data["extra"] = 1
+
+
+def _tamper_kind(timeline: list[dict[str, Any]]) -> None:
+    timeline[6]["data"]["kind"] = "bogus"
+
+
+def _tamper_data(timeline: list[dict[str, Any]]) -> None:
+    del timeline[4]["data"]
+
+
+@pytest.mark.parametrize(
+    ("tamper", "why"),
+    [
+        (_tamper_event, "EventError: the worker records no event 'bogus'"),
+        (_tamper_keys, "EventError: controller action_recorded: missing keys ['model'], unknown keys ['extra']"),
+        (_tamper_kind, "EventError: transport send: unknown kind 'bogus'"),
+        (_tamper_data, "KeyError: 'data'"),
+    ],
+)
+def test_a_timeline_that_cannot_be_drawn_is_said_so_and_the_report_goes_on(
+    tamper: Callable[[list[dict[str, Any]]], None], why: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A recovery.json that parses but whose timeline was edited (an entry of no known event, other keys, a kind
+    no send has, no data): `harness report` exits 0, says in the picture's place which file and why, and one
+    line on stderr; the other failing case's timeline is drawn. It ended the report with exit 2 and a line that
+    named no file."""
+    from harness.cli import main
+    from harness.run import load_grid, run_case
+    from harness.run.files import recovery_json
+
+    paths = {}
+    for policy in ("retry_new_key", "stop_on_timeout"):
+        (case,) = load_grid([policy], ["lost_response"], [1]).cases
+        doc = json.loads(recovery_json(run_case(case)[0]))
+        assert doc["outcome"] in ("incorrect", "abandoned"), doc["outcome"]  # both drawn by the page
+        if policy == "retry_new_key":
+            tamper(doc["timeline"])
+        paths[policy] = tmp_path / "cases" / policy / "seed-1" / "recovery.json"
+        paths[policy].parent.mkdir(parents=True)
+        paths[policy].write_text(json.dumps(doc))
+    assert main(["report", str(tmp_path)]) == 0
+    page = (tmp_path / "report.html").read_text()
+    where = f"{paths['retry_new_key']}: {why}"
+    assert html.escape(f"Timeline not drawn: {where}") in page
+    assert page.count("Timeline not drawn") == 1
+    assert 'alt="timeline of stop_on_timeout x lost_response seed 1' in page
+    assert 'alt="timeline of retry_new_key' not in page
+    err = [line for line in capsys.readouterr().err.splitlines() if "not drawn" in line]
+    assert err == [
+        f"harness: 1 timeline not drawn, the case's timeline unreadable (the report says so in its place): {where}"
+    ]
 
 
 def test_a_resumed_run_writes_the_junit_it_began_with(tmp_path: Path) -> None:

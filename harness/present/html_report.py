@@ -39,6 +39,10 @@ __all__ = ["TIMELINE_OUTCOMES", "Shown", "render_timeline", "shown", "timelines_
 
 #: The cases the report shows: the outcomes a policy fails by (a violation, or a case the evidence cannot decide).
 TIMELINE_OUTCOMES = FAILING
+#: What drawing a case's timeline raises when its recovery.json parses but its timeline was edited, or written by
+#: something else: an entry of no known event or with other keys (``EventError``, a ValueError), a missing field,
+#: a value of another type. The page says so in the picture's place; the rest of the report is drawn.
+UNDRAWABLE: tuple[type[Exception], ...] = (ValueError, KeyError, TypeError, AttributeError)
 #: The metrics the registry marks as shown: the safety properties first, then the measures.
 TABLE_METRICS = tuple(m.name for m in sorted(METRICS, key=lambda m: m.kind != "property") if m.shown)
 
@@ -99,7 +103,9 @@ def timelines_to_draw(frame: pd.DataFrame) -> list[Path]:
     return [p for p in paths if p.name == "recovery.json" and not p.with_name("timeline.png").exists()]
 
 
-def _group(group: Shown, anchor: str) -> str:
+def _group(group: Shown, anchor: str, undrawn: list[str]) -> str:
+    """The section of one group of failing cases; a timeline that cannot be drawn is said so, and added to
+    ``undrawn`` (one line each)."""
     row = group.first
     path = Path(str(row["path"]))
     report: dict[str, Any] = read_case(path)
@@ -120,8 +126,17 @@ def _group(group: Shown, anchor: str) -> str:
         parts.append(f'<div class="unknown">unknown {html.escape(metric)}: {html.escape(reason)}</div>')
     if report.get("timeline"):
         picture = path.with_name("timeline.png")
-        data = picture.read_bytes() if picture.exists() else png_bytes(timeline(report))
-        parts.append(_img(data, f"timeline of {title}"))
+        try:
+            data = picture.read_bytes() if picture.exists() else png_bytes(timeline(report))
+        except UNDRAWABLE as exc:
+            why = f"{path}: {type(exc).__name__}: {exc}"
+            undrawn.append(why)
+            parts.append(
+                f'<p class="warning">Timeline not drawn: {html.escape(why)}. The figures above come from its '
+                "recovery.json; the command above runs the case again.</p>"
+            )
+        else:
+            parts.append(_img(data, f"timeline of {title}"))
     if cases > 1:
         parts.append(_others(group.others))
     parts.append("</div>")
@@ -274,7 +289,14 @@ def write_report(
         f"<p>One per policy, scenario and outcome ({len(groups)}): the case with the lowest seed, the group's other "
         f"cases listed under it (the first {REPORT_LISTED_MAX}).</p>",
     ]
-    body += [_group(g, f"case-{i}") for i, g in enumerate(groups)]
+    undrawn: list[str] = []
+    body += [_group(g, f"case-{i}", undrawn) for i, g in enumerate(groups)]
     body.append("</body></html>")
     out.write_text("\n".join(body) + "\n", encoding="utf-8")
+    if undrawn and tell is not None:
+        more = f" (and {len(undrawn) - 1} more)" if len(undrawn) > 1 else ""
+        tell(
+            f"{len(undrawn)} {'timeline' if len(undrawn) == 1 else 'timelines'} not drawn, the case's timeline "
+            f"unreadable (the report says so in its place): {undrawn[0]}{more}"
+        )
     return out

@@ -26,13 +26,13 @@ class _Drawing:
     paths: tuple[Path, ...]
 
     def execute(self, on_case: Callable[[int], None]) -> int:
-        from harness.present.html_report import render_timeline
+        from harness.present.html_report import UNDRAWABLE, render_timeline
 
         for position, path in enumerate(self.paths):
             if path.with_name("timeline.png").exists():  # drawn before this job was restarted
                 continue
             on_case(position)
-            with contextlib.suppress(OSError, ValueError):  # left to the page, which draws it or says why not
+            with contextlib.suppress(OSError, *UNDRAWABLE):  # left to the page, which draws it or says why not
                 render_timeline(path)
             on_case(-1)
         return len(self.paths)
