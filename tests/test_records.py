@@ -106,9 +106,19 @@ def test_only_frozen_slotted_dataclasses_without_factories_get_a_generated_const
         x: int
         y: int = dataclasses.field(init=False, default=0)
 
-    for cls in (NoSlots, Mutable, Factory, Derived, int):
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Checked:
+        x: int
+
+        def __post_init__(self) -> None:  # a generated constructor would skip it
+            if self.x < 0:
+                raise ValueError(self.x)
+
+    for cls in (NoSlots, Mutable, Factory, Derived, Checked, int):
         with pytest.raises(TypeError, match=cls.__name__):
             fast_frozen_init(cls)
+    with pytest.raises(ValueError):
+        Checked(-1)  # left as it was
 
 
 def _reference_data(event: Event) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import pytest
 
 from harness.cli import _parser, main
 from harness.limits import SEED_COUNT_MAX
-from harness.model import CaseReport
+from harness.model import CaseReport, Entry
 from harness.policy import Situation
 from harness.present.analysis import load
 from harness.run.grid import PIECE_MAX, pieces
@@ -205,6 +205,7 @@ def test_the_reports_built_without_validation_are_what_validation_gives() -> Non
         assert again == report, (case.policy.name, case.scenario.name)
         assert recovery_json(again) == recovery_json(report)
         assert report.model_fields_set == set(CaseReport.model_fields)
+        assert all(entry.model_fields_set == set(Entry.model_fields) for entry in report.timeline)
     assert {"correct", "incorrect", "escalated"} <= outcomes
 
 
