@@ -20,6 +20,7 @@ from harness.model.events import (
     CancelRequested,
     CancelRequestFired,
     ChangeTaskFired,
+    CommandGiven,
     DispatchSent,
     EffectRecorded,
     Event,
@@ -816,6 +817,31 @@ def test_a_policy_that_raises_is_recorded_by_its_exception_and_reports_a_policy_
     assert [e.error for e in history if isinstance(e, PolicyFailed)] == [expected]
     assert [(e.finished, e.claimed) for e in history if isinstance(e, WorkerReported)][-1] == (False, "policy error")
     assert history[-1].event == "report"
+
+
+class _Says:
+    name, revision = "says", "1"
+
+    def __init__(self, command: object) -> None:
+        self.command = command
+
+    def decide(self, situation: Situation) -> object:
+        return self.command
+
+
+class _LoudStop(Stop):
+    """A policy's own kind of Stop: a command, though of no class of the closed set itself."""
+
+
+@pytest.mark.parametrize("make", [Escalate, _LoudStop], ids=["Escalate", "a subclass of Stop"])
+def test_a_command_is_carried_out_as_one_of_the_closed_set_with_its_texts_cut(make: type[Stop | Escalate]) -> None:
+    """What a policy returns is validated again as a member of the closed set: a command of the set's own class
+    as it is, an instance of a subclass as the set's class it derives from; either way every text it carries is
+    cut at STRING_MAX (2,000) characters, the cut said."""
+    history = simulate(shipped("lost_response"), _Says(make(reason="r" * 5000)), 1).evidence.history  # type: ignore[arg-type]
+    given = [e.command for e in history if isinstance(e, CommandGiven)]
+    assert given and all(type(c) is (Stop if make is _LoudStop else Escalate) for c in given)
+    assert all(c.reason == "r" * 2000 + "...[cut: 3000 more characters]" for c in given)  # type: ignore[union-attr]
 
 
 class _Endless:
