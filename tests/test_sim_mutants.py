@@ -844,6 +844,21 @@ def test_a_command_is_carried_out_as_one_of_the_closed_set_with_its_texts_cut(ma
     assert all(c.reason == "r" * 2000 + "...[cut: 3000 more characters]" for c in given)  # type: ignore[union-attr]
 
 
+class _NotedStop(Stop):
+    notes: list[str] = ["n" * 5000]
+
+
+def test_a_command_with_a_field_no_command_has_is_the_policys_error() -> None:
+    """A subclass's own field is no part of any command: the answer is refused and recorded as the policy's
+    error, naming the field, and nothing is carried out."""
+    from harness.model.events import PolicyFailed
+
+    history = simulate(shipped("lost_response"), _Says(_NotedStop()), 1).evidence.history  # type: ignore[arg-type]
+    (error,) = [e.error for e in history if isinstance(e, PolicyFailed)]
+    assert error.startswith("ValidationError") and "notes" in error and "Extra inputs are not permitted" in error
+    assert not [e for e in history if isinstance(e, CommandGiven)]
+
+
 class _Endless:
     name, revision = "endless", "1"
 

@@ -197,11 +197,13 @@ _EXACT = frozenset(COMMAND_TYPES)
 
 
 def _capped(value: object) -> object:
-    """A command's fields with every text a policy wrote cut to ``STRING_MAX`` characters, the cut marked."""
+    """A command's fields with every text a policy wrote cut to ``STRING_MAX`` characters, the cut marked.
+
+    Every field of a command is a scalar: a list or a model in a subclass's dump is refused by validation as it
+    is (a field no command has, or a value of the wrong type), so only texts and the one level of fields are cut.
+    """
     if isinstance(value, str):
         return cut(value)
     if isinstance(value, dict):
         return {k: _capped(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_capped(v) for v in value]
     return value
