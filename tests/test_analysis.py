@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import shutil
@@ -152,6 +153,51 @@ def test_bad_files_are_skipped_with_reasons(run_dir: Path, tmp_path: Path) -> No
     assert reasons["broken"].startswith("malformed") and "schema_version 99" in reasons["future"]
     assert "missing keys" in reasons["partial"]
     assert any(s.path.endswith("nowhere") and "no such file" in s.reason for s in df.attrs["skipped"])
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "said"),
+    [
+        (("scenario",), None, "scenario: Input should be a valid string"),
+        (("seed",), "x", "seed: Input should be a valid integer"),
+        (("outcome",), "fine", "outcome: Input should be 'correct', 'escalated'"),
+        (("metrics",), [], "metrics: Input should be a valid dictionary"),
+        (("metrics", "duplicate_effects"), 1.5, "metrics.duplicate_effects: Input should be a valid integer"),
+        (("metrics", "task_completed"), "maybe", "metrics.task_completed: Input should be a valid boolean"),
+        (("metrics", "time_to_account_s"), "soon", "metrics.time_to_account_s: Input should be a valid number"),
+        (("unknown",), {"reads": 1}, "unknown.reads: Input should be a valid string"),
+        (("anomalies", 0, "witnesses"), "1", "anomalies.0.witnesses: Input should be a valid tuple"),
+        (("attempts",), 3, "attempts: Input should be a valid tuple"),
+        (("error",), ["x"], "error: Input should be a valid string"),
+    ],
+)
+def test_a_case_with_a_field_of_the_wrong_type_is_skipped_naming_the_field(
+    where: tuple[str | int, ...], value: object, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A recovery.json that parses but holds a value of the wrong type where a row reads one (a hand-edited
+    file, another tool's) is skipped with the field and what it should be, as a file that does not parse is;
+    `harness report` of the folder draws the rest and lists it. Each ended the report with a traceback (a
+    TypeError, an AttributeError, pandas refusing a column)."""
+    from harness.cli import main
+    from harness.run.files import recovery_json
+
+    good = json.loads(recovery_json(_reports()[0]))  # type: ignore[arg-type]
+    assert good["outcome"] == "incorrect" and good["anomalies"]  # every field tampered with is there
+    bad = json.loads(json.dumps(good))
+    target = bad
+    for key in where[:-1]:
+        target = target[key]
+    target[where[-1]] = value
+    for name, doc in (("good", {**good, "seed": 2}), ("bad", bad)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "recovery.json").write_text(json.dumps(doc))
+    frame = load(tmp_path)
+    assert list(frame["seed"]) == [2]
+    (skipped,) = frame.attrs["skipped"]
+    assert skipped.path == str(tmp_path / "bad" / "recovery.json") and skipped.reason.startswith(f"malformed: {said}")
+    assert main(["report", str(tmp_path)]) == 0
+    assert f"{skipped.path}: malformed: {said}" in capsys.readouterr().err
+    assert html.escape(skipped.reason) in (tmp_path / "report.html").read_text()
 
 
 def test_wilson_interval_matches_known_values() -> None:

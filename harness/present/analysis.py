@@ -29,10 +29,12 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 import pandas as pd
+from pydantic import TypeAdapter, ValidationError
 from pydantic_core import from_json
+from typing_extensions import TypedDict
 
 from harness.check.registry import METRIC_NAMES, METRICS, PROPERTIES, by_name
-from harness.model import MANIFEST, OUTCOMES, RECORDS_GLOB, RUN_RECORD, SCHEMA_VERSION
+from harness.model import MANIFEST, OUTCOMES, RECORDS_GLOB, RUN_RECORD, SCHEMA_VERSION, CaseReport
 
 __all__ = [
     "INPUT_COLUMNS",
@@ -60,6 +62,21 @@ INPUT_COLUMNS = ("policy", "policy_revision", "scenario", "scenario_revision", "
 #: pandas' nullable dtype for each kind of metric value: an unknown value stays <NA>, never 0.
 _DTYPES = {"count": "Int64", "flag": "boolean", "duration": "Float64"}
 _REQUIRED = ("schema_version", *INPUT_COLUMNS, "outcome", "verdict", "metrics", "unknown")
+#: What a row reads of a case, with the types the report gives them and each metric's by its kind: a case of
+#: another shape (a hand-edited file, a tool's own) is skipped with the field that is wrong, not made into a row
+#: that breaks a table or the page. Other keys are not read, and not kept.
+_READ = (*INPUT_COLUMNS, "outcome", "verdict", "unknown", "anomalies", "attempts", "reproduce", "error")
+_VALUE_TYPES: dict[str, type] = {"count": int, "flag": bool, "duration": float}
+_Metrics = TypedDict(  # type: ignore[misc]
+    "_Metrics", {m.name: _VALUE_TYPES[m.value] | None for m in METRICS}, total=False
+)
+_SHAPE: TypeAdapter[dict[str, Any]] = TypeAdapter(
+    TypedDict(  # type: ignore[operator]
+        "_Case",
+        {"metrics": _Metrics, **{name: CaseReport.model_fields[name].annotation for name in _READ}},
+        total=False,
+    )
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +303,11 @@ def load(
                 if missing:
                     skipped.append(Skipped(where, f"missing keys: {', '.join(missing)}"))
                     continue
+                try:
+                    data = _SHAPE.validate_python(data)
+                except ValidationError as exc:
+                    skipped.append(Skipped(where, f"malformed: {_first_error(exc)}"))
+                    continue
                 key = (
                     data["policy"],
                     data["policy_revision"],
@@ -319,6 +341,15 @@ def load(
         for folder in incomplete:
             print(f"{folder}: incomplete (the run was stopped); resume: python -m harness run --resume {folder}")
     return frame
+
+
+def _first_error(exc: ValidationError) -> str:
+    """The first wrong field of a case, and how many more there are."""
+    errors = exc.errors()
+    first = errors[0]
+    where = ".".join(str(part) for part in first["loc"])
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}: {first['msg']}{more}"
 
 
 def _incomplete(root: Path) -> list[str]:
