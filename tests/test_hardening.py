@@ -9,6 +9,7 @@ import html
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -242,6 +243,56 @@ def test_resume_refuses_a_run_whose_inputs_changed(tmp_path: Path) -> None:
     assert refused.returncode == 2
     (line,) = refused.stderr.strip().splitlines()
     assert "changed since the run began" in line and "fix:" in line
+
+
+@pytest.fixture(scope="module")
+def stopped_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run of one case, stopped before its end (no run.json), its manifest as the run wrote it."""
+    from harness.cli import main
+
+    out = tmp_path_factory.mktemp("stopped") / "run"
+    assert main(["run", "--policy", "retry_new_key", "--scenario", "lost_response", "--seed", "1", "--tracking",
+                 "none", "--no-report", "--quiet", "--out", str(out)]) == 0  # fmt: skip
+    (out / "run.json").unlink()
+    return out
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda m: m["cells"][0].update(policy=5), "field 'cells.0.policy': Input should be a valid string"),
+        (lambda m: m["cells"][0].update(seeds=[1.5]), "field 'cells.0.seeds.0': Input should be a valid integer"),
+        (lambda m: m["cells"][0].update(seeds=[-1]), "field 'cells.0.seeds.0': Input should be greater than or"),
+        (lambda m: m.update(concurrency=0), "field 'concurrency': Input should be greater than or equal to 1"),
+        (lambda m: m.update(fingerprints=None), "field 'fingerprints': Input should be a valid dictionary"),
+        (lambda m: m["options"].update(tracking="bogus"), "options field 'tracking': Input should be 'offline',"),
+        (lambda m: m["options"].update(records=None), "options field 'records': Input should be 'auto', 'full'"),
+        (lambda m: m["options"].update(junit=7), "options field 'junit': Input should be a valid string"),
+        (lambda m: m["options"].update(case_timeout_s="x"), "options field 'case_timeout_s': Input should be a"),
+    ],
+)
+def test_a_manifest_edited_by_hand_is_refused_naming_the_field(
+    edit: Callable[[dict[str, Any]], None],
+    said: str,
+    stopped_run: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--resume reads the manifest a run began with; one edited or damaged so that a field has another type or
+    value is refused with exit 2, in one line naming the file and the field, and nothing is run. A policy named
+    by a number was a traceback; tracking "bogus" sent the runs to a server; a text --case-timeout was kept."""
+    from harness.cli import main
+
+    out = tmp_path / "run"
+    shutil.copytree(stopped_run, out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    edit(manifest)
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    before = sorted(p.relative_to(out) for p in out.rglob("*"))
+    assert main(["run", "--resume", str(out), "--quiet"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"harness: {out / 'manifest.json'}: {said}") and "fix: start the run anew" in line
+    assert sorted(p.relative_to(out) for p in out.rglob("*")) == before
 
 
 def test_an_incomplete_run_says_so(tmp_path: Path) -> None:

@@ -18,7 +18,10 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Annotated, Any
+
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_config
+from typing_extensions import TypedDict
 
 from harness.model import MANIFEST
 from harness.run.plan import Cell, Grid, UsageError
@@ -91,16 +94,55 @@ class Request:
             ) from None
 
 
+_Seed = Annotated[int, Field(ge=0)]
+
+
+@with_config(ConfigDict(strict=True))
+class _SeedRange(TypedDict):
+    first: _Seed
+    last: _Seed
+
+
+@with_config(ConfigDict(strict=True))
+class _CellShape(TypedDict):
+    policy: str
+    scenario: str
+    seeds: list[_Seed] | _SeedRange
+
+
+@with_config(ConfigDict(strict=True))
+class _ManifestShape(TypedDict):
+    """What a manifest holds, typed: one edited or damaged by hand is refused naming the field, not read into a
+    run that fails later with a traceback (the options are checked where they are read, ``harness.run.grid``)."""
+
+    cells: list[_CellShape]
+    concurrency: Annotated[int, Field(ge=1)]
+    options: dict[str, Any]
+    fingerprints: dict[str, str]
+
+
+_MANIFEST_SHAPE = TypeAdapter(_ManifestShape)
+
+
+def field_error(exc: ValidationError) -> str:
+    """The first wrong field of a validated file as ``field 'a.0.b': what it should be`` (without the names
+    pydantic gives the members of a union, such as ``list[constrained-int]``)."""
+    first = exc.errors()[0]
+    parts = [str(p) for p in first["loc"] if not (isinstance(p, str) and ("[" in p or p.startswith("_")))]
+    where = ".".join(parts) or "(top level)"
+    return f"field '{where}': {first['msg']}"
+
+
 def _seeds_json(seeds: Sequence[int]) -> Any:
     if isinstance(seeds, range) and seeds.step == 1:
         return {"first": seeds.start, "last": seeds.stop - 1}
     return list(seeds)
 
 
-def _seeds_of(data: Any) -> Sequence[int]:
+def _seeds_of(data: list[int] | _SeedRange) -> Sequence[int]:
     if isinstance(data, dict):
-        return range(int(data["first"]), int(data["last"]) + 1)
-    return tuple(int(s) for s in data)
+        return range(data["first"], data["last"] + 1)
+    return tuple(data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,11 +181,16 @@ class Manifest:
         if not path.is_file():
             raise UsageError(f"{out}: no {MANIFEST}, so not a run folder; fix: give a folder written by 'harness run'")
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            cells = tuple(Cell(c["policy"], c["scenario"], _seeds_of(c["seeds"])) for c in data["cells"])
-            return cls(cells, int(data["concurrency"]), dict(data["options"]), dict(data["fingerprints"]))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            data = _MANIFEST_SHAPE.validate_python(json.loads(path.read_text(encoding="utf-8")))
+        except ValidationError as exc:
+            raise UsageError(
+                f"{path}: {field_error(exc)}; fix: start the run anew with another --out (the manifest was edited "
+                "or damaged)"
+            ) from None
+        except (OSError, ValueError) as exc:
             raise UsageError(f"{path}: unreadable ({exc}); fix: start the run anew with another --out") from None
+        cells = tuple(Cell(c["policy"], c["scenario"], _seeds_of(c["seeds"])) for c in data["cells"])
+        return cls(cells, data["concurrency"], data["options"], data["fingerprints"])
 
 
 def fingerprints(grid: Grid) -> dict[str, str]:

@@ -21,6 +21,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
+from typing_extensions import TypedDict
+
 from harness.errors import RunFailed
 from harness.limits import COMPACT_ABOVE, DEFAULT_CASE_TIMEOUT_S
 from harness.model import MANIFEST, REPORT_HTML, RUN_RECORD
@@ -44,7 +47,16 @@ from harness.run.cell import (
     summary_part_path,
 )
 from harness.run.files import write_atomic, write_summary
-from harness.run.folder import REQUEST, Claim, Manifest, Request, claim, fingerprints, stray_temporaries
+from harness.run.folder import (
+    REQUEST,
+    Claim,
+    Manifest,
+    Request,
+    claim,
+    field_error,
+    fingerprints,
+    stray_temporaries,
+)
 from harness.run.plan import Cell, Grid, Plan, UsageError, load_grid
 
 if TYPE_CHECKING:  # pandas is imported only by a run that writes its report
@@ -301,9 +313,33 @@ def _options_json(options: GridOptions) -> dict[str, object]:
     return values
 
 
+@with_config(ConfigDict(strict=True))
+class _OptionsShape(TypedDict, total=False):
+    """The options a manifest keeps, typed as ``GridOptions`` types them (``junit`` as text); a manifest from
+    before "junit" lacks it."""
+
+    tracking: TrackingMode
+    project: str
+    report: bool
+    records: RecordsMode
+    case_timeout_s: float | None
+    junit: str | None
+
+
+_OPTIONS_SHAPE = TypeAdapter(_OptionsShape)
+
+
 def _options_of(data: dict[str, Any], out: Path) -> GridOptions:
-    values = {name: data[name] for name in _PERSISTED if name in data}  # a manifest from before "junit" lacks it
-    values["junit"] = Path(data["junit"]) if data.get("junit") else None
+    try:
+        checked = _OPTIONS_SHAPE.validate_python(data)
+    except ValidationError as exc:
+        raise UsageError(
+            f"{out / MANIFEST}: options {field_error(exc)}; fix: start the run anew with another --out (the "
+            "manifest was edited or damaged)"
+        ) from None
+    values: dict[str, Any] = {name: checked[name] for name in _PERSISTED if name in checked}  # type: ignore[literal-required]
+    junit = checked.get("junit")
+    values["junit"] = Path(junit) if junit else None
     return GridOptions(out=out, **values)
 
 
