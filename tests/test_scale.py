@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -103,6 +104,36 @@ def test_pieces_share_a_cell_and_the_summary_comes_out_in_seed_order(tmp_path: P
     assert (one / "summary.csv").read_bytes() == (two / "summary.csv").read_bytes()
     assert records(one) == records(two)
     assert not (two / ".parts").exists()
+
+
+@pytest.mark.parametrize("damage", [None, b"", b'{"counts": [', b'{"counts": "x"}', "errors"])
+def test_a_finished_piece_whose_tally_is_damaged_runs_again_on_resume(
+    damage: bytes | str | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A stopped run keeps each finished piece's tally in .parts/; one that no longer reads as one (cut short,
+    not JSON, a field of another type) is not added into the counts: --resume runs that piece again, and the run
+    ends as a clean run does. It was a traceback, "internal error: this is a bug of the harness"."""
+    from harness.run.cell import execute_cell
+
+    clean = run(tmp_path / "clean", "--seed-count", "30", "--concurrency", "2", "--records", "compact")
+    out = tmp_path / "stopped"
+    shutil.copytree(clean, out)
+    for name in ("run.json", "summary.csv"):
+        (out / name).unlink()
+    shutil.rmtree(out / "cases")
+    first, _ = pieces(Cell(CELL[1], CELL[3], range(1, 31)), out, 2, "compact")
+    execute_cell(first)  # the first piece finished before the run was stopped
+    tally = next((out / ".parts").glob("*.json"))
+    if isinstance(damage, bytes):
+        tally.write_bytes(damage)
+    elif damage == "errors":
+        tally.write_text(json.dumps({**json.loads(tally.read_text()), "errors": "x"}))
+    capsys.readouterr()
+    assert main(["run", "--resume", str(out), "--no-report"]) == 0
+    ran = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[")]
+    assert len(ran) == (1 if damage is None else 2)
+    assert (out / "summary.csv").read_bytes() == (clean / "summary.csv").read_bytes()
+    assert records(out) == records(clean)
 
 
 def test_pieces_cover_every_seed_once_and_none_is_over_the_cap() -> None:

@@ -18,6 +18,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+from pydantic import TypeAdapter
+from typing_extensions import TypedDict
+
 from harness.check.registry import METRICS
 from harness.model import FAILING, CaseReport, MetricValue
 from harness.run.case import failed_report, run_case
@@ -158,12 +161,14 @@ class CellResult:
 
     @classmethod
     def from_json(cls, text: str) -> CellResult:
-        data = json.loads(text)
+        """The tally ``to_json`` wrote; raises ``ValueError`` (a pydantic ``ValidationError``) for text of
+        another shape, so that a damaged tally is never added into a run's counts."""
+        data = _TALLY.validate_json(text)
         return cls(
             counts={(p, s): Counter(c) for p, s, c in data["counts"]},
-            notable=[CaseLine(**n) for n in data["notable"]],
+            notable=data["notable"],
             errors=data["errors"],
-            coverage=tuple(FaultCoverage(**c) for c in data["coverage"]),
+            coverage=tuple(data["coverage"]),
             metrics={name: MetricTally(total, known) for name, (total, known) in data["metrics"].items()},
             identity=data["identity"],
             summary_part=Path(data["summary_part"]) if data["summary_part"] else None,
@@ -197,6 +202,21 @@ class CellResult:
         for name, tally in other.metrics.items():
             self.metrics[name] = self.metrics[name].plus(tally) if name in self.metrics else tally
         self.identity = self.identity or other.identity
+
+
+class _TallyShape(TypedDict):
+    """What ``CellResult.to_json`` writes, typed."""
+
+    counts: list[tuple[str, str, dict[str, int]]]
+    notable: list[CaseLine]
+    errors: int
+    coverage: list[FaultCoverage]
+    metrics: dict[str, tuple[float, int]]
+    identity: dict[str, str]
+    summary_part: str | None
+
+
+_TALLY = TypeAdapter(_TallyShape)
 
 
 def describe(fault: FaultBase) -> str:

@@ -374,10 +374,12 @@ def _complete(
     todo: list[int] = []
     for index, (cell, job) in enumerate(jobs):
         tally = summary_part_path(out, job, cell).with_suffix(".json")
-        if tally.is_file():
-            results.add(cell, CellResult.from_json(tally.read_text(encoding="utf-8")))
-        else:
+        try:
+            found = CellResult.from_json(tally.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # not run, or its tally damaged since: it runs (again), as a clean run would
             todo.append(index)
+            continue
+        results.add(cell, found)
     tracker = _Tracker(out, plan, options)
     for cell in range(len(plan.cells)):
         if results.complete(cell):
