@@ -295,6 +295,27 @@ def test_a_manifest_edited_by_hand_is_refused_naming_the_field(
     assert sorted(p.relative_to(out) for p in out.rglob("*")) == before
 
 
+@pytest.mark.parametrize("note", ['{"run_uuid": ', '{"run_uuid": 7, "status": "succeeded", "error": null}'])
+def test_a_cell_whose_tracking_note_is_damaged_is_tracked_anew_in_one_run(note: str, tmp_path: Path) -> None:
+    """A stopped run notes in .parts/ each cell whose Polyaxon run it recorded (and, before, which run it began).
+    A note damaged since (cut short, a field of another type) is not read as tracked: --resume removes the run
+    the cell began and tracks the cell anew, so the folder keeps one run for it. It was a traceback."""
+    out = tmp_path / "run"
+    first = harness("run", "--policy", "retry_new_key", "--scenario", "lost_response", "--seed", "1", "--no-report",
+                    "--quiet", "--out", str(out))  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    (began,) = (p.name for p in (out / "polyaxon" / "runs").iterdir())
+    (out / "run.json").unlink()  # stopped after tracking the cell, before the end
+    (out / ".parts").mkdir()
+    (out / ".parts" / "000000.plx-begun").write_text(began)
+    (out / ".parts" / "000000.plx.json").write_text(note)
+    resumed = harness("run", "--resume", str(out), "--quiet")
+    assert resumed.returncode == 0, resumed.stderr
+    runs = [p.name for p in (out / "polyaxon" / "runs").iterdir()]
+    assert len(runs) == 1 and runs != [began]
+    assert list(json.loads((out / "run.json").read_text())["polyaxon_runs"].values()) == runs
+
+
 def test_an_incomplete_run_says_so(tmp_path: Path) -> None:
     from harness.present.analysis import load
 

@@ -313,6 +313,17 @@ def _options_json(options: GridOptions) -> dict[str, object]:
     return values
 
 
+class _TrackedNote(TypedDict):
+    """What ``_Tracker`` notes in ``.parts/`` once a cell's Polyaxon run is recorded."""
+
+    run_uuid: str | None
+    status: Literal["succeeded", "failed", "error"]
+    error: str | None
+
+
+_TRACKED_NOTE = TypeAdapter(_TrackedNote)
+
+
 @with_config(ConfigDict(strict=True))
 class _OptionsShape(TypedDict, total=False):
     """The options a manifest keeps, typed as ``GridOptions`` types them (``junit`` as text); a manifest from
@@ -487,8 +498,11 @@ class _Tracker:
             return
         notes = self.out / ".parts"
         done, begun = notes / f"{cell:06d}.plx.json", notes / f"{cell:06d}.plx-begun"
-        if done.is_file():
-            data = json.loads(done.read_text(encoding="utf-8"))
+        try:
+            data = _TRACKED_NOTE.validate_json(done.read_bytes())
+        except (OSError, ValueError):  # not tracked yet, or its note damaged since: the cell is tracked anew
+            pass
+        else:
             self.tracked[cell] = Tracked(data["run_uuid"], data["status"], data["error"])
             return
         if begun.is_file():  # stopped half-way: that run is incomplete, so it goes, and the cell is tracked anew
