@@ -131,6 +131,46 @@ def test_loader_skips_what_is_not_an_exploration(tmp_path: Path) -> None:
     assert reasons == ["malformed", "no such file or folder", "not an explore.json"]
 
 
+@pytest.mark.parametrize(
+    ("where", "value", "said"),
+    [
+        (("shards",), "2", "shards: Input should be a valid integer"),
+        (("seeds",), 1, "seeds: Input should be a valid list"),
+        (("explorations", 0, "cases"), 1.5, "explorations.0.cases: Input should be a valid integer"),
+        (("explorations", 0, "policy"), ["p"], "explorations.0.policy: Input should be a valid string"),
+        (("explorations", 0, "violations_by_property"), [], "explorations.0.violations_by_property: Input should"),
+        (("findings", 0, "schedule"), [1], "findings.0.schedule.0: Input should be a valid string"),
+        (("findings", 0, "scenario"), {}, "findings.0.scenario: Input should be a valid string"),
+    ],
+)
+def test_an_exploration_with_a_field_of_the_wrong_type_is_skipped_naming_the_field(
+    where: tuple[str | int, ...], value: object, said: str, tmp_path: Path
+) -> None:
+    """An explore.json that parses but holds a value of the wrong type where the loader reads one is skipped with
+    the field and what it should be; the other explorations load. Each was a TypeError out of the loader."""
+    good = {
+        "depth": 2, "swarm": 20, "seeds": [1], "shard": 0, "shards": 1,
+        "explorations": [{"policy": "p", "policy_revision": "1", "scenario": "s", "scenario_revision": "1",
+                          "schedules": 3, "cases": 3, "violating_cases": 1, "violations_by_property": {"x": 1}}],
+        "findings": [{"policy": "p", "scenario": "s", "template": "s", "shape": "f", "properties": ["x"],
+                      "outcome": "incorrect", "seed": 1, "file": "f.yaml", "schedule": ["fault response_lost"]}],
+    }  # fmt: skip
+    bad = json.loads(json.dumps(good))
+    target = bad
+    for key in where[:-1]:
+        target = target[key]
+    target[where[-1]] = value
+    for name, doc in (("good", good), ("bad", bad)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "explore.json").write_text(json.dumps(doc))
+    loaded = load_explorations(tmp_path)
+    assert list(loaded.explorations["cases"]) == [3] and list(loaded.findings["file"]) == [
+        str(tmp_path / "good" / "f.yaml")
+    ]
+    (skipped,) = loaded.skipped
+    assert skipped.path == str(tmp_path / "bad" / "explore.json") and skipped.reason.startswith(f"malformed: {said}")
+
+
 def test_explore_component_passes_polyaxon_check() -> None:
     """Polyaxon parses the exploration component and finds its typed inputs."""
     component = check_polyaxonfile(polyaxonfile=str(FILES / "explore-component.yaml"), is_cli=False, to_op=False)

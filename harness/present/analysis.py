@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 import pandas as pd
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
 from pydantic_core import from_json
 from typing_extensions import TypedDict
 
@@ -612,6 +612,47 @@ _EXPLORED_BY = ("policy", "policy_revision", "scenario", "scenario_revision", "d
 _EXPLORE_KEYS = ("explorations", "findings", "depth", "swarm", "seeds", "shard", "shards")
 
 
+@with_config(ConfigDict(strict=True))
+class _ExploredShape(TypedDict):
+    policy: str
+    policy_revision: str
+    scenario: str
+    scenario_revision: str
+    schedules: int
+    cases: int
+    violating_cases: int
+    violations_by_property: dict[str, int]
+
+
+@with_config(ConfigDict(strict=True))
+class _FindingShape(TypedDict):
+    policy: str
+    scenario: str
+    template: str
+    outcome: str
+    seed: int
+    shape: str
+    properties: list[str]
+    schedule: list[str]
+    file: str
+
+
+@with_config(ConfigDict(strict=True))
+class _ExploreShape(TypedDict):
+    """What the loader reads of an explore.json, typed: one of another shape is skipped naming the field."""
+
+    depth: int
+    swarm: int
+    seeds: list[int]
+    shard: int
+    shards: int
+    explorations: list[_ExploredShape]
+    findings: list[_FindingShape]
+
+
+_EXPLORE_SHAPE = TypeAdapter(_ExploreShape)
+
+
 def load_explorations(paths: Path | str | Iterable[Path | str]) -> Explorations:
     """Every ``explore.json`` under ``paths``, merged: the shards of one exploration are summed (each shard
     counted once, however many copies of it there are), and a finding met by several shards is kept once.
@@ -638,6 +679,11 @@ def load_explorations(paths: Path | str | Iterable[Path | str]) -> Explorations:
             missing = [k for k in _EXPLORE_KEYS if not isinstance(data, dict) or k not in data]
             if missing:
                 skipped.append(Skipped(str(path), f"not an explore.json: missing keys: {', '.join(missing)}"))
+                continue
+            try:
+                _EXPLORE_SHAPE.validate_python(data)  # only checked: the rows keep every key the file has
+            except ValidationError as exc:
+                skipped.append(Skipped(str(path), f"malformed: {_first_error(exc)}"))
                 continue
             settings = {"depth": data["depth"], "swarm": data["swarm"], "seeds": tuple(data["seeds"])}
             for row in data["explorations"]:
