@@ -8,6 +8,7 @@ import csv
 import html
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -613,6 +614,29 @@ def test_a_timeline_that_cannot_be_drawn_is_said_so_and_the_report_goes_on(
     assert err == [
         f"harness: 1 timeline not drawn, the case's timeline unreadable (the report says so in its place): {where}"
     ]
+
+
+@pytest.mark.parametrize("policies", [5, "stop_on_timeout", [1, "stop_on_timeout"], {"a": 1}])
+def test_a_run_record_edited_out_of_shape_leaves_the_report_in_the_frames_order(
+    policies: object, tmp_path: Path
+) -> None:
+    """The report lists policies in the order run.json recorded; a run.json whose "policies" is no list of names
+    is passed over (names in it kept), and the report is drawn. A number there was a traceback."""
+    from harness.cli import main
+    from harness.run import load_grid, run_case
+    from harness.run.files import recovery_json
+
+    for policy in ("stop_on_timeout", "retry_new_key"):
+        (case,) = load_grid([policy], ["lost_response"], [1]).cases
+        path = tmp_path / "cases" / policy / "seed-1" / "recovery.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(recovery_json(run_case(case)[0]))
+    (tmp_path / "run.json").write_text(json.dumps({"policies": policies}))
+    assert main(["report", str(tmp_path)]) == 0
+    page = (tmp_path / "report.html").read_text()
+    first = "stop_on_timeout" if isinstance(policies, list) else "retry_new_key"  # else the files' order
+    rows = re.findall(r'<tr class="policy"><td>([a-z_]+)</td>', page)
+    assert rows[0] == first and sorted(rows) == ["retry_new_key", "stop_on_timeout"]
 
 
 def test_a_resumed_run_writes_the_junit_it_began_with(tmp_path: Path) -> None:

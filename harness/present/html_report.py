@@ -163,11 +163,13 @@ def _others(others: pd.DataFrame) -> str:
 
 
 def _grid_order(run_dir: Path) -> list[str]:
-    """The policies in the grid's order, as the run recorded it (the order the printed table used)."""
+    """The policies in the grid's order, as the run recorded it (the order the printed table used); none when
+    run.json is missing or edited out of shape (the order is a courtesy: the report is drawn all the same)."""
     try:
-        return [str(p) for p in json.loads((run_dir / RUN_RECORD).read_text(encoding="utf-8")).get("policies", [])]
+        policies = json.loads((run_dir / RUN_RECORD).read_text(encoding="utf-8")).get("policies", [])
     except (OSError, ValueError, AttributeError):
         return []
+    return [p for p in policies if isinstance(p, str)] if isinstance(policies, list) else []
 
 
 def _verdicts(frame: pd.DataFrame, anchors: dict[str, str]) -> list[str]:
