@@ -254,6 +254,18 @@ def recorded(at: float, receipt: str, event: str = "effect_recorded", version: i
     )
 
 
+class Says:
+    """A policy that answers ``answer`` to every question: a command, or whatever a buggy policy returns."""
+
+    name, revision = "says", "test"
+
+    def __init__(self, answer: object) -> None:
+        self.answer = answer
+
+    def decide(self, situation: object) -> object:
+        return self.answer
+
+
 def shipped(name: str) -> Scenario:
     return load_scenario(resolve_scenario(name, SCENARIO_DIR))
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 import simpy
-from conftest import shipped
+from conftest import Says, shipped
 from test_soundness import COMPARED
 
 from harness.check import check
@@ -386,23 +386,11 @@ def test_an_invalid_command_is_a_policy_error_not_a_harness_error() -> None:
     assert check(result.evidence).outcome == "abandoned"
 
 
-class _Answers:
-    """Answers ``answer`` to every question."""
-
-    name, revision = "answers", "test"
-
-    def __init__(self, answer: object) -> None:
-        self.answer = answer
-
-    def decide(self, situation: Situation) -> object:
-        return self.answer
-
-
 @pytest.mark.parametrize("answer", [None, {"kind": "stop"}, "stop", 3])
 def test_an_answer_that_is_no_command_is_recorded_as_the_policys_error_naming_what_it_was(answer: object) -> None:
     """What a policy returns that is not one of the commands is its error, recorded with the type it returned
     (what a user reads in recovery.json to find the bug), and the case is still judged."""
-    result = simulate(shipped("lost_response"), _Answers(answer), 1)  # type: ignore[arg-type]
+    result = simulate(shipped("lost_response"), Says(answer), 1)  # type: ignore[arg-type]
     errors = [e.error for e in result.evidence.history if isinstance(e, PolicyFailed)]
     assert errors == [f"TypeError: decide() returned {type(answer).__name__}, not a Command"]
     assert check(result.evidence).outcome == "abandoned"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import simpy
-from conftest import shipped
+from conftest import Says, shipped
 
 from harness.model.events import (
     ApprovalRevoked,
@@ -819,16 +819,6 @@ def test_a_policy_that_raises_is_recorded_by_its_exception_and_reports_a_policy_
     assert history[-1].event == "report"
 
 
-class _Says:
-    name, revision = "says", "1"
-
-    def __init__(self, command: object) -> None:
-        self.command = command
-
-    def decide(self, situation: Situation) -> object:
-        return self.command
-
-
 class _LoudStop(Stop):
     """A policy's own kind of Stop: a command, though of no class of the closed set itself."""
 
@@ -838,7 +828,7 @@ def test_a_command_is_carried_out_as_one_of_the_closed_set_with_its_texts_cut(ma
     """What a policy returns is validated again as a member of the closed set: a command of the set's own class
     as it is, an instance of a subclass as the set's class it derives from; either way every text it carries is
     cut at STRING_MAX (2,000) characters, the cut said."""
-    history = simulate(shipped("lost_response"), _Says(make(reason="r" * 5000)), 1).evidence.history  # type: ignore[arg-type]
+    history = simulate(shipped("lost_response"), Says(make(reason="r" * 5000)), 1).evidence.history  # type: ignore[arg-type]
     given = [e.command for e in history if isinstance(e, CommandGiven)]
     assert given and all(type(c) is (Stop if make is _LoudStop else Escalate) for c in given)
     assert all(c.reason == "r" * 2000 + "...[cut: 3000 more characters]" for c in given)  # type: ignore[union-attr]
@@ -853,7 +843,7 @@ def test_a_command_with_a_field_no_command_has_is_the_policys_error() -> None:
     error, naming the field, and nothing is carried out."""
     from harness.model.events import PolicyFailed
 
-    history = simulate(shipped("lost_response"), _Says(_NotedStop()), 1).evidence.history  # type: ignore[arg-type]
+    history = simulate(shipped("lost_response"), Says(_NotedStop()), 1).evidence.history  # type: ignore[arg-type]
     (error,) = [e.error for e in history if isinstance(e, PolicyFailed)]
     assert error.startswith("ValidationError") and "notes" in error and "Extra inputs are not permitted" in error
     assert not [e for e in history if isinstance(e, CommandGiven)]
