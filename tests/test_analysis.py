@@ -158,17 +158,17 @@ def test_bad_files_are_skipped_with_reasons(run_dir: Path, tmp_path: Path) -> No
 @pytest.mark.parametrize(
     ("where", "value", "said"),
     [
-        (("scenario",), None, "scenario: Input should be a valid string"),
-        (("seed",), "x", "seed: Input should be a valid integer"),
-        (("outcome",), "fine", "outcome: Input should be 'correct', 'escalated'"),
-        (("metrics",), [], "metrics: Input should be a valid dictionary"),
-        (("metrics", "duplicate_effects"), 1.5, "metrics.duplicate_effects: Input should be a valid integer"),
-        (("metrics", "task_completed"), "maybe", "metrics.task_completed: Input should be a valid boolean"),
-        (("metrics", "time_to_account_s"), "soon", "metrics.time_to_account_s: Input should be a valid number"),
-        (("unknown",), {"reads": 1}, "unknown.reads: Input should be a valid string"),
-        (("anomalies", 0, "witnesses"), "1", "anomalies.0.witnesses: Input should be a valid tuple"),
-        (("attempts",), 3, "attempts: Input should be a valid tuple"),
-        (("error",), ["x"], "error: Input should be a valid string"),
+        (("scenario",), None, "field 'scenario': Input should be a valid string"),
+        (("seed",), "x", "field 'seed': Input should be a valid integer"),
+        (("outcome",), "fine", "field 'outcome': Input should be 'correct', 'escalated'"),
+        (("metrics",), [], "field 'metrics': Input should be a valid dictionary"),
+        (("metrics", "duplicate_effects"), 1.5, "field 'metrics.duplicate_effects': Input should be a valid integer"),
+        (("metrics", "task_completed"), "maybe", "field 'metrics.task_completed': Input should be a valid boolean"),
+        (("metrics", "time_to_account_s"), "soon", "field 'metrics.time_to_account_s': Input should be a valid number"),
+        (("unknown",), {"reads": 1}, "field 'unknown.reads': Input should be a valid string"),
+        (("anomalies", 0, "witnesses"), "1", "field 'anomalies.0.witnesses': Input should be a valid tuple"),
+        (("attempts",), 3, "field 'attempts': Input should be a valid tuple"),
+        (("error",), ["x"], "field 'error': Input should be a valid string"),
     ],
 )
 def test_a_case_with_a_field_of_the_wrong_type_is_skipped_naming_the_field(

@@ -134,13 +134,17 @@ def test_loader_skips_what_is_not_an_exploration(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("where", "value", "said"),
     [
-        (("shards",), "2", "shards: Input should be a valid integer"),
-        (("seeds",), 1, "seeds: Input should be a valid list"),
-        (("explorations", 0, "cases"), 1.5, "explorations.0.cases: Input should be a valid integer"),
-        (("explorations", 0, "policy"), ["p"], "explorations.0.policy: Input should be a valid string"),
-        (("explorations", 0, "violations_by_property"), [], "explorations.0.violations_by_property: Input should"),
-        (("findings", 0, "schedule"), [1], "findings.0.schedule.0: Input should be a valid string"),
-        (("findings", 0, "scenario"), {}, "findings.0.scenario: Input should be a valid string"),
+        (("shards",), "2", "field 'shards': Input should be a valid integer"),
+        (("seeds",), 1, "field 'seeds': Input should be a valid list"),
+        (("explorations", 0, "cases"), 1.5, "field 'explorations.0.cases': Input should be a valid integer"),
+        (("explorations", 0, "policy"), ["p"], "field 'explorations.0.policy': Input should be a valid string"),
+        (
+            ("explorations", 0, "violations_by_property"),
+            [],
+            "field 'explorations.0.violations_by_property': Input should",
+        ),
+        (("findings", 0, "schedule"), [1], "field 'findings.0.schedule.0': Input should be a valid string"),
+        (("findings", 0, "scenario"), {}, "field 'findings.0.scenario': Input should be a valid string"),
     ],
 )
 def test_an_exploration_with_a_field_of_the_wrong_type_is_skipped_naming_the_field(

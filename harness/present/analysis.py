@@ -34,6 +34,7 @@ from pydantic_core import from_json
 from typing_extensions import TypedDict
 
 from harness.check.registry import METRIC_NAMES, METRICS, PROPERTIES, by_name
+from harness.errors import wrong_field
 from harness.model import MANIFEST, OUTCOMES, RECORDS_GLOB, RUN_RECORD, SCHEMA_VERSION, CaseReport
 
 __all__ = [
@@ -306,7 +307,7 @@ def load(
                 try:
                     data = _SHAPE.validate_python(data)
                 except ValidationError as exc:
-                    skipped.append(Skipped(where, f"malformed: {_first_error(exc)}"))
+                    skipped.append(Skipped(where, f"malformed: {wrong_field(exc)}"))
                     continue
                 key = (
                     data["policy"],
@@ -341,15 +342,6 @@ def load(
         for folder in incomplete:
             print(f"{folder}: incomplete (the run was stopped); resume: python -m harness run --resume {folder}")
     return frame
-
-
-def _first_error(exc: ValidationError) -> str:
-    """The first wrong field of a case, and how many more there are."""
-    errors = exc.errors()
-    first = errors[0]
-    where = ".".join(str(part) for part in first["loc"])
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{where}: {first['msg']}{more}"
 
 
 def _incomplete(root: Path) -> list[str]:
@@ -683,7 +675,7 @@ def load_explorations(paths: Path | str | Iterable[Path | str]) -> Explorations:
             try:
                 _EXPLORE_SHAPE.validate_python(data)  # only checked: the rows keep every key the file has
             except ValidationError as exc:
-                skipped.append(Skipped(str(path), f"malformed: {_first_error(exc)}"))
+                skipped.append(Skipped(str(path), f"malformed: {wrong_field(exc)}"))
                 continue
             settings = {"depth": data["depth"], "swarm": data["swarm"], "seeds": tuple(data["seeds"])}
             for row in data["explorations"]:

@@ -23,6 +23,7 @@ from typing import IO, Annotated, Any
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypedDict
 
+from harness.errors import wrong_field
 from harness.model import MANIFEST
 from harness.run.plan import Cell, Grid, UsageError
 from harness.version import __version__
@@ -124,15 +125,6 @@ class _ManifestShape(TypedDict):
 _MANIFEST_SHAPE = TypeAdapter(_ManifestShape)
 
 
-def field_error(exc: ValidationError) -> str:
-    """The first wrong field of a validated file as ``field 'a.0.b': what it should be`` (without the names
-    pydantic gives the members of a union, such as ``list[constrained-int]``)."""
-    first = exc.errors()[0]
-    parts = [str(p) for p in first["loc"] if not (isinstance(p, str) and ("[" in p or p.startswith("_")))]
-    where = ".".join(parts) or "(top level)"
-    return f"field '{where}': {first['msg']}"
-
-
 def _seeds_json(seeds: Sequence[int]) -> Any:
     if isinstance(seeds, range) and seeds.step == 1:
         return {"first": seeds.start, "last": seeds.stop - 1}
@@ -184,7 +176,7 @@ class Manifest:
             data = _MANIFEST_SHAPE.validate_python(json.loads(path.read_text(encoding="utf-8")))
         except ValidationError as exc:
             raise UsageError(
-                f"{path}: {field_error(exc)}; fix: start the run anew with another --out (the manifest was edited "
+                f"{path}: {wrong_field(exc)}; fix: start the run anew with another --out (the manifest was edited "
                 "or damaged)"
             ) from None
         except (OSError, ValueError) as exc:

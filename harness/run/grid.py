@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypedDict
 
-from harness.errors import RunFailed
+from harness.errors import RunFailed, wrong_field
 from harness.limits import COMPACT_ABOVE, DEFAULT_CASE_TIMEOUT_S
 from harness.model import MANIFEST, REPORT_HTML, RUN_RECORD
 from harness.plx.tracking import (
@@ -53,7 +53,6 @@ from harness.run.folder import (
     Manifest,
     Request,
     claim,
-    field_error,
     fingerprints,
     stray_temporaries,
 )
@@ -345,7 +344,7 @@ def _options_of(data: dict[str, Any], out: Path) -> GridOptions:
         checked = _OPTIONS_SHAPE.validate_python(data)
     except ValidationError as exc:
         raise UsageError(
-            f"{out / MANIFEST}: options {field_error(exc)}; fix: start the run anew with another --out (the "
+            f"{out / MANIFEST}: options {wrong_field(exc)}; fix: start the run anew with another --out (the "
             "manifest was edited or damaged)"
         ) from None
     values: dict[str, Any] = {name: checked[name] for name in _PERSISTED if name in checked}  # type: ignore[literal-required]
