@@ -35,7 +35,7 @@ from harness.present.analysis import (
 )
 from harness.present.pictures import heatmap, png_bytes, save_png, timeline
 
-__all__ = ["TIMELINE_OUTCOMES", "Shown", "render_timeline", "shown", "timelines_to_draw", "write_report"]
+__all__ = ["TIMELINE_OUTCOMES", "UNDRAWABLE", "Shown", "render_timeline", "shown", "timelines_to_draw", "write_report"]
 
 #: The cases the report shows: the outcomes a policy fails by (a violation, or a case the evidence cannot decide).
 TIMELINE_OUTCOMES = FAILING
