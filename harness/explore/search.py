@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TypeVar
@@ -35,7 +35,7 @@ from harness.scenario import Scenario, scenario_cases
 from harness.seeds import rng
 from harness.sim import SimResult, simulate
 
-__all__ = ["ExploreJob", "Finding", "JobResult", "explore_job", "schedules", "shape", "shrink"]
+__all__ = ["ExploreJob", "Finding", "JobResult", "explore_job", "schedules", "shape", "shrink", "swarm_draw"]
 
 #: Swarm schedules draw at most this many elements each.
 SWARM_SIZE_MAX = 4
@@ -171,18 +171,27 @@ def schedules(template: Scenario, seen: Observed, depth: int, swarm: int) -> Ite
         if schedule.key not in emitted:
             emitted.add(schedule.key)
             yield schedule
-    kinds = sorted({_kind(e) for e in added})
     for n in range(1, swarm + 1):
-        draw = rng(n, f"swarm:{template.name}")
-        enabled = {k for k in kinds if draw.random() < 0.5} or {draw.choice(kinds)} if kinds else set()
-        pool = [e for e in added if _kind(e) in enabled]
-        if not pool:
+        _, picked = swarm_draw(template.name, added, n)
+        if not picked:
             continue
-        picked = draw.sample(pool, min(len(pool), draw.randint(1, SWARM_SIZE_MAX)))
         schedule = Schedule.of([*own, *picked])
         if schedule.key not in emitted and _consistent(schedule):
             emitted.add(schedule.key)
             yield schedule
+
+
+def swarm_draw(template: str, added: Sequence[Element], n: int) -> tuple[frozenset[str], tuple[Element, ...]]:
+    """Swarm schedule ``n`` of a template: the kinds of element it turns on (each with probability 1/2, and one
+    at random when the coin turns none on), and the 1 to ``SWARM_SIZE_MAX`` added elements it picks among
+    those kinds. A function of the template's name, its added elements and ``n`` alone."""
+    kinds = sorted({_kind(e) for e in added})
+    if not kinds:
+        return frozenset(), ()
+    draw = rng(n, f"swarm:{template}")
+    enabled = {k for k in kinds if draw.random() < 0.5} or {draw.choice(kinds)}
+    pool = [e for e in added if _kind(e) in enabled]
+    return frozenset(enabled), tuple(draw.sample(pool, min(len(pool), draw.randint(1, SWARM_SIZE_MAX))))
 
 
 def _kind(e: Element) -> str:

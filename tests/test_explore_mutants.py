@@ -1,0 +1,336 @@
+"""Behaviour of exploration that mutation testing found no test asked about (tests/MUTANTS.md, the tenth pass).
+
+Exploration was tested end to end, through `harness explore`, whose cases run in worker processes: a mutant
+there went unseen. These tests ask the search itself, in process, what it promises: the template's own runs
+say which declared faults fired; the template comes first and no schedule twice; swarm schedule n is drawn
+from n alone, among the kinds it turns on; shrinking tries the elements the template lacks first, halves
+delays to the millisecond while the violation stays, and remembers where each schedule led; a finding's shape
+is its schedule without delay lengths. Where a judge is needed, most tests use a stand-in whose violations
+follow a stated rule, so the expectation follows from that rule and not from the simulator.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from conftest import shipped
+
+import harness.explore.search as search
+from harness.check import check
+from harness.explore.schedule import Element, Observed, Schedule, apply, element, element_dict, elements_of, singles
+from harness.explore.search import (
+    ExploreJob,
+    _Cases,
+    _consistent,
+    _kind,
+    explore_job,
+    schedules,
+    shape,
+    shrink,
+    swarm_draw,
+)
+from harness.model.events import DispatchSent
+from harness.policy import Policy, load_policy
+from harness.run.cell import describe
+from harness.scenario import Scenario
+from harness.sim import simulate
+
+RETRY, RECONCILE = load_policy("retry_new_key"), load_policy("reconcile_and_reauthorize")
+
+
+def _faults(template: Scenario, *faults: dict[str, Any]) -> Scenario:
+    return apply(template, Schedule.of([element("fault", f) for f in faults]))
+
+
+def _firing_once_for_one_policy() -> tuple[Scenario, dict[str, Any]]:
+    """lost_response with three faults: the reply to the first dispatch is lost (every policy dispatches once),
+    the reply to a second is lost (only a policy that dispatches again reaches it: retry_new_key does,
+    reconcile_and_reauthorize looks the effect up instead), and a ninth request is lost (no policy gets there)."""
+    never = {"boundary": "request_lost", "nth": 9}
+    template = _faults(
+        shipped("lost_response"), {"boundary": "response_lost"}, {"boundary": "response_lost", "nth": 2}, never
+    )
+    return template, never
+
+
+def _seeds_simulated(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    ran: list[tuple[str, int]] = []
+    real = search.simulate
+
+    def spy(scenario: Scenario, policy: Policy, seed: int) -> Any:
+        ran.append((policy.name, seed))
+        return real(scenario, policy, seed)
+
+    monkeypatch.setattr(search, "simulate", spy)
+    return ran
+
+
+def test_a_declared_fault_is_unfired_only_when_no_policy_and_seed_fired_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """observe() runs the template as written, for every policy and seed given: a fault counts as fired when
+    any one run fired it (here the second lost reply fires once, for the first policy only), and is reported
+    unfired when none did."""
+    template, never = _firing_once_for_one_policy()
+    ran = _seeds_simulated(monkeypatch)
+    _, unfired = search.observe(template, [RETRY, RECONCILE], (2, 5))
+    assert ran == [(p.name, seed) for p in (RETRY, RECONCILE) for seed in (2, 5)]
+    assert unfired == [describe(next(f for f in template.faults if f.nth == never["nth"]))]
+
+
+def test_observe_reports_the_most_dispatches_any_run_reached() -> None:
+    """The most dispatches of any one action over the runs: none when the approval runs out before any."""
+    template, _ = _firing_once_for_one_policy()
+    most = max(e.n for e in search.simulate(template, RETRY, 1).evidence.history if isinstance(e, DispatchSent))
+    assert search.observe(template, [RECONCILE, RETRY], (1,))[0].dispatches == most > 1
+    nothing_sent = search.observe(shipped("approval_expired_before_dispatch"), [RETRY], (1,))[0]
+    assert (nothing_sent.dispatches, nothing_sent.reads) == (0, 0)
+
+
+def test_observe_runs_no_further_seed_of_a_policy_whose_case_failed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A case a supervisor names as failed stops its policy: its later seeds are not run, the other policy's
+    are, and what is observed comes from those alone."""
+    template, _ = _firing_once_for_one_policy()
+    ran = _seeds_simulated(monkeypatch)
+    cases = _Cases(((0, "over its budget"),), None)
+    seen, _ = search.observe(template, [RETRY, RECONCILE], (1, 2), cases)
+    assert ran == [("reconcile_and_reauthorize", 1), ("reconcile_and_reauthorize", 2)]
+    assert set(cases.stopped) == {"retry_new_key"} and seen.dispatches == 1
+
+
+def _added(template: Scenario) -> tuple[list[Element], Observed]:
+    seen, _ = search.observe(template, [RETRY, RECONCILE], (1,))
+    return singles(template, seen), seen
+
+
+def test_the_template_comes_first_and_no_schedule_comes_twice() -> None:
+    template = shipped("request_lost")
+    added, seen = _added(template)
+    keys = [s.key for s in schedules(template, seen, 2, 20)]
+    assert keys[0] == Schedule.of(elements_of(template)).key
+    assert len(keys) == len(set(keys))
+    # Depth 1 is the template and each added element once; the swarm draws again from the same elements.
+    assert len([s for s in schedules(template, seen, 1, 0)]) == 1 + len(added)
+
+
+def test_swarm_schedule_n_is_drawn_from_n_alone() -> None:
+    """At depth 0 the swarm of N is the template, then the draws of n = 1..N in order, each added to the
+    template's own elements, less repeats and schedules that change one contract field twice."""
+    for name in ("request_lost", "lost_response", "changed_task"):
+        template = shipped(name)
+        added, seen = _added(template)
+        own = elements_of(template)
+        expected: list[str] = []
+        for n in range(1, 21):
+            schedule = Schedule.of([*own, *swarm_draw(template.name, added, n)[1]])
+            if schedule.key not in expected and _consistent(schedule):
+                expected.append(schedule.key)
+        got = [s.key for s in schedules(template, seen, 0, 20)]
+        assert got[0] == Schedule.of(own).key and got[1:] == expected, name
+        assert len(got) > 10, name
+
+
+def test_a_swarm_draw_turns_some_kinds_on_and_picks_among_them_only() -> None:
+    """Each draw turns on a random subset of the kinds (one per fault boundary, operator action and contract
+    field), at least one, and picks 1 to SWARM_SIZE_MAX elements of those kinds."""
+    template = shipped("request_lost")
+    added, _ = _added(template)
+    assert [_kind(e) for e in (_delayed(20.0), CANCEL, element("contract", {"fencing": True}))] == [
+        "fault:request_delayed",
+        "operator:request_cancel",
+        "contract:fencing",
+    ]
+    kinds = {_kind(e) for e in added}
+    draws = [swarm_draw(template.name, added, n) for n in range(1, 201)]
+    for enabled, picked in draws:
+        assert enabled and enabled <= kinds
+        assert 1 <= len(picked) <= search.SWARM_SIZE_MAX and {_kind(e) for e in picked} <= enabled
+    sizes = {len(enabled) for enabled, _ in draws}
+    assert max(sizes) > 1 and len(kinds) not in sizes  # about half of them: more than one, not all
+    assert {len(picked) for _, picked in draws} == set(range(1, search.SWARM_SIZE_MAX + 1))
+    # Another template's swarm is its own, even over the same elements.
+    renamed = [swarm_draw("another", added, n) for n in range(1, 21)]
+    assert renamed != draws[:20]
+    assert swarm_draw(template.name, [], 1) == (frozenset(), ())
+
+
+def test_every_swarm_schedule_changes_each_contract_field_once_at_most() -> None:
+    template = shipped("request_lost")
+    _, seen = _added(template)
+    for s in schedules(template, seen, 0, 200):
+        fields = [next(iter(element_dict(e))) for e in s.elements if e.kind == "contract"]
+        assert len(fields) == len(set(fields)), s.key
+    twice = Schedule.of([element("contract", {"dedupe": "none"}), element("contract", {"dedupe": "process"})])
+    once_each = Schedule.of([element("contract", {"dedupe": "none"}), element("contract", {"fencing": True})])
+    faults = Schedule.of(
+        [element("fault", {"boundary": "request_lost"}), element("fault", {"boundary": "response_lost"})]
+    )
+    assert not _consistent(twice) and _consistent(once_each) and _consistent(faults)
+
+
+# A stand-in judge: a schedule shows a violation when it holds a delayed request of at least MIN_DELAY_S and
+# the cancellation; every other element is irrelevant. It remembers every question.
+MIN_DELAY_S = 1.2
+CANCEL = element("operator", {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "timeout"}}})
+
+
+class RuleJudge:
+    def __init__(self, min_delay_s: float = MIN_DELAY_S) -> None:
+        self.min_delay_s = min_delay_s
+        self.asked: list[tuple[str, int]] = []
+
+    def __call__(self, policy: Policy, schedule: Schedule, seed: int) -> tuple[str, tuple[str, ...], tuple[()]]:
+        self.asked.append((schedule.key, seed))
+        delays = [
+            element_dict(e).get("delay_s", 0.0)
+            for e in schedule.elements
+            if e.kind == "fault" and element_dict(e)["boundary"] == "request_delayed"
+        ]
+        violated = any(d >= self.min_delay_s for d in delays) and CANCEL in schedule.elements
+        return ("incorrect", ("some_property",), ()) if violated else ("correct", (), ())
+
+
+def _delayed(delay_s: float) -> Element:
+    return element("fault", {"boundary": "request_delayed", "delay_s": delay_s})
+
+
+def _delay_of(schedule: Schedule) -> float:
+    (delay,) = [element_dict(e)["delay_s"] for e in schedule.elements if e.kind == "fault"]
+    return float(delay)
+
+
+def _shrunk(judge: RuleJudge, *elements: Element, **kwargs: Any) -> Schedule:
+    return shrink(judge, RETRY, Schedule.of(elements), 7, **kwargs)  # type: ignore[arg-type]
+
+
+def test_shrinking_halves_a_delay_to_the_millisecond_while_the_violation_stays() -> None:
+    """5 s -> 2.5 -> 1.25 (0.625 is below the 1.2 s the rule needs, and no delay goes under 1 s): 1.25. The
+    contract change and the lost response, which the rule ignores, go; every question names the case's seed."""
+    noise = [element("contract", {"dedupe": "none"}), element("fault", {"boundary": "response_lost"})]
+    judge = RuleJudge()
+    minimal = _shrunk(judge, _delayed(5.0), CANCEL, *noise)
+    assert minimal == Schedule.of([_delayed(1.25), CANCEL])
+    assert {seed for _, seed in judge.asked} == {7}
+    assert _delay_of(_shrunk(RuleJudge(1.0), _delayed(1.5), CANCEL)) == 1.0  # halved, but never under 1 s
+    assert _delay_of(_shrunk(RuleJudge(1.25), _delayed(2.5003), CANCEL)) == 1.25  # 1.25015, to the millisecond
+    assert _delay_of(_shrunk(RuleJudge(1.0), _delayed(1.0), CANCEL)) == 1.0  # nothing shorter to try
+
+
+def test_shrinking_tries_first_the_elements_the_template_does_not_have() -> None:
+    """Those smaller schedules are the ones exploration has already run; the template's own come last."""
+    judge = RuleJudge()
+    extra = element("fault", {"boundary": "response_lost"})  # between the template's two in the schedule's order
+    own = frozenset({CANCEL.key, _delayed(20.0).key})
+    start = Schedule.of([_delayed(20.0), CANCEL, extra])
+    assert [e.key in own for e in start.elements] == [True, False, True]
+    shrink(judge, RETRY, start, 7, own)  # type: ignore[arg-type]
+    assert judge.asked[0][0] == start.without(extra).key
+
+
+def test_shrinking_remembers_where_every_schedule_on_the_way_led() -> None:
+    """The memo maps each schedule met to the minimal one; a second shrink from any of them asks nothing."""
+    judge = RuleJudge()
+    memo: dict[str, Schedule] = {}
+    start = Schedule.of([_delayed(5.0), CANCEL, element("contract", {"fencing": True})])
+    minimal = shrink(judge, RETRY, start, 7, memo=memo)  # type: ignore[arg-type]
+    assert start.key in memo and set(memo.values()) == {minimal} and len(memo) > 2
+    asked = len(judge.asked)
+    assert shrink(judge, RETRY, Schedule.of([_delayed(2.5), CANCEL]), 7, memo=memo) == minimal  # type: ignore[arg-type]
+    assert len(judge.asked) == asked
+
+
+def test_a_finding_s_shape_is_its_schedule_without_delay_lengths() -> None:
+    """Findings that differ only in how long a delay is are one finding; explore.json writes the shape."""
+    base = [CANCEL, element("contract", {"dedupe": "none"}), element("fault", {"boundary": "response_lost", "nth": 2})]
+    a, b = Schedule.of([*base, _delayed(20.0)]), Schedule.of([*base, _delayed(1.25)])
+    assert (
+        shape(a)
+        == shape(b)
+        == "|".join(
+            [
+                "contract:dedupe=none",
+                "fault:boundary=request_delayed",
+                "fault:boundary=response_lost,nth=2",
+                CANCEL.key,
+            ]
+        )
+    )
+    other = Schedule.of([*base[:2], element("fault", {"boundary": "response_lost", "nth": 3}), _delayed(20.0)])
+    assert shape(other) != shape(a)
+
+
+def test_replacing_an_element_keeps_the_others() -> None:
+    old, new = _delayed(20.0), _delayed(10.0)
+    s = Schedule.of([CANCEL, old, element("contract", {"fencing": True})])
+    assert s.replacing(old, new) == Schedule.of([CANCEL, new, element("contract", {"fencing": True})])
+
+
+def _job(monkeypatch: pytest.MonkeyPatch, template: Scenario, **kwargs: Any) -> Callable[..., search.JobResult]:
+    monkeypatch.setattr(search, "scenario_cases", lambda spec: [(spec, template)])
+    return lambda **more: explore_job(
+        ExploreJob(("retry_new_key", "reconcile_and_reauthorize"), "from-a-test", **(kwargs | more))
+    )
+
+
+def test_a_job_reports_unfired_faults_from_its_first_shard_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every shard runs the template, but only shard 0 reports what never fired (the run adds up the shards);
+    a job in which a policy stopped reports nothing unfired (its runs are not all there)."""
+    template, never = _firing_once_for_one_policy()
+    job = _job(monkeypatch, template, depth=0, swarm=0, seeds=(1,))
+    whole = job()
+    assert whole.scenario == template.name and whole.schedules == 1
+    assert whole.unfired == [describe(next(f for f in template.faults if f.nth == never["nth"]))]
+    assert job(shard=0, shards=2).unfired == whole.unfired and job(shard=1, shards=2).unfired == []
+    assert job(failed=((0, "over its budget"),)).unfired == []
+
+
+def test_a_job_s_counts_are_the_sums_over_its_cases_and_each_finding_is_a_shrunk_first_sighting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Counted case by case, the simple way (simulate and check each schedule applied to the template): the
+    cases and violating cases per policy, the properties violated, and per fault boundary the cases that
+    reached its site and those in which it fired. Each finding is what shrinking gives for the first schedule
+    that showed it, judged at its seed; no case runs at a seed the job was not given."""
+    template = shipped("request_lost")
+    seeds = (1, 2)
+    seen, _ = search.observe(template, [RETRY, RECONCILE], seeds)
+    every = list(schedules(template, seen, 1, 3))
+    cases: Counter[str] = Counter()
+    violating: Counter[str] = Counter()
+    violations: dict[str, Counter[str]] = {}
+    coverage: dict[str, list[int]] = {}
+    for schedule in every:
+        scenario = apply(template, schedule)
+        for policy in (RETRY, RECONCILE):
+            for seed in seeds:
+                result = simulate(scenario, policy, seed)
+                verdicts = check(result.evidence).checks
+                violated = [name for name, verdict in verdicts.items() if verdict == "false"]
+                cases[policy.name] += 1
+                violating[policy.name] += bool(violated)
+                if violated:
+                    violations.setdefault(policy.name, Counter()).update(violated)
+                for fault, (reached, fired) in zip(scenario.faults, result.coverage, strict=True):
+                    site = coverage.setdefault(fault.boundary, [0, 0])
+                    site[0] += reached > 0
+                    site[1] += fired > 0
+    ran = _seeds_simulated(monkeypatch)
+    job = explore_job(ExploreJob(("retry_new_key", "reconcile_and_reauthorize"), "request_lost", 1, 3, seeds))
+    assert {seed for _, seed in ran} == set(seeds)
+    assert (job.scenario, job.schedules) == (template.name, len(every))
+    assert (job.cases, job.violating, job.violations) == (cases, violating, violations)
+    assert job.coverage == coverage and len(coverage) > 3
+    assert violating["retry_new_key"] > len(job.findings) > 0
+    own = frozenset(e.key for e in elements_of(template))
+    for f in job.findings:
+        policy = load_policy(f.policy_spec)
+        judge = search._Judge(template)
+        assert shrink(judge, policy, every[f.first_seen], f.seed, own) == f.schedule
+        assert (f.policy, f.policy_revision, f.scenario, f.scenario_spec) == (
+            policy.name,
+            policy.revision,
+            template.name,
+            "request_lost",
+        )
+        assert judge(policy, f.schedule, f.seed)[:2] == (f.outcome, f.properties) and f.properties
