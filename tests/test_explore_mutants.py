@@ -20,7 +20,20 @@ from conftest import shipped
 
 import harness.explore.search as search
 from harness.check import check
-from harness.explore.schedule import Element, Observed, Schedule, apply, element, element_dict, elements_of, singles
+from harness.explore.schedule import (
+    DELAYS_S,
+    OPERATOR_EVENTS,
+    Element,
+    Observed,
+    Schedule,
+    apply,
+    element,
+    element_dict,
+    elements_of,
+    fault_elements,
+    operator_elements,
+    singles,
+)
 from harness.explore.search import (
     ExploreJob,
     _Cases,
@@ -35,7 +48,8 @@ from harness.explore.search import (
 from harness.model.events import DispatchSent
 from harness.policy import Policy, load_policy
 from harness.run.cell import describe
-from harness.scenario import Scenario
+from harness.scenario import BOUNDARIES, Scenario
+from harness.scenario.faults import CONNECTOR_PHASES
 from harness.sim import simulate
 
 RETRY, RECONCILE = load_policy("retry_new_key"), load_policy("reconcile_and_reauthorize")
@@ -266,11 +280,15 @@ def test_replacing_an_element_keeps_the_others() -> None:
     assert s.replacing(old, new) == Schedule.of([CANCEL, new, element("contract", {"fencing": True})])
 
 
-def _job(monkeypatch: pytest.MonkeyPatch, template: Scenario, **kwargs: Any) -> Callable[..., search.JobResult]:
+def _job(
+    monkeypatch: pytest.MonkeyPatch,
+    template: Scenario,
+    policies: tuple[Policy, ...] = (RETRY, RECONCILE),
+    **kwargs: Any,
+) -> Callable[..., search.JobResult]:
     monkeypatch.setattr(search, "scenario_cases", lambda spec: [(spec, template)])
-    return lambda **more: explore_job(
-        ExploreJob(("retry_new_key", "reconcile_and_reauthorize"), "from-a-test", **(kwargs | more))
-    )
+    names = tuple(p.name for p in policies)
+    return lambda **more: explore_job(ExploreJob(names, "from-a-test", **(kwargs | more)))
 
 
 def test_a_job_reports_unfired_faults_from_its_first_shard_only(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -334,3 +352,92 @@ def test_a_job_s_counts_are_the_sums_over_its_cases_and_each_finding_is_a_shrunk
             "request_lost",
         )
         assert judge(policy, f.schedule, f.seed)[:2] == (f.outcome, f.properties) and f.properties
+
+
+def test_a_job_reports_a_failed_case_as_a_runnable_stuck_finding(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A case a supervisor names as failed is reported as a finding with outcome harness_error: the policy,
+    its revision, the seed and the schedule it was on (the template itself when it failed on the template's
+    own run), no property, not numbered among the violations, and why."""
+    template, _ = _firing_once_for_one_policy()
+    job = _job(monkeypatch, template, depth=1, swarm=0, seeds=(1,))
+    on_observe = job(failed=((1, "its worker died"),))  # reconcile_and_reauthorize's run of the template
+    (stuck,) = on_observe.stuck
+    assert (stuck.policy, stuck.policy_spec, stuck.policy_revision) == (
+        RECONCILE.name,
+        RECONCILE.name,
+        RECONCILE.revision,
+    )
+    assert (stuck.properties, stuck.outcome, stuck.seed, stuck.first_seen) == ((), "harness_error", 1, -1)
+    assert (stuck.schedule, stuck.error, stuck.scenario) == (
+        Schedule.of(elements_of(template)),
+        "its worker died",
+        template.name,
+    )
+    # A safe policy alone: case 0 observes the template, then case n runs schedule n - 1 (nothing to shrink).
+    later = _job(monkeypatch, template, (RECONCILE,), depth=1, swarm=0, seeds=(1,))(failed=((2, "over its budget"),))
+    (stuck,) = later.stuck
+    second = list(schedules(template, search.observe(template, [RECONCILE], (1,))[0], 1, 0))[1]
+    assert (stuck.policy, stuck.schedule, stuck.error) == (RECONCILE.name, second, "over its budget")
+    assert later.cases == Counter({RECONCILE.name: 1}) and not later.violating
+
+
+def test_harness_failures_on_schedules_are_counted_and_the_first_twenty_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A schedule the harness cannot run is a harness_error case, one line each (at most 20 a job), and the
+    exploration goes on."""
+    template, _ = _firing_once_for_one_policy()
+
+    def refuse(template: Scenario, schedule: Schedule) -> Scenario:
+        raise ValueError(f"cannot apply {len(schedule.elements)} elements")
+
+    monkeypatch.setattr(search, "apply", refuse)
+    job = _job(monkeypatch, template, depth=1, swarm=0, seeds=(1,))()
+    assert job.schedules > 20 and job.cases == Counter({RETRY.name: job.schedules, RECONCILE.name: job.schedules})
+    assert len(job.errors) == 20 and not job.findings
+    assert (
+        job.errors[0]
+        == f"retry_new_key seed 1 [{Schedule.of(elements_of(template)).key}]: ValueError: cannot apply 3 elements"
+    )
+
+
+def test_fault_sites_follow_the_path_the_variants_and_the_actions() -> None:
+    """A boundary that needs a connector or a bridge is tried only where one stands; each boundary with
+    variants is tried in each (delays, connector crash phases, a bridge error before and after forwarding);
+    a fault on another action than the template's first names that action, one on the first does not."""
+    seen = Observed(dispatches=1, reads=1, kinds=())
+    for name, part in (("bridge_error_after_forward", "bridge"), ("connector_crash_while_running", "connector")):
+        faults = [element_dict(e) for e in fault_elements(shipped(name), seen)]
+        assert {f["boundary"] for f in faults} == {b for b, cls in BOUNDARIES.items() if cls.needs in (None, part)}
+        for boundary, variants in (
+            ("request_delayed", [{"delay_s": d} for d in DELAYS_S]),
+            ("apply_delayed", [{"delay_s": d} for d in DELAYS_S]),
+            ("connector_crash", [{"phase": p} for p in CONNECTOR_PHASES]),
+            ("bridge_connection_error", [{"forwarded": True}, {"forwarded": False}]),
+            ("request_lost", [{}]),
+        ):
+            if BOUNDARIES[boundary].needs in (None, part):
+                tried = [f for f in faults if f["boundary"] == boundary]
+                expected = [element("fault", {"boundary": boundary, "nth": 1} | v) for v in variants]
+                assert tried == [element_dict(e) for e in expected], (name, boundary)
+    template = shipped("newer_write_held")
+    first, *later = template.action_ids
+    named = {f.get("action_id", "not named") for f in map(element_dict, fault_elements(template, seen))}
+    assert later and named == {"not named", *later} and first not in named
+
+
+def test_operator_events_follow_the_first_entry_of_each_kind_the_operator_could_react_to() -> None:
+    """Each of the three operator events right after the first (nth 1) entry of each kind an actor records;
+    never after the operator's own entries, the injector's faults, or a kind no actor's vocabulary has."""
+    kinds = (
+        ("injector", "fault"),
+        ("nobody", "something"),
+        ("operator", "request_cancel"),
+        ("worker", "no_such_event"),
+        ("worker", "timeout"),
+    )
+    inserted = operator_elements(Observed(dispatches=1, reads=1, kinds=kinds))
+    assert [e.kind for e in inserted] == ["operator"] * 3
+    assert [element_dict(e) for e in inserted] == [
+        element_dict(element("operator", op | {"when": {"after": {"actor": "worker", "event": "timeout"}}}))
+        for op in OPERATOR_EVENTS
+    ]
+    assert all(element_dict(e)["when"]["after"].get("nth", 1) == 1 for e in inserted)
