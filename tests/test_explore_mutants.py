@@ -27,6 +27,7 @@ from harness.explore.schedule import (
     Observed,
     Schedule,
     apply,
+    contract_variants,
     element,
     element_dict,
     elements_of,
@@ -48,10 +49,15 @@ from harness.explore.search import (
 from harness.model.events import DispatchSent
 from harness.policy import Policy, load_policy
 from harness.run.cell import describe
-from harness.scenario import BOUNDARIES, Scenario
+from harness.scenario import BOUNDARIES, DestinationSpec, Scenario
 from harness.scenario.faults import CONNECTOR_PHASES
 from harness.sim import simulate
 
+#: The contract fields exploration changes: every one that says how the service behaves, not its timings or
+#: the models it refuses or whether its ledger can be read.
+DESTINATION_FIELDS = frozenset(
+    {"dedupe", "dedupe_window_s", "on_conflict", "on_in_flight", "request_validity_s", "fencing", "lookup_lag_s"}
+)
 RETRY, RECONCILE = load_policy("retry_new_key"), load_policy("reconcile_and_reauthorize")
 
 
@@ -441,3 +447,26 @@ def test_operator_events_follow_the_first_entry_of_each_kind_the_operator_could_
         for op in OPERATOR_EVENTS
     ]
     assert all(element_dict(e)["when"]["after"].get("nth", 1) == 1 for e in inserted)
+
+
+@pytest.mark.parametrize(
+    "contract",
+    [
+        {},
+        {"dedupe": "none", "on_conflict": "replay", "on_in_flight": "in_progress", "fencing": True},
+        {"request_validity_s": None, "lookup_lag_s": 5.0, "dedupe_window_s": 10.0},
+        {"dedupe": "process", "dedupe_window_s": 4.0, "request_validity_s": 30.0},
+    ],
+)
+def test_each_contract_variant_changes_one_field_to_another_value_it_could_have(contract: dict[str, Any]) -> None:
+    """Every field is changed once (dedupe to each other value), each change validates, and none leaves the
+    field as the template has it: exploring it would rerun the template."""
+    template = shipped("lost_response")
+    destination = DestinationSpec.model_validate(template.destination.model_dump() | contract)
+    variants = [element_dict(e) for e in contract_variants(template.model_copy(update={"destination": destination}))]
+    changes = [change for v in variants for change in v.items()]
+    assert len(changes) == len(variants)  # one field each
+    assert sorted(f for f, _ in changes) == sorted([*DESTINATION_FIELDS, "dedupe"])  # dedupe has two others
+    for field, value in changes:
+        assert value != getattr(destination, field), (field, value)
+        assert getattr(DestinationSpec.model_validate(destination.model_dump() | {field: value}), field) == value

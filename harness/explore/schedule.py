@@ -197,6 +197,15 @@ def operator_elements(seen: Observed) -> list[Element]:
     return out
 
 
+#: The destination's defaults: a contract field exploration changes goes back to its default, or away from it.
+_DEFAULT = DestinationSpec()
+#: A lookup that answers from the ledger as it stood this long ago: longer than a worker takes to time out and
+#: restart, so that its first read after a lost reply can miss an effect that did happen.
+LOOKUP_LAG_S = 20.0
+#: A deduplication window that closes before a worker that timed out and restarted sends again.
+SHORT_DEDUPE_WINDOW_S = 10.0
+
+
 def contract_variants(template: Scenario) -> list[Element]:
     """Each field of the destination's contract changed to another value it could have."""
     d = template.destination
@@ -204,9 +213,15 @@ def contract_variants(template: Scenario) -> list[Element]:
     changes.append({"on_conflict": "replay" if d.on_conflict == "reject" else "reject"})
     changes.append({"on_in_flight": "in_progress" if d.on_in_flight == "pending" else "pending"})
     changes.append({"fencing": not d.fencing})
-    changes.append({"request_validity_s": None if d.request_validity_s is not None else 60.0})
-    changes.append({"lookup_lag_s": 20.0 if d.lookup_lag_s == 0 else 0.0})
-    changes.append({"dedupe_window_s": 10.0 if d.dedupe_window_s > 10.0 else 300.0})
+    changes.append({"request_validity_s": None if d.request_validity_s is not None else _DEFAULT.request_validity_s})
+    changes.append({"lookup_lag_s": LOOKUP_LAG_S if d.lookup_lag_s == 0 else 0.0})
+    changes.append(
+        {
+            "dedupe_window_s": SHORT_DEDUPE_WINDOW_S
+            if d.dedupe_window_s > SHORT_DEDUPE_WINDOW_S
+            else _DEFAULT.dedupe_window_s
+        }
+    )
     return [element("contract", c) for c in changes]
 
 
