@@ -22,7 +22,9 @@ import harness.explore.search as search
 from harness.check import check
 from harness.explore.schedule import (
     DELAYS_S,
+    LOOKUP_LAG_S,
     OPERATOR_EVENTS,
+    SHORT_DEDUPE_WINDOW_S,
     Element,
     Observed,
     Schedule,
@@ -58,6 +60,7 @@ from harness.sim import simulate
 DESTINATION_FIELDS = frozenset(
     {"dedupe", "dedupe_window_s", "on_conflict", "on_in_flight", "request_validity_s", "fencing", "lookup_lag_s"}
 )
+_DEFAULT_DESTINATION = DestinationSpec()
 RETRY, RECONCILE = load_policy("retry_new_key"), load_policy("reconcile_and_reauthorize")
 
 
@@ -173,12 +176,17 @@ def test_a_swarm_draw_turns_some_kinds_on_and_picks_among_them_only() -> None:
     renamed = [swarm_draw("another", added, n) for n in range(1, 21)]
     assert renamed != draws[:20]
     assert swarm_draw(template.name, [], 1) == (frozenset(), ())
+    # With one kind, the coin turns it off half the time: the draw turns it on all the same.
+    lone = [_delayed(20.0), _delayed(70.0)]
+    assert {swarm_draw(template.name, lone, n)[0] for n in range(1, 21)} == {frozenset({"fault:request_delayed"})}
 
 
 def test_every_swarm_schedule_changes_each_contract_field_once_at_most() -> None:
     template = shipped("request_lost")
     _, seen = _added(template)
-    for s in schedules(template, seen, 0, 200):
+    swarm = list(schedules(template, seen, 0, 200))
+    assert len({s.key for s in swarm}) == len(swarm) > 100  # draws that repeat an earlier one are left out
+    for s in swarm:
         fields = [next(iter(element_dict(e))) for e in s.elements if e.kind == "contract"]
         assert len(fields) == len(set(fields)), s.key
     twice = Schedule.of([element("contract", {"dedupe": "none"}), element("contract", {"dedupe": "process"})])
@@ -258,6 +266,39 @@ def test_shrinking_remembers_where_every_schedule_on_the_way_led() -> None:
     asked = len(judge.asked)
     assert shrink(judge, RETRY, Schedule.of([_delayed(2.5), CANCEL]), 7, memo=memo) == minimal  # type: ignore[arg-type]
     assert len(judge.asked) == asked
+
+
+def test_each_delay_of_a_schedule_is_tried_shorter_in_turn() -> None:
+    """Elements without a delay are passed over, not a reason to stop: here the contract change comes first."""
+    start = Schedule.of([element("contract", {"fencing": True}), _delayed(5.0), CANCEL])
+    assert start.elements[0].kind == "contract"
+    shorter = search._shorter_delay(RuleJudge(), RETRY, start, 7)  # type: ignore[arg-type]
+    assert shorter == start.replacing(_delayed(5.0), _delayed(2.5))
+
+
+class OwnOrOperator:
+    """A stand-in for the job's judge: a schedule violates when it holds the template's own fault or any
+    operator event, so the template and every schedule with an operator event violate."""
+
+    def __init__(self, template: Scenario, cases: object = None) -> None:
+        self.own = {e.key for e in elements_of(template)}
+        self.errors: list[str] = []
+
+    def __call__(self, policy: Policy, schedule: Schedule, seed: int) -> tuple[str, tuple[str, ...], tuple[()]]:
+        hit = any(e.key in self.own or e.kind == "operator" for e in schedule.elements)
+        return ("incorrect", ("some_property",), ()) if hit else ("correct", (), ())
+
+
+def test_a_finding_keeps_the_template_s_own_elements_where_they_suffice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Shrinking removes added elements first, so the template plus an operator event shrinks to the template's
+    own fault (the finding the template itself gave), not to the operator event alone, although the fault comes
+    first in the schedule's order: one finding."""
+    template = shipped("lost_response")
+    monkeypatch.setattr(search, "_Judge", OwnOrOperator)
+    job = _job(monkeypatch, template, (RETRY,), depth=1, swarm=0, seeds=(1,))()
+    (own,) = elements_of(template)
+    assert [f.schedule for f in job.findings] == [Schedule.of([own])]
+    assert job.violating[RETRY.name] > 1
 
 
 def test_a_finding_s_shape_is_its_schedule_without_delay_lengths() -> None:
@@ -348,6 +389,7 @@ def test_a_job_s_counts_are_the_sums_over_its_cases_and_each_finding_is_a_shrunk
     assert violating["retry_new_key"] > len(job.findings) > 0
     own = frozenset(e.key for e in elements_of(template))
     for f in job.findings:
+        assert f.seed in seeds
         policy = load_policy(f.policy_spec)
         judge = search._Judge(template)
         assert shrink(judge, policy, every[f.first_seen], f.seed, own) == f.schedule
@@ -383,26 +425,50 @@ def test_a_job_reports_a_failed_case_as_a_runnable_stuck_finding(monkeypatch: py
     later = _job(monkeypatch, template, (RECONCILE,), depth=1, swarm=0, seeds=(1,))(failed=((2, "over its budget"),))
     (stuck,) = later.stuck
     second = list(schedules(template, search.observe(template, [RECONCILE], (1,))[0], 1, 0))[1]
-    assert (stuck.policy, stuck.schedule, stuck.error) == (RECONCILE.name, second, "over its budget")
+    assert (stuck.policy, stuck.seed, stuck.schedule, stuck.error) == (RECONCILE.name, 1, second, "over its budget")
     assert later.cases == Counter({RECONCILE.name: 1}) and not later.violating
 
 
 def test_harness_failures_on_schedules_are_counted_and_the_first_twenty_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A schedule the harness cannot run is a harness_error case, one line each (at most 20 a job), and the
-    exploration goes on."""
+    """A schedule the harness cannot run is a harness_error case, one line of at most 500 characters each (at
+    most 20 a job), and the exploration goes on."""
     template, _ = _firing_once_for_one_policy()
 
     def refuse(template: Scenario, schedule: Schedule) -> Scenario:
-        raise ValueError(f"cannot apply {len(schedule.elements)} elements")
+        raise ValueError(f"cannot apply {len(schedule.elements)} elements" + "." * 600)
 
     monkeypatch.setattr(search, "apply", refuse)
     job = _job(monkeypatch, template, depth=1, swarm=0, seeds=(1,))()
     assert job.schedules > 20 and job.cases == Counter({RETRY.name: job.schedules, RECONCILE.name: job.schedules})
-    assert len(job.errors) == 20 and not job.findings
-    assert (
-        job.errors[0]
-        == f"retry_new_key seed 1 [{Schedule.of(elements_of(template)).key}]: ValueError: cannot apply 3 elements"
-    )
+    assert len(job.errors) == 20 and not job.findings and not job.violating
+    own = "fault:boundary=request_lost,nth=9|fault:boundary=response_lost|fault:boundary=response_lost,nth=2"
+    assert job.errors[0] == (f"retry_new_key seed 1 [{own}]: ValueError: cannot apply 3 elements" + "." * 500)[:500]
+    assert search._Judge(template)(RETRY, Schedule.of(elements_of(template)), 1) == ("harness_error", (), ())
+
+
+def test_a_job_says_which_case_it_is_on_and_when_it_is_on_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The supervisor's protocol (harness.run.pool): on_case(position) before each case, on_case(-1) after it,
+    positions counted from 0 over every case the job simulates; execute() is explore_job with it."""
+    template, _ = _firing_once_for_one_policy()
+    monkeypatch.setattr(search, "scenario_cases", lambda spec: [(spec, template)])
+    job = ExploreJob((RECONCILE.name,), "from-a-test", 0, 0, (1, 2))
+    said: list[int] = []
+    result = job.execute(said.append)
+    assert said == [0, -1, 1, -1, 2, -1, 3, -1]  # two seeds observing the template, then the template judged
+    assert result.cases == Counter({RECONCILE.name: 2}) and result == explore_job(job)
+
+
+def test_an_element_holds_what_its_yaml_says_less_the_defaults() -> None:
+    """The same fault or operator event written with or without its defaults is one element, and a finding's
+    file writes none of them."""
+    fault = element("fault", {"boundary": "request_lost", "nth": 1})
+    assert fault == element("fault", {"boundary": "request_lost"}) and element_dict(fault) == {
+        "boundary": "request_lost"
+    }
+    cancel = {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "timeout"}}}
+    event = element("operator", cancel | {"when": {"after": cancel["when"]["after"] | {"nth": 1}}})
+    assert event == element("operator", cancel) and element_dict(event) == cancel
+    assert element_dict(element("contract", {"dedupe": "none"})) == {"dedupe": "none"}
 
 
 def test_fault_sites_follow_the_path_the_variants_and_the_actions() -> None:
@@ -454,7 +520,8 @@ def test_operator_events_follow_the_first_entry_of_each_kind_the_operator_could_
     [
         {},
         {"dedupe": "none", "on_conflict": "replay", "on_in_flight": "in_progress", "fencing": True},
-        {"request_validity_s": None, "lookup_lag_s": 5.0, "dedupe_window_s": 10.0},
+        {"request_validity_s": None, "lookup_lag_s": LOOKUP_LAG_S, "dedupe_window_s": SHORT_DEDUPE_WINDOW_S},
+        {"lookup_lag_s": 5.0},
         {"dedupe": "process", "dedupe_window_s": 4.0, "request_validity_s": 30.0},
     ],
 )
@@ -469,4 +536,6 @@ def test_each_contract_variant_changes_one_field_to_another_value_it_could_have(
     assert sorted(f for f, _ in changes) == sorted([*DESTINATION_FIELDS, "dedupe"])  # dedupe has two others
     for field, value in changes:
         assert value != getattr(destination, field), (field, value)
+        if field not in ("dedupe", "request_validity_s"):  # those two try every other value they have
+            assert _DEFAULT_DESTINATION.model_dump()[field] in (value, getattr(destination, field)), (field, value)
         assert getattr(DestinationSpec.model_validate(destination.model_dump() | {field: value}), field) == value

@@ -63,13 +63,14 @@ def _frozen(value: Any) -> Any:
 
 def element(kind: Literal["fault", "operator", "contract"], data: dict[str, Any]) -> Element:
     """An element from its YAML form; faults and operator events are normalized (defaults left out), so the
-    same fault written two ways is one element."""
+    same fault written two ways is one element. Their tag (``boundary``, ``do``) is the default of its class:
+    it is put back first."""
     if kind == "fault":
         fault = _FAULT.validate_python(data)
-        data = {"boundary": fault.boundary} | fault.model_dump(mode="json", exclude={"boundary"}, exclude_defaults=True)
+        data = {"boundary": fault.boundary} | fault.model_dump(mode="json", exclude_defaults=True)
     elif kind == "operator":
         event = _OPERATOR.validate_python(data)
-        data = {"do": event.do} | event.model_dump(mode="json", exclude={"do"}, exclude_defaults=True)
+        data = {"do": event.do} | event.model_dump(mode="json", exclude_defaults=True)
     return Element(kind, tuple((k, _frozen(v)) for k, v in data.items()))
 
 

@@ -140,11 +140,9 @@ def observe(
     cases = cases or _Cases((), None)
     dispatches = reads = 0
     kinds: set[tuple[str, str]] = set()
-    fired = [0] * len(template.faults)
-    for policy in policies:
+    fired: set[int] = set()  # the template's faults, by position, that fired in some run
+    for policy in policies:  # no two of the same name (the grid refuses them): a policy stops only here
         for seed in seeds:
-            if policy.name in cases.stopped:
-                break
             result = cases.run(policy, seed, None, partial(simulate, template, policy, seed))
             if result is None:
                 break
@@ -154,9 +152,8 @@ def observe(
                     dispatches = max(dispatches, event.n)
                 elif isinstance(event, LookupSent | JobFollowSent | VerifySent):
                     reads = max(reads, event.n)
-            for i, (_, times) in enumerate(result.coverage):
-                fired[i] += times > 0
-    unfired = [describe(f) for f, n in zip(template.faults, fired, strict=True) if n == 0]
+            fired.update(i for i, (_, times) in enumerate(result.coverage) if times)
+    unfired = [describe(f) for i, f in enumerate(template.faults) if i not in fired]
     return Observed(dispatches, reads, tuple(sorted(kinds))), unfired
 
 
@@ -171,11 +168,10 @@ def schedules(template: Scenario, seen: Observed, depth: int, swarm: int) -> Ite
         if schedule.key not in emitted:
             emitted.add(schedule.key)
             yield schedule
+    if not added:
+        return  # nothing to mix
     for n in range(1, swarm + 1):
-        _, picked = swarm_draw(template.name, added, n)
-        if not picked:
-            continue
-        schedule = Schedule.of([*own, *picked])
+        schedule = Schedule.of([*own, *swarm_draw(template.name, added, n)[1]])
         if schedule.key not in emitted and _consistent(schedule):
             emitted.add(schedule.key)
             yield schedule
@@ -312,10 +308,7 @@ def _shorter_delay(judge: _Judge, policy: Policy, schedule: Schedule, seed: int)
 
 def shape(schedule: Schedule) -> str:
     """A schedule without its delays' lengths: findings that differ only in how long a delay is are one."""
-    return "|".join(
-        e.key if e.kind != "fault" else ",".join(p for p in e.key.split(",") if not p.startswith("delay_s="))
-        for e in schedule.elements
-    )
+    return "|".join(",".join(p for p in e.key.split(",") if not p.startswith("delay_s=")) for e in schedule.elements)
 
 
 def explore_job(job: ExploreJob, on_case: Callable[[int], None] | None = None) -> JobResult:
