@@ -216,13 +216,8 @@ def contract_variants(template: Scenario) -> list[Element]:
     changes.append({"fencing": not d.fencing})
     changes.append({"request_validity_s": None if d.request_validity_s is not None else _DEFAULT.request_validity_s})
     changes.append({"lookup_lag_s": LOOKUP_LAG_S if d.lookup_lag_s == 0 else 0.0})
-    changes.append(
-        {
-            "dedupe_window_s": SHORT_DEDUPE_WINDOW_S
-            if d.dedupe_window_s > SHORT_DEDUPE_WINDOW_S
-            else _DEFAULT.dedupe_window_s
-        }
-    )
+    short = SHORT_DEDUPE_WINDOW_S
+    changes.append({"dedupe_window_s": short if d.dedupe_window_s > short else _DEFAULT.dedupe_window_s})
     return [element("contract", c) for c in changes]
 
 
