@@ -167,8 +167,10 @@ def test_a_swarm_draw_turns_some_kinds_on_and_picks_among_them_only() -> None:
     kinds = {_kind(e) for e in added}
     draws = [swarm_draw(template.name, added, n) for n in range(1, 201)]
     for enabled, picked in draws:
-        assert enabled and enabled <= kinds
-        assert 1 <= len(picked) <= search.SWARM_SIZE_MAX and {_kind(e) for e in picked} <= enabled
+        assert enabled, picked
+        assert enabled <= kinds, enabled - kinds
+        assert 1 <= len(picked) <= search.SWARM_SIZE_MAX, picked
+        assert {_kind(e) for e in picked} <= enabled, ({_kind(e) for e in picked}, enabled)
     sizes = {len(enabled) for enabled, _ in draws}
     assert max(sizes) > 1 and len(kinds) not in sizes  # about half of them: more than one, not all
     assert {len(picked) for _, picked in draws} == set(range(1, search.SWARM_SIZE_MAX + 1))
@@ -215,8 +217,12 @@ class RuleJudge:
             for e in schedule.elements
             if e.kind == "fault" and element_dict(e)["boundary"] == "request_delayed"
         ]
-        violated = any(d >= self.min_delay_s for d in delays) and CANCEL in schedule.elements
-        return ("incorrect", ("some_property",), ()) if violated else ("correct", (), ())
+        return _verdict(any(d >= self.min_delay_s for d in delays) and CANCEL in schedule.elements)
+
+
+def _verdict(violated: bool) -> tuple[str, tuple[str, ...], tuple[()]]:
+    """What a stand-in judge answers: (outcome, violated properties, fault coverage), as the job's judge does."""
+    return ("incorrect", ("some_property",), ()) if violated else ("correct", (), ())
 
 
 def _delayed(delay_s: float) -> Element:
@@ -285,8 +291,7 @@ class OwnOrOperator:
         self.errors: list[str] = []
 
     def __call__(self, policy: Policy, schedule: Schedule, seed: int) -> tuple[str, tuple[str, ...], tuple[()]]:
-        hit = any(e.key in self.own or e.kind == "operator" for e in schedule.elements)
-        return ("incorrect", ("some_property",), ()) if hit else ("correct", (), ())
+        return _verdict(any(e.key in self.own or e.kind == "operator" for e in schedule.elements))
 
 
 def test_a_finding_keeps_the_template_s_own_elements_where_they_suffice(monkeypatch: pytest.MonkeyPatch) -> None:
