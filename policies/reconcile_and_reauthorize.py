@@ -168,8 +168,13 @@ class ReconcileAndReauthorize:
         if quiet is not None and situation.now_s >= quiet:
             return self.read_command  # the last read predates the moment its answer became final: ask again
         if quiet is not None and quiet + 1.0 < situation.deadline_s - self.escalate_margin_s:
-            return Wait(duration_s=max(quiet - situation.now_s, 0.0) + 0.001)
+            return self._wait_until_final(situation, quiet)
         return Escalate(reason="absent so far, but a late request could still arrive before the deadline")
+
+    def _wait_until_final(self, situation: Situation, quiet_s: float) -> Command:
+        """Wait until just past the moment an absence becomes final (a millisecond past, so that float
+        arithmetic cannot wake the worker just short of it)."""
+        return Wait(duration_s=max(quiet_s - situation.now_s, 0.0) + 0.001)
 
     def _wait_or_escalate(self, situation: Situation, why: str) -> Command:
         if situation.time_left_s > self.wait_s + self.escalate_margin_s:

@@ -210,6 +210,22 @@ class AbsentFinalByClock(_Variant):
         return super()._absent_without_retry(situation, situation.now_s)
 
 
+class WakesShortOfFinal(_Variant):
+    """Waits until a millisecond before an absence becomes final instead of one after, as if the margin were
+    slack to give back: it wakes just short of the moment, and what is left to wait, less the margin, is
+    nothing."""
+
+    def _wait_until_final(self, situation: Situation, quiet_s: float) -> Command:
+        return Wait(duration_s=max(quiet_s - situation.now_s, 0.0) - 0.001)
+
+
+class WaitsForTheMoment(_Variant):
+    """Passes the moment an absence becomes final where the time left until it belongs, and sleeps past it."""
+
+    def _wait_until_final(self, situation: Situation, quiet_s: float) -> Command:
+        return Wait(duration_s=max(quiet_s + situation.now_s, 0.0) + 0.001)
+
+
 # -- variants of the seed-000 policy (follow_and_inspect) -----------------------------------------------------
 
 
@@ -507,6 +523,16 @@ class DeathIgnoresLag(_FollowVariant):
         return super().retry_is_safe(situation, looked_at_s)
 
 
+class AssumesDeathFollowed(_FollowVariant):
+    """Takes a dead job's death to be reported by following the job, and dates it from the latest follow: when
+    the reply to a retry reports it instead (the follow went unanswered), there is no such follow to read."""
+
+    def _died_by(self, situation: Situation) -> float:
+        job = self._latest_job(situation)
+        assert job is not None, "a dead job is reported by a follow"
+        return job.at_s
+
+
 class TrustsVerificationBeforeRetry(_VerifyVariant):
     """Keeps using a recent verification even when a call was sent after it."""
 
@@ -574,8 +600,11 @@ CORPUS: tuple[Catch, ...] = (
     Catch(WaitsForQuietPastMargin("waits_for_quiet_past_margin"), "quiet_at_deadline", "abandoned_actions"),
     Catch(RefusedReplyAsAbsent("refused_reply_as_absent"), "refused_retry_after_late_original", "false_records"),
     Catch(FencedAbsenceFinal("fenced_absence_final"), "fenced_stale_lookup_after_cancel", "false_records"),
+    Catch(WakesShortOfFinal("wakes_short_of_final"), "connector_unstarted_lagging_lookup", "abandoned_actions"),
+    Catch(WaitsForTheMoment("waits_for_the_moment"), "connector_unstarted_lagging_lookup", "abandoned_actions"),
     Catch(FollowsForever("follows_forever"), "connector_new_operation_pending", "abandoned_actions"),
     Catch(DeathIgnoresLag("death_ignores_lag"), "connector_dead_job_lag_before_effect", "duplicate_effects"),
+    Catch(AssumesDeathFollowed("assumes_death_followed"), "connector_down_when_followed", "abandoned_actions"),
     Catch(
         TrustsVerificationBeforeRetry("trusts_verification_before_retry"),
         "bridge_second_connection_error",

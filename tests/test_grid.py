@@ -252,6 +252,21 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         follow=("correct", set()),
         verify=("correct", set()),
     ),
+    "connector_down_when_followed": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        # The retry sent at 20 s reaches the connector just after its restart (told unknown_outcome, it retries
+        # again) or just before it (lost), as the seed's latencies fall.
+        same_key={
+            1: ("incorrect", {"abandoned_actions", "retries_after_uncertain"}),
+            2: ("incorrect", {"abandoned_actions", "retries_after_uncertain"}),
+            3: ("abandoned", {"abandoned_actions"}),
+            17: ("abandoned", {"abandoned_actions"}),
+        },
+        reconcile=("escalated", set()),
+        new_key=("correct", set()),
+        follow=("correct", set()),
+        verify=("escalated", set()),
+    ),
     "connector_new_operation_pending": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("incorrect", {"abandoned_actions", "retries_after_uncertain"}),
@@ -294,6 +309,14 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         new_key=("incorrect", {"duplicate_effects"}),
         follow=("escalated", set()),
         verify=("escalated", set()),
+    ),
+    "connector_unstarted_lagging_lookup": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("correct", set()),
+        reconcile=("correct", set()),
+        new_key=("correct", set()),
+        follow=("correct", set()),
+        verify=("correct", set()),
     ),
     "connector_wait_expires": dict(
         stop=("abandoned", {"abandoned_actions"}),
