@@ -223,7 +223,7 @@ class WaitsForTheMoment(_Variant):
     """Passes the moment an absence becomes final where the time left until it belongs, and sleeps past it."""
 
     def _wait_until_final(self, situation: Situation, quiet_s: float) -> Command:
-        return Wait(duration_s=max(quiet_s + situation.now_s, 0.0) + 0.001)
+        return Wait(duration_s=quiet_s + 0.001)
 
 
 # -- variants of the seed-000 policy (follow_and_inspect) -----------------------------------------------------
