@@ -172,7 +172,7 @@ class ReconcileAndReauthorize:
         return Escalate(reason="absent so far, but a late request could still arrive before the deadline")
 
     def _wait_until_final(self, situation: Situation, quiet_s: float) -> Command:
-        """Wait until just past the moment an absence becomes final (a millisecond past, so that float
+        """A wait until just past the moment an absence becomes final (a millisecond past, so that float
         arithmetic cannot wake the worker just short of it)."""
         return Wait(duration_s=max(quiet_s - situation.now_s, 0.0) + 0.001)
 

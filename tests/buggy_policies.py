@@ -212,8 +212,8 @@ class AbsentFinalByClock(_Variant):
 
 class WakesShortOfFinal(_Variant):
     """Waits until a millisecond before an absence becomes final instead of one after, as if the margin were
-    slack to give back: it wakes just short of the moment, and what is left to wait, less the margin, is
-    nothing."""
+    slack to give back: it wakes just short of the moment, and what is left to wait, less the margin, is nothing
+    (a float's leftover of about 1e-15 s, which does not move the clock, or at most 0, which no wait may be)."""
 
     def _wait_until_final(self, situation: Situation, quiet_s: float) -> Command:
         return Wait(duration_s=max(quiet_s - situation.now_s, 0.0) - 0.001)

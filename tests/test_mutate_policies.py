@@ -16,23 +16,24 @@ import mutate_policies  # noqa: E402
 
 
 def test_the_copy_mutates_the_safe_policies_and_asks_the_judged_test(tmp_path: Path) -> None:
+    """The copy's [tool.mutmut] names the three safe policies and the judged test; every other byte of
+    pyproject.toml (comments too) is the project's, the policies are copied as they are, and the project's own
+    files are untouched."""
+    own = (ROOT / "pyproject.toml").read_bytes()
     mutate_policies.prepare(tmp_path)
-    copied = tomllib.loads((tmp_path / "pyproject.toml").read_text(encoding="utf-8"))
-    own = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    mutmut = copied["tool"]["mutmut"]
+    assert (ROOT / "pyproject.toml").read_bytes() == own
+    copied = (tmp_path / "pyproject.toml").read_text(encoding="utf-8")
+    mutmut = tomllib.loads(copied)["tool"]["mutmut"]
     assert mutmut["only_mutate"] == [f"policies/{p}.py" for p in mutate_policies.SAFE]
     assert "policies" in mutmut["source_paths"]
     assert mutmut["pytest_add_cli_args_test_selection"] == ["tests/test_safe_policies_judged.py"]
-    # Everything else in pyproject.toml is the project's, and the project's own file is untouched.
-    assert {k: v for k, v in copied["tool"].items() if k != "mutmut"} == {
-        k: v for k, v in own["tool"].items() if k != "mutmut"
-    }
-    assert copied["project"] == own["project"]
-    assert own["tool"]["mutmut"]["only_mutate"] != mutmut["only_mutate"]
+    before, _, rest = own.decode().partition("[tool.mutmut]")
+    # The project's table ends with the closing bracket of its test selection.
+    after = rest[rest.index("\n]\n", rest.index("pytest_add_cli_args_test_selection")) + 3 :]
+    assert copied.startswith(before) and copied.endswith(after) and after.strip()
     for policy in mutate_policies.SAFE:
-        assert (tmp_path / "policies" / f"{policy}.py").read_bytes() == (
-            ROOT / "policies" / f"{policy}.py"
-        ).read_bytes()
+        path = Path("policies") / f"{policy}.py"
+        assert (tmp_path / path).read_bytes() == (ROOT / path).read_bytes()
     assert (tmp_path / "tests" / "test_safe_policies_judged.py").is_file()
 
 
@@ -47,3 +48,20 @@ def test_the_judged_test_fails_a_policy_that_breaks_a_property(tmp_path: Path) -
     judged("reconcile_and_reauthorize")  # the correct policy passes
     with pytest.raises(AssertionError):
         judged("retry_new_key")
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("Stop(kind='stop', reason='accounted for as applied')", "wording"),
+        ("Stop(kind='stop', reason=None)", "wording"),
+        ("Escalated(owner='o', reason=\"it's late\")", "wording"),
+        ("Anomaly(kind='k', witnesses=(1,), detail='m7 applied twice')", "wording"),
+        ("Wait(kind='wait', duration_s=10.0)", "behaviour"),
+        ("RequestRefused(treason='fenced')", "behaviour"),
+    ],
+)
+def test_only_the_text_of_a_reason_or_a_detail_is_wording(line: str, kind: str) -> None:
+    """What the sorting of survivors strips before comparing evidence: a reason's or a detail's text, nothing
+    else (another field, or a field whose name merely ends in "reason", stays)."""
+    assert (mutate_policies.WORDING.sub("", line) != line) == (kind == "wording")

@@ -18,7 +18,8 @@ over the same cases beside the unmutated policies, and sorted by what changed:
 With ``--explore-depth K`` (1 unless 0 is given), every survivor but the ``wording`` ones is explored in process
 from every shipped case at that depth (no swarm, seed 1), and the first finding is printed: a mutant that the
 shipped cases let pass and exploration catches is a schedule no shipped scenario has yet. Prints one line per
-survivor, then the counts. Exit status: 0; 2 bad usage or no mutmut.
+survivor, then the counts. Exit status: 0; 1 when mutmut or a share of the survivors failed; 2 bad usage or
+no mutmut.
 """
 
 from __future__ import annotations
@@ -37,8 +38,10 @@ ROOT = Path(__file__).resolve().parent.parent
 SAFE = ("reconcile_and_reauthorize", "follow_and_inspect", "verify_before_mutation")
 SEEDS = (1, 2, 3)
 MEASURES = ("task_completed", "executor_finished", "dispatches", "reads", "escalations")
-#: Texts that explain and decide nothing: a reason, a detail, a why.
-WORDING = re.compile(r"""(reason|detail|why)=('[^']*'|"[^"]*"|None)""")
+#: Texts that explain and decide nothing: the ``reason`` or ``detail`` of an entry or a command.
+WORDING = re.compile(r"""\b(reason|detail)=('[^']*'|"[^"]*"|None)""")
+#: The ``[tool.mutmut]`` table, up to the next table or the comment lines just before it.
+MUTMUT_TABLE = re.compile(r"^\[tool\.mutmut\]\s*$.*?(?=^(?:#[^\n]*\n)*\[|\Z)", re.M | re.S)
 
 MUTMUT_SECTION = """[tool.mutmut]
 source_paths = ["harness", "policies"]
@@ -79,19 +82,20 @@ def prepare(copy: Path) -> None:
             (copy / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, copy / name)
     pyproject = (copy / "pyproject.toml").read_text(encoding="utf-8")
-    start = pyproject.index("[tool.mutmut]")
-    end = pyproject.find("\n[", start + 1)
     files = ", ".join(f'"policies/{p}.py"' for p in SAFE)
-    pyproject = (
-        pyproject[:start] + MUTMUT_SECTION.format(files=files) + pyproject[end + 1 if end != -1 else len(pyproject) :]
-    )
+    pyproject, found = MUTMUT_TABLE.subn(lambda _: MUTMUT_SECTION.format(files=files) + "\n", pyproject, count=1)
+    if not found:
+        raise SystemExit("mutate_policies: pyproject.toml has no [tool.mutmut] table; fix: restore it from git")
     (copy / "pyproject.toml").write_text(pyproject, encoding="utf-8")
     (copy / "tests" / "test_safe_policies_judged.py").write_text(JUDGED_TEST, encoding="utf-8")
 
 
 def survivors(copy: Path, mutmut: str) -> tuple[list[str], dict[str, int]]:
     """The surviving mutants' names, and how many mutants ended each way."""
-    listed = subprocess.run([mutmut, "results", "--all", "true"], cwd=copy, capture_output=True, text=True).stdout
+    done = subprocess.run([mutmut, "results", "--all", "true"], cwd=copy, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"mutate_policies: `mutmut results` failed: {done.stderr.strip()[-500:]}")
+    listed = done.stdout
     status: dict[str, int] = {}
     names = []
     for line in listed.splitlines():
@@ -177,9 +181,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         prepare(copy)
         print(f"mutating {', '.join(SAFE)} in {copy} ...", file=sys.stderr)
-        subprocess.run(
-            [mutmut, "run", "--max-children", str(args.jobs)], cwd=copy, stdout=subprocess.DEVNULL, check=True
-        )
+        run = subprocess.run([mutmut, "run", "--max-children", str(args.jobs)], cwd=copy, stdout=subprocess.DEVNULL)
+        if run.returncode != 0:
+            print(f"mutate_policies: `mutmut run` failed (exit {run.returncode}); see above", file=sys.stderr)
+            return 1
         names, status = survivors(copy, mutmut)
         print(f"{sum(status.values())} mutants: " + ", ".join(f"{n} {how}" for how, n in sorted(status.items())))
         shares = []
@@ -189,7 +194,15 @@ def main(argv: list[str] | None = None) -> int:
             command = [sys.executable, str(Path(__file__).resolve()), "--inside", str(share)]
             command += ["--explore-depth", str(args.explore_depth)]
             shares.append(subprocess.Popen(command, cwd=copy / "mutants", stdout=subprocess.PIPE, text=True))
-        rows = [json.loads(line) for p in shares for line in p.communicate()[0].splitlines() if line.startswith("{")]
+        outputs = [p.communicate()[0] for p in shares]
+        rows = [json.loads(line) for out in outputs for line in out.splitlines() if line.startswith("{")]
+        if any(p.returncode != 0 for p in shares) or len(rows) != len(names):
+            print(
+                f"mutate_policies: {len(names) - len(rows)} of {len(names)} survivors were not run over the cases "
+                "(a share's process failed; see above)",
+                file=sys.stderr,
+            )
+            return 1
         rows.sort(key=lambda r: r["mutant"])
         for r in rows:
             change = " ".join(f"{m} {v:+g}" for m, v in r["change"].items() if v)
