@@ -18,7 +18,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import InputError, RunFailed
 from harness.limits import CASE_TIMEOUT_MAX_S, COMPACT_ABOVE, DEFAULT_CASE_TIMEOUT_S, SEED_COUNT_MAX
@@ -66,6 +66,23 @@ FINDINGS_SHOWN = 10
 
 
 class _Parser(argparse.ArgumentParser):
+    """One-line usage errors, and no abbreviated options: ``check --seed 5`` would otherwise quietly be
+    ``--seed-count 5`` (every reproduce command says ``--seed N`` for one seed)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        """As argparse's, but words left over are refused by the command they were given to, so the fix names
+        that command's help."""
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            commands = next((a.choices for a in self._actions if isinstance(a, argparse._SubParsersAction)), {})
+            command = commands.get(str(getattr(parsed, "command", "")), self)
+            command.error(f"unrecognized arguments: {' '.join(extra)}")
+        return parsed
+
     def error(self, message: str) -> None:  # type: ignore[override]
         command = " ".join(self.prog.split()[1:])
         where = f"python -m harness {command} --help" if command else "python -m harness --help"
@@ -301,7 +318,7 @@ def _parser(defaults: bool = True) -> argparse.ArgumentParser:
         "run_dir",
         type=_path,
         metavar="RUN_DIR",
-        help="a run folder, Polyaxon offline root, or folder of downloaded recovery.json files",
+        help="a folder written by 'harness run', or a folder of recovery.json files",
     )
     sub.add_parser("list", help="show policies, scenarios and fault boundaries")
     schema = sub.add_parser("schema", help="print the JSON Schema of recovery.json")
@@ -340,7 +357,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             os.chdir(request.cwd)
             return _plan_and_run(_parser().parse_args(request.argv), hold, created=False)
         if args.junit:
-            check_junit_path(args.junit)
+            check_junit_path(args.junit, args.resume)
         resumed = resume_grid(
             args.resume,
             progress=None if args.quiet else _progress,
@@ -355,7 +372,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return _ran(args, resumed, plan)
     created = args.out is None or not args.out.exists()
     if args.junit:
-        check_junit_path(args.junit)
+        check_junit_path(args.junit, args.out)
     return _plan_and_run(args, begin(args.out, argv), created)
 
 
@@ -683,7 +700,7 @@ def _check(args: argparse.Namespace) -> int:
     if len(args.policy) > 1:
         raise UsageError("--policy given more than once: check gates one policy; fix: run check once per policy")
     if args.junit:
-        check_junit_path(args.junit)
+        check_junit_path(args.junit, args.out)
     concurrency, lowered = _within_cores(args.concurrency, args.force_concurrency)
     if lowered is not None:
         lowered()
@@ -737,10 +754,16 @@ def _replay(case: Path) -> int:
 def _report(run_dir: Path) -> int:
     from harness.present.html_report import write_report
     from harness.run import UsageError
+    from harness.run.folder import in_use
     from harness.run.pictures import draw_timelines
 
     if not run_dir.is_dir():
         raise UsageError(f"{run_dir}: not a folder; fix: give a folder written by 'harness run'")
+    if in_use(run_dir):
+        raise UsageError(
+            f"{run_dir}: a harness run is still writing it; fix: wait for that run to end (it writes its own "
+            "report.html unless given --no-report), then run this again"
+        )
 
     def draw(paths: Sequence[Path]) -> None:
         print(f"drawing {len(paths)} {'timeline' if len(paths) == 1 else 'timelines'}...", file=sys.stderr)

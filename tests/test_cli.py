@@ -329,7 +329,6 @@ def test_progress_is_a_line_per_piece_saying_which_seeds(tmp_path: Path, capsys:
     [
         (["--tracking", "none"], "--tracking"),
         (["--tracking", "offline"], "--tracking"),  # the default, given: still not the run's to change
-        (["--trac", "none"], "--tracking"),  # an abbreviation is the option it abbreviates
         (["--project", "me/other"], "--project"),
         (["--force-concurrency"], "--force-concurrency"),
         (["--records", "auto"], "--records"),

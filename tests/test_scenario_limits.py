@@ -257,9 +257,9 @@ def test_the_readme_documents_the_caps() -> None:
 @pytest.mark.parametrize(
     ("old", "new", "expected"),
     [
-        ("nth: 1}", "nth: true}", "field 'faults.0.response_lost.nth': Input should be a valid integer; fix: write a whole"),
-        ("nth: 1}", 'nth: "1"}', "field 'faults.0.response_lost.nth': Input should be a valid integer; fix: write a whole"),
-        ("nth: 1}", "nth: 1.0}", "field 'faults.0.response_lost.nth': Input should be a valid integer"),
+        ("nth: 1}", "nth: true}", "field 'faults.0.nth': Input should be a valid integer; fix: write a whole"),
+        ("nth: 1}", 'nth: "1"}', "field 'faults.0.nth': Input should be a valid integer; fix: write a whole"),
+        ("nth: 1}", "nth: 1.0}", "field 'faults.0.nth': Input should be a valid integer"),
         ("revision: 17,", 'revision: "17",', "field 'task.revision': Input should be a valid integer"),
         ("action_id: a73", "action_id: a73\ndestination: {fencing: 'yes'}", "field 'destination.fencing': Input should"
          " be a valid boolean; fix: write true or false, without quotes"),

@@ -72,11 +72,30 @@ def junit_xml(suites: Sequence[Suite], name: str = "recovery-harness") -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def check_junit_path(path: Path) -> None:
-    """Refuse, before anything runs, a ``--junit`` path that cannot be written as a file."""
+def check_junit_path(path: Path, out: Path | None = None) -> None:
+    """Refuse, before anything runs, a ``--junit`` path that cannot be written as a file, or whose writing would
+    destroy a file that is not a JUnit report: one that exists, or (inside ``out``, the folder the run writes)
+    one the run is about to write. The run writes no ``.xml`` file, so a name ending in ``.xml`` is safe there."""
     if path.is_dir():
         raise UsageError(f"--junit {path}: is a folder; fix: give a file name, such as {path / 'junit.xml'}")
+    if out is not None and path.suffix.lower() != ".xml" and path.resolve().is_relative_to(out.resolve()):
+        raise UsageError(
+            f"--junit {path}: inside the run's folder {out}, where it could replace a file the run writes; fix: give "
+            f"a name ending in .xml, such as {out / 'junit.xml'}"
+        )
+    if path.is_file() and not _is_junit(path):
+        raise UsageError(f"--junit {path}: exists and is not a JUnit report; fix: give a new file name, or remove it")
     check_writable(path, "--junit")
+
+
+def _is_junit(path: Path) -> bool:
+    """Whether an existing file is a JUnit report (a previous run's, which a run may write over)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False
+    return b"<testsuite" in head
 
 
 def write_junit(path: Path, suites: Sequence[Suite]) -> None:

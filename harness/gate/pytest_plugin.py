@@ -109,6 +109,11 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"harness: {exc}") from None
     config.stash[_CASES] = cases
     out: str | None = config.getoption("harness_out")
+    if out and Path(out).is_dir() and any(Path(out).iterdir()):
+        # As `harness check --out`: repro files never mix with what another run left there.
+        raise pytest.UsageError(f"--harness-out {out} is not empty; fix: give a new or empty folder")
+    if out and Path(out).exists() and not Path(out).is_dir():
+        raise pytest.UsageError(f"--harness-out {out} is a file, not a folder; fix: give a new or empty folder")
     config.stash[_REPROS] = ReproFolder(Path(out) if out else None, prefix="harness-pytest-")
 
 

@@ -28,7 +28,7 @@ from harness.model import MANIFEST
 from harness.run.plan import Cell, Grid, UsageError
 from harness.version import __version__
 
-__all__ = ["REQUEST", "Claim", "Manifest", "Request", "claim", "fingerprints", "stray_temporaries"]
+__all__ = ["REQUEST", "Claim", "Manifest", "Request", "claim", "fingerprints", "in_use", "stray_temporaries"]
 
 _LOCK = ".lock"
 #: The command line a run was started with, written the moment its folder is claimed (before the grid is
@@ -67,6 +67,21 @@ def claim(out: Path, fresh: bool) -> Claim:
         handle.close()
         raise UsageError(f"output folder {out} is not empty; fix: pass another --out")
     return Claim(out, handle)
+
+
+def in_use(out: Path) -> bool:
+    """Whether a harness run holds the folder now (without taking it, and without writing in it)."""
+    try:
+        handle = open(out / _LOCK, encoding="utf-8")  # noqa: SIM115 (closed below)
+    except OSError:
+        return False  # no lock file: no run ever held it (or it cannot be read, and no run could take it either)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        handle.close()  # closing releases a shared lock taken
+    return False
 
 
 @dataclass(frozen=True, slots=True)

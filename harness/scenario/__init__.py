@@ -25,6 +25,7 @@ from harness.scenario.faults import (
     FaultBase,
     Side,
 )
+from harness.scenario.messages import locate, number_fix, placement_fix, quote_fix
 from harness.scenario.operator import ChangeTask, EventRef, ExpireApproval, OperatorEvent, RequestCancel, Trigger
 from harness.scenario.specs import (
     SAFE_NAME,
@@ -204,8 +205,16 @@ _TAGS = {
 
 def _one_line(path: Path, error: ValidationError) -> str:
     first, meant = _misspelled(error) or (error.errors()[0], None)
-    field = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    # The path as the file has it: pydantic's holds each tagged entry's tag too (faults.0.response_lost.nth).
+    where, models = locate(Scenario, first["loc"])
+    field = ".".join(str(part) for part in where) or "(top level)"
     fix = _FIXES.get(first["type"], "correct the value")
+    if first["type"] == "extra_forbidden":
+        fix = placement_fix(where, models) or fix
+    elif first["type"] in ("float_type", "int_type"):
+        fix = number_fix(first["type"], first.get("input")) or fix
+    elif first["type"] == "string_type":
+        fix = quote_fix(where, first.get("input")) or fix
     # A misspelt field is also a missing one: that is one mistake, not two.
     others = error.error_count() - 1 - (meant is not None)
     more = f" (+{others} more)" if others > 0 else ""
@@ -333,9 +342,13 @@ VARIANT = "@"
 
 
 def scenario_cases(spec: str, directory: Path | None = None) -> tuple[tuple[str, Scenario], ...]:
-    """The (spec, scenario) pairs a scenario spec stands for: one per variant (``SPEC@variant`` picks one)."""
+    """The (spec, scenario) pairs a scenario spec stands for: one per variant (``SPEC@variant`` picks one, and so
+    does the case's name as the harness prints it, ``SPEC-variant``, for a shipped scenario)."""
     base, sep, chosen = spec.rpartition(VARIANT)
     if not sep:
+        printed = _printed_case(spec, directory)
+        if printed is not None:
+            return (printed,)
         base = spec
     scenario = load_scenario(resolve_scenario(base, directory))
     variants = scenario.variants()
@@ -353,6 +366,33 @@ def scenario_cases(spec: str, directory: Path | None = None) -> tuple[tuple[str,
     return picked
 
 
+def _printed_case(spec: str, directory: Path | None) -> tuple[str, Scenario] | None:
+    """The case a shipped scenario's variant is printed as (tables, ``summary.csv`` and case folders name it
+    ``<scenario>-<variant>``), as ``scenario_cases`` gives it for ``<scenario>@<variant>``; ``None`` when ``spec``
+    names a scenario itself, or looks like no scenario's case. Only when no scenario is named ``spec`` are the
+    scenarios whose names it extends past a '-' read. A name like a case of one but of no case of it is refused
+    with that scenario's cases."""
+    directory = directory or default_scenario_dir()
+    if is_scenario_path(spec) or "-" not in spec or (directory / f"{spec}.yaml").is_file():
+        return None
+    cases: list[tuple[str, Scenario]] = []
+    for base in list_scenarios(directory):
+        if spec.startswith(f"{base}-"):
+            try:
+                variants = load_scenario(directory / f"{base}.yaml").variants()
+            except ScenarioError:
+                continue  # named as it is, the scenario's own error says what is wrong with it
+            if len(variants) > 1:
+                cases += [(f"{base}{VARIANT}{v.name.removeprefix(base + '-')}", v) for v in variants]
+    found = [case for case in cases if case[1].name == spec]
+    if len(found) == 1:
+        return found[0]
+    if cases:
+        names = ", ".join(case_spec for case_spec, _ in (found or cases))
+        raise ScenarioError(f"unknown scenario '{shown(spec)}'; fix: use one of {names}")
+    return None
+
+
 def is_scenario_path(spec: str) -> bool:
     """Whether a scenario spec (without its ``@variant``) names a YAML file rather than a shipped scenario."""
     return spec.endswith((".yaml", ".yml")) or "/" in spec
@@ -365,6 +405,9 @@ def resolve_scenario(spec: str, directory: Path | None = None) -> Path:
     directory = directory or default_scenario_dir()
     path = directory / f"{spec}.yaml"
     if not path.is_file():
+        printed = _printed_case(spec, directory)
+        if printed is not None:  # scenario_cases takes this spelling; a path is a whole scenario's
+            raise ScenarioError(f"'{shown(spec)}' names a case, not a scenario; fix: write {shown(printed[0])}")
         known = ", ".join(list_scenarios(directory)) or "(none)"
         raise ScenarioError(f"unknown scenario '{shown(spec)}'; fix: use one of {known}, or a path to a YAML file")
     return path

@@ -1,0 +1,116 @@
+"""Refusals a user meets at the command line: no abbreviated options, a --junit that would destroy another file,
+a report of a folder a run is still writing, and the pytest plugin's --harness-out that is not empty. Each is
+one line on stderr, exit 2 (4 for pytest's own usage errors), and nothing written."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.run.folder import claim, in_use
+
+ONE_CASE = ["--policy", "reconcile_and_reauthorize", "--scenario", "lost_response", "--seed-count", "1"]
+
+
+def _refused(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    """Run the command line; return its one stderr line, having checked it exited 2 and printed nothing else."""
+    try:
+        status = main(argv)
+    except SystemExit as exc:  # argparse's refusals leave through its exit
+        status = exc.code  # type: ignore[assignment]
+    out, err = capsys.readouterr()
+    assert status == 2 and out == "", (status, out, err)
+    assert len(err.splitlines()) == 1, err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        # `check` has no --seed: it must not quietly become --seed-count (five seeds, not seed 5).
+        (["check", "--policy", "retry_new_key", "--seed", "5"], "unrecognized arguments: --seed 5"),
+        (["run", "--seed-c", "2"], "unrecognized arguments: --seed-c 2"),
+        (["explore", "--seed", "2"], "unrecognized arguments: --seed 2"),
+    ],
+)
+def test_an_abbreviated_option_is_refused_by_its_command(
+    capsys: pytest.CaptureFixture[str], argv: list[str], says: str
+) -> None:
+    err = _refused(capsys, argv)
+    assert says in err and f"fix: see 'python -m harness {argv[0]} --help'" in err, err
+
+
+def test_run_refuses_a_junit_that_would_replace_one_of_its_own_files(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    argv = ["run", *ONE_CASE, "--tracking", "none", "--no-report", "--out", str(out)]
+    err = _refused(capsys, [*argv, "--junit", str(out / "summary.csv")])
+    assert f"--junit {out / 'summary.csv'}: inside the run's folder" in err
+    assert f"fix: give a name ending in .xml, such as {out / 'junit.xml'}" in err
+    assert not out.exists()
+    # A name ending in .xml there is fine: the run writes no such file.
+    assert main([*argv, "--junit", str(out / "junit.xml")]) == 0
+    assert (out / "summary.csv").read_text(encoding="utf-8").startswith("policy,")
+    assert b"<testsuite" in (out / "junit.xml").read_bytes()
+
+
+def test_a_junit_over_a_file_that_is_not_a_junit_report_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    other = tmp_path / "summary.csv"
+    other.write_text("policy,scenario\n", encoding="utf-8")
+    err = _refused(capsys, ["check", *ONE_CASE, "--junit", str(other)])
+    assert f"--junit {other}: exists and is not a JUnit report; fix:" in err
+    assert other.read_text(encoding="utf-8") == "policy,scenario\n"
+    # A JUnit report from an earlier run is written over, as CI jobs that keep one path expect.
+    earlier = tmp_path / "junit.xml"
+    earlier.write_text('<?xml version="1.0"?>\n<testsuites name="old"/>\n', encoding="utf-8")
+    assert main(["check", *ONE_CASE, "--junit", str(earlier)]) == 0
+    assert 'name="old"' not in earlier.read_text(encoding="utf-8")
+    capsys.readouterr()
+
+
+def test_report_refuses_a_folder_a_run_is_still_writing(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert main(["run", *ONE_CASE, "--tracking", "none", "--no-report", "--quiet", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert not in_use(out)
+    hold = claim(out, fresh=False)  # as the run that writes it holds it
+    try:
+        assert in_use(out)
+        err = _refused(capsys, ["report", str(out)])
+        assert f"{out}: a harness run is still writing it; fix: wait for that run to end" in err
+        assert not (out / "report.html").exists()
+    finally:
+        hold.release()
+    assert not in_use(out)
+    assert main(["report", str(out)]) == 0
+    assert (out / "report.html").is_file()
+    capsys.readouterr()
+
+
+def test_in_use_writes_nothing_in_a_folder_no_run_ever_held(tmp_path: Path) -> None:
+    assert not in_use(tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_pytest_plugin_refuses_a_harness_out_that_is_not_empty(tmp_path: Path) -> None:
+    out = tmp_path / "repros"
+    out.mkdir()
+    (out / "kept.txt").write_text("someone's file\n", encoding="utf-8")
+    plugin = ["--harness-policy", "retry_new_key", "--harness-scenario", "lost_response", "--harness-seed-count", "1"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin, "--harness-out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert f"--harness-out {out} is not empty; fix: give a new or empty folder" in proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["kept.txt"]

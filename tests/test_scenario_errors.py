@@ -1,0 +1,194 @@
+"""A refused scenario names the field as the file has it and a fix that works: how to write a number YAML reads
+as one, to quote text YAML reads as a number, where a setting put at the wrong level belongs, and a case may be
+selected by the name the harness prints for it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import SCENARIO_DIR
+
+from harness.cli import main
+from harness.scenario import Scenario, ScenarioError, load_scenario, resolve_scenario, scenario_cases
+from harness.scenario.faults import CONNECTOR_PHASES
+from harness.scenario.messages import _model
+
+BASE = (SCENARIO_DIR / "lost_response.yaml").read_text()
+
+
+def write(tmp_path: Path, old: str, new: str) -> Path:
+    assert old in BASE
+    path = tmp_path / "lost_response.yaml"
+    path.write_text(BASE.replace(old, new, 1), encoding="utf-8")
+    return path
+
+
+def error_for(path: Path) -> str:
+    """What follows the file's name in the one-line message loading ``path`` fails with."""
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    message = str(info.value)
+    assert message.splitlines() == [message] and message.startswith(f"{path}: field '"), message
+    return message.removeprefix(f"{path}: ")
+
+
+DEADLINE = "recovery_deadline_s: 120"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (DEADLINE, "recovery_deadline_s: 1e3", "field 'recovery_deadline_s': Input should be a valid number; fix: write"
+         " 1000.0 or 1.0e+3 (YAML reads 1e3 as text)"),
+        (DEADLINE, "recovery_deadline_s: '1e3'", "field 'recovery_deadline_s': Input should be a valid number; fix:"
+         " write 1000.0 or 1.0e+3 (YAML reads 1e3 as text)"),
+        (DEADLINE, "recovery_deadline_s: 1E-3", "field 'recovery_deadline_s': Input should be a valid number; fix:"
+         " write 0.001 or 1.0e-3 (YAML reads 1E-3 as text)"),
+        (DEADLINE, "recovery_deadline_s: 1.5e3", "field 'recovery_deadline_s': Input should be a valid number; fix:"
+         " write 1500.0 or 1.5e+3 (YAML reads 1.5e3 as text)"),
+        (DEADLINE, "recovery_deadline_s: 1e4", "field 'recovery_deadline_s': Input should be a valid number; fix:"
+         " write 10000.0 or 1.0e+4 (YAML reads 1e4 as text)"),
+        ("nth: 1}", "nth: 1e0}", "field 'faults.0.nth': Input should be a valid integer; fix: write 1 (YAML reads 1e0"
+         " as text)"),
+        # Quoted text that, unquoted, YAML reads as a number, and text that is no number: the fix stays.
+        (DEADLINE, "recovery_deadline_s: '120'", "field 'recovery_deadline_s': Input should be a valid number; fix:"
+         " write a number, without quotes"),
+        (DEADLINE, "recovery_deadline_s: soon", "field 'recovery_deadline_s': Input should be a valid number; fix:"
+         " write a number, without quotes"),
+        ("nth: 1}", "nth: 1.5e0}", "field 'faults.0.nth': Input should be a valid integer; fix: write a whole number,"
+         " without quotes"),
+    ],
+)  # fmt: skip
+def test_a_number_yaml_reads_as_text_is_told_how_to_write_it(tmp_path: Path, old: str, new: str, expected: str) -> None:
+    """YAML 1.1 reads 1e3 as text (a number needs a dot and a signed exponent): "without quotes" would not help."""
+    assert error_for(write(tmp_path, old, new)) == expected
+
+
+@pytest.mark.parametrize("written", ["1000.0", "1.0e+3"])
+def test_the_numbers_the_fix_suggests_are_read_as_numbers(tmp_path: Path, written: str) -> None:
+    """Each spelling the fix for 1e3 suggests loads, as 1000 seconds."""
+    path = write(tmp_path, DEADLINE, f"recovery_deadline_s: {written}")
+    assert load_scenario(path).recovery_deadline_s == 1000.0
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ('revision: "1"', "revision: 1", "field 'revision': Input should be a valid string; fix: quote it: revision:"
+         ' "1"'),
+        ('revision: "1"', "revision: 1.5", "field 'revision': Input should be a valid string; fix: quote it: revision:"
+         ' "1.5"'),
+        ('revision: "1"', "revision: 2024-01-02", "field 'revision': Input should be a valid string; fix: quote it:"
+         ' revision: "2024-01-02"'),
+        ('revision: "1"', "revision: yes", "field 'revision': Input should be a valid string; fix: quote it (YAML reads"
+         " true, false, yes, no, on and off without quotes as a flag)"),
+        ("action_id: a73", "action_id: a73\ndestination: {reject_models: [7]}", "field 'destination.reject_models.0':"
+         ' Input should be a valid string; fix: quote it: "7"'),
+    ],
+)  # fmt: skip
+def test_a_number_where_text_belongs_is_told_to_quote_it(tmp_path: Path, old: str, new: str, expected: str) -> None:
+    """A number, a flag or a date where text belongs: the fix quotes it as written, and the quoted value loads."""
+    assert error_for(write(tmp_path, old, new)) == expected
+    if "quote it: revision:" in expected:
+        fixed = expected.rpartition("quote it: ")[2]
+        assert load_scenario(write(tmp_path, 'revision: "1"', fixed)).revision == fixed.split('"')[1]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("nth: 1}", "nth: -1}", "field 'faults.0.nth': Input should be greater than or equal to 1; fix: correct the"
+         " value"),
+        ("nth: 1}", "nth: 1, delay_s: 2}", "field 'faults.0.delay_s': Extra inputs are not permitted"),
+        # A key spelt like the entry's tag is the file's own: kept.
+        ("nth: 1}", "nth: 1, response_lost: 2}", "field 'faults.0.response_lost': Extra inputs are not permitted"),
+        ("action_id: a73", "action_id: a73\noperator: [{do: request_cancel, when: {at_s: -1}}]", "field"
+         " 'operator.0.when.at_s': Input should be greater than or equal to 0"),
+        ("action_id: a73", "action_id: a73\noperator: [{do: change_task, model: m8, digest: 7, when: {at_s: 1}}]",
+         "field 'operator.0.digest': Input should be a valid string"),
+    ],
+)  # fmt: skip
+def test_a_path_into_a_tagged_list_is_the_files_own(tmp_path: Path, old: str, new: str, expected: str) -> None:
+    """faults[0].nth is shown as faults.0.nth, never with the entry's tag pydantic adds (faults.0.response_lost.nth),
+    in the faults and in the operator events alike."""
+    assert error_for(write(tmp_path, old, new)).startswith(expected)
+
+
+@pytest.mark.parametrize(
+    ("new", "expected"),
+    [
+        ("recoverers: 2", "field 'recoverers': Extra inputs are not permitted; fix: move it under 'worker:'"),
+        ("dispatch_at_s: 1.0", "field 'dispatch_at_s': Extra inputs are not permitted; fix: move it under 'worker:'"),
+        ("ledger_write_s: 0.5", "field 'ledger_write_s': Extra inputs are not permitted; fix: move it under 'worker:'"),
+        ("worker: {recovery_deadline_s: 60}", "field 'worker.recovery_deadline_s': Extra inputs are not permitted; fix:"
+         " move it to the top level"),
+        ("destination: {timeout_s: 3}", "field 'destination.timeout_s': Extra inputs are not permitted; fix: move it"
+         " under 'worker:'"),
+        ("destination: {revision: 3}", "field 'destination.revision': Extra inputs are not permitted; fix: move it to"
+         " the top level or under 'task:'"),
+        ("operator: [{do: request_cancel, at_s: 1, when: {at_s: 1}}]", "field 'operator.0.at_s': Extra inputs are not"
+         " permitted; fix: move it under 'when:' in 'operator.0'"),
+        ("zzz: 3", "field 'zzz': Extra inputs are not permitted; fix: remove it or check its spelling"),
+    ],
+)  # fmt: skip
+def test_a_setting_at_the_wrong_level_says_where_it_belongs(tmp_path: Path, new: str, expected: str) -> None:
+    """An unknown key that is a field of a section (or of an enclosing level) is told to move there."""
+    assert error_for(write(tmp_path, "action_id: a73", f"action_id: a73\n{new}")) == expected
+
+
+def test_every_section_field_at_the_top_level_is_told_its_section(tmp_path: Path) -> None:
+    """Derived from the models, not listed: each field of each section, put at the top level, names its section."""
+    sections = {
+        name: model for name, info in Scenario.model_fields.items() if (model := _model(info.annotation)) is not None
+    }
+    assert {"task", "approval", "destination", "connector", "bridge", "transport", "worker"} <= set(sections)
+    for section, model in sections.items():
+        for field in set(model.model_fields) - set(Scenario.model_fields):
+            message = error_for(write(tmp_path, "action_id: a73", f"action_id: a73\n{field}: 1"))
+            assert message.startswith(f"field '{field}': Extra inputs are not permitted; fix: move it "), message
+            assert f"under '{section}:'" in message, message
+
+
+def test_the_command_line_says_where_a_setting_belongs_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``harness run`` with a worker setting at the top level exits 2 with one line naming the section."""
+    path = write(tmp_path, "action_id: a73", "action_id: a73\nrecoverers: 2")
+    out = tmp_path / "out"
+    status = main(["run", "--policy", "retry_same_key", "--scenario", str(path), "--out", str(out), "--quiet"])
+    err = capsys.readouterr().err
+    assert status == 2 and not out.exists()
+    assert err.count("\n") == 1 and "field 'recoverers'" in err and "fix: move it under 'worker:'" in err, err
+
+
+def test_a_case_is_selected_by_the_name_the_harness_prints() -> None:
+    """Tables, summary.csv and case folders name a case <scenario>-<variant>: that name selects the same case as
+    <scenario>@<variant>."""
+    cases = scenario_cases("connector_crash_points")
+    assert len(cases) == len(CONNECTOR_PHASES)
+    for spec, scenario in cases:
+        assert scenario.name == spec.replace("@", "-")
+        assert scenario_cases(scenario.name) == scenario_cases(spec) == ((spec, scenario),)
+
+
+def test_a_printed_name_of_no_case_lists_the_scenarios_cases() -> None:
+    """A variant misspelt in the printed form is told the scenario's cases, not all sixty scenarios; a name like
+    no scenario's case still lists the scenarios."""
+    with pytest.raises(ScenarioError) as info:
+        scenario_cases("connector_crash_points-after_nothing")
+    names = ", ".join(f"connector_crash_points@{phase}" for phase in CONNECTOR_PHASES)
+    assert str(info.value) == f"unknown scenario 'connector_crash_points-after_nothing'; fix: use one of {names}"
+    with pytest.raises(ScenarioError, match=r"^unknown scenario 'lost_response-x'; fix: use one of absent_then"):
+        scenario_cases("lost_response-x")
+
+
+def test_resolving_a_printed_case_name_gives_its_spelling() -> None:
+    """A scenario path is a whole scenario's (a grid file's scenario, say): a case's printed name is refused with
+    the spelling that selects it."""
+    with pytest.raises(ScenarioError) as info:
+        resolve_scenario("connector_crash_points-after_effect")
+    assert str(info.value) == (
+        "'connector_crash_points-after_effect' names a case, not a scenario; fix: write "
+        "connector_crash_points@after_effect"
+    )
