@@ -301,3 +301,27 @@ def pd_concat_seeds(frame, n):  # type: ignore[no-untyped-def]
         copy["seed"] = copy["seed"] + 1000 * k
         copies.append(copy)
     return pd.concat(copies, ignore_index=True)
+
+
+def test_the_outcome_table_puts_the_longer_list_down_the_side() -> None:
+    """Policies are rows while they are at least as many as the scenarios; with more scenarios than policies (the
+    default grid has sixty scenario cases), scenarios are rows and no line grows with their number."""
+    from harness.present.table import outcome_table
+
+    counts = {
+        ("p1", "s1"): {"correct": 3},
+        ("p1", "s2"): {"correct": 2, "incorrect": 1},
+        ("p2", "s1"): {"incorrect": 3},
+    }
+    wide = outcome_table(counts, ["p1", "p2"], ["s1"]).splitlines()
+    assert wide[0].split() == ["policy", "\\", "scenario", "s1"]
+    assert [line.split() for line in wide[2:]] == [["p1", "correct"], ["p2", "incorrect"]]
+    tall = outcome_table(counts, ["p1", "p2"], ["s1", "s2", "s3"]).splitlines()
+    assert tall[0].split() == ["scenario", "\\", "policy", "p1", "p2"]
+    assert [line.split() for line in tall[2:]] == [
+        ["s1", "correct", "incorrect"],
+        ["s2", "correct:2", "incorrect:1", "-"],
+        ["s3", "-", "-"],
+    ]
+    many = [f"scenario_{i:02d}" for i in range(60)]
+    assert max(len(line) for line in outcome_table({}, ["p1", "p2"], many).splitlines()) < 40

@@ -12,8 +12,10 @@ __all__ = ["outcome_table"]
 def outcome_table(
     counts: Mapping[tuple[str, str], Mapping[str, int]], policies: Sequence[str], scenarios: Sequence[str]
 ) -> str:
-    """A policy x scenario table of outcomes; a cell whose seeds disagree shows each outcome's count (in the
-    order of ``OUTCOMES``, best first)."""
+    """A table of outcomes with a row per policy and a column per scenario, or, when there are more scenarios
+    than policies, a row per scenario and a column per policy (the default grid's sixty scenario columns made
+    lines of 1,700 characters in a CI log). A cell whose seeds disagree shows each outcome's count (in the order
+    of ``OUTCOMES``, best first)."""
 
     def cell(p: str, s: str) -> str:
         found = {o: n for o, n in (counts.get((p, s)) or {}).items() if n}
@@ -23,8 +25,12 @@ def outcome_table(
             return next(iter(found))
         return " ".join(f"{o}:{found[o]}" for o in OUTCOMES if o in found)
 
-    header = ["policy \\ scenario", *scenarios]
-    rows = [[p, *(cell(p, s) for s in scenarios)] for p in policies]
+    if len(scenarios) > len(policies):
+        header = ["scenario \\ policy", *policies]
+        rows = [[s, *(cell(p, s) for p in policies)] for s in scenarios]
+    else:
+        header = ["policy \\ scenario", *scenarios]
+        rows = [[p, *(cell(p, s) for s in scenarios)] for p in policies]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]]
     lines.insert(1, "  ".join("-" * w for w in widths))
