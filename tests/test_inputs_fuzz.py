@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import io
 import itertools
 import json
@@ -27,6 +28,8 @@ from hypothesis import strategies as st
 from harness.cli import main
 from harness.errors import InputError
 from harness.policy import builtin_policy_names
+from harness.run import load_grid, run_case
+from harness.run.files import recovery_json as case_json
 from harness.scenario import NESTING_DEPTH_MAX, list_scenarios, load_scenario
 
 NAMES = list_scenarios(SCENARIO_DIR)
@@ -419,6 +422,9 @@ def replay_arguments(draw: st.DrawFn, workdir: Path) -> tuple[list[str], bool]:
         Path(path).write_text(draw(yaml_soup), encoding="utf-8")
     elif kind == "json":
         record, one_line = draw(recovery_json())
+        if draw(st.booleans()):  # a recorded case with its keys replaced: its reproduce command is read
+            assert isinstance(record, dict)
+            record = {**a_case(), **record}
         path = str(workdir / "recovery.json")
         Path(path).write_text(json.dumps(record), encoding="utf-8")
     else:
@@ -474,9 +480,17 @@ def test_bad_command_lines_exit_2_in_one_line(workdir: Path) -> None:
 # --- tracebacks the fuzzing found outside the scenario loader, not fixed here (harness/run/replay.py) -----------
 
 
-def _recorded(workdir: Path, record: object) -> Path:
+@functools.cache
+def a_case() -> dict[str, Any]:
+    """A case as ``harness run`` writes it: replay reads a reproduce command only of a case the loader reads."""
+    (case,) = load_grid(["retry_same_key"], ["lost_response"], [1]).cases
+    return dict(json.loads(case_json(run_case(case)[0])))
+
+
+def _recorded(workdir: Path, record: dict[str, Any]) -> Path:
+    """A recorded case whose keys ``record`` replaces."""
     path = workdir / "known.json"
-    path.write_text(json.dumps(record), encoding="utf-8")
+    path.write_text(json.dumps({**a_case(), **record}), encoding="utf-8")
     return path
 
 

@@ -195,12 +195,15 @@ def test_a_finding_of_a_policy_that_behaves_still_replays_the_same(flaky: Path, 
 def test_a_reproduce_with_a_bad_case_timeout_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], budget: str
 ) -> None:
-    """The budget is read from the reproduce command, so a bad one is bad input, said in one line."""
+    """The budget is read from the reproduce command, so a bad one is bad input, said in one line (of a case
+    the loader reads: a file of another shape is refused before its reproduce command is read)."""
     path = tmp_path / "recovery.json"
     reproduce = (
         f"python -m harness run --policy retry_same_key --scenario lost_response --seed 1 --case-timeout {budget}"
     )
-    path.write_text(json.dumps({"reproduce": reproduce.strip()}), encoding="utf-8")
+    (case,) = load_grid(["retry_same_key"], ["lost_response"], [1]).cases
+    record = json.loads(recovery_json(run_case(case)[0]))
+    path.write_text(json.dumps({**record, "reproduce": reproduce.strip()}), encoding="utf-8")
     assert main(["replay", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "field 'reproduce': --case-timeout" in err, err

@@ -3,8 +3,13 @@
     python tools/compare_cases.py BEFORE_RUN AFTER_RUN
 
 Prints how many cases are byte-identical, then every differing path (timeline entries named by their event)
-with how many cases differ there: "added", "removed", a changed value, or a changed key order. Exits 1 when
-the two runs hold different sets of cases.
+with how many cases differ there: "added", "removed", a changed value, or a changed key order. The copies a
+run keeps under ``polyaxon/`` are left out.
+
+Exit statuses: 0 the runs hold the same cases (however many differ in content), 1 they hold different sets of
+cases, 2 bad usage (not two arguments: this text is printed) or bad input, said in one line on stderr: no
+such folder, a file, a folder that holds no recovery.json (a run whose cases are all compact records has none:
+run it with ``--records full``), or a recovery.json that cannot be read or is not JSON.
 """
 
 from __future__ import annotations
@@ -42,24 +47,70 @@ def differences(before: Any, after: Any, path: str, found: Counter[str]) -> None
         found[f"{path} value"] += 1
 
 
+class BadInput(Exception):
+    """Input this tool cannot compare; the message is one line naming the path and the fix."""
+
+
+def cases_in(run: Path) -> list[Path]:
+    """The recovery.json files of a run folder, relative to it (its ``polyaxon/`` copies left out); raise
+    ``BadInput`` for a path that is not a folder holding at least one."""
+    if not run.exists():
+        raise BadInput(f"{run}: no such folder; fix: give a run folder written by 'harness run'")
+    if not run.is_dir():
+        raise BadInput(f"{run}: a file, not a folder; fix: give a run folder written by 'harness run'")
+    found = sorted(p.relative_to(run) for p in run.rglob("recovery.json"))
+    found = [rel for rel in found if "polyaxon" not in rel.parts]
+    if not found:
+        compact = next(run.rglob("records-*.jsonl.gz"), None) is not None
+        why = (
+            "its cases are compact records only; fix: run it again with --records full"
+            if compact
+            else "fix: give a run folder written by 'harness run' (its cases/<policy>/<scenario>/seed-<n>/)"
+        )
+        raise BadInput(f"{run}: holds no recovery.json; {why}")
+    return found
+
+
+def read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot be read ({exc.strerror or exc}); fix: make it readable") from None
+
+
+def parsed(path: Path, text: bytes) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else " ".join(str(exc).split())[:120]
+        raise BadInput(f"{path}: not JSON ({reason}); fix: give the recovery.json 'harness run' wrote") from None
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
     before, after = Path(argv[0]), Path(argv[1])
-    cases = sorted(p.relative_to(before) for p in before.rglob("recovery.json") if "polyaxon" not in p.parts)
-    other = sorted(p.relative_to(after) for p in after.rglob("recovery.json") if "polyaxon" not in p.parts)
+    try:
+        return compare(before, after)
+    except BadInput as exc:
+        print(f"compare_cases: {exc}", file=sys.stderr)
+        return 2
+
+
+def compare(before: Path, after: Path) -> int:
+    cases, other = cases_in(before), cases_in(after)
     if cases != other:
         print(f"the runs hold different cases: {len(cases)} before, {len(other)} after")
         return 1
     found: Counter[str] = Counter()
     same = 0
     for rel in cases:
-        old, new = (before / rel).read_bytes(), (after / rel).read_bytes()
+        old, new = read(before / rel), read(after / rel)
         if old == new:
             same += 1
         else:
-            differences(json.loads(old), json.loads(new), "", found)
+            differences(parsed(before / rel, old), parsed(after / rel, new), "", found)
     print(f"{same}/{len(cases)} recovery.json byte-identical")
     for where, count in sorted(found.items()):
         print(f"  {count:5d} cases  {where}")

@@ -25,14 +25,22 @@ from harness.gate.repro import ReproFolder
 from harness.limits import DEFAULT_CASE_TIMEOUT_S
 from harness.model import CaseReport
 from harness.policy import Policy, builtin_policy_names, load_policy
-from harness.run import GridOptions, load_grid, plan_cells, run_case, run_grid
+from harness.run import GridOptions, GridSummary, load_grid, plan_cells, run_case, run_grid
 from harness.run.files import read_reports
 from harness.run.plan import Case, UsageError
 from harness.scenario import list_scenarios
 from harness.seeds import DEFAULT_SEEDS, SEED_MAX
 from harness.version import __version__
 
-__all__ = ["CheckOptions", "CheckSummary", "assert_recovers", "check_policy", "grid_suites", "judge_reports"]
+__all__ = [
+    "CheckOptions",
+    "CheckSummary",
+    "assert_recovers",
+    "check_policy",
+    "coverage_notes",
+    "grid_suites",
+    "judge_reports",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,11 +119,7 @@ def check_policy(
     summary = run_grid(plan, GridOptions(out=out, tracking="none", report=False, case_timeout_s=options.case_timeout_s))
     cases = judge_reports(read_reports(summary.out), grid.cases, ReproFolder(out / "repro"))
     elapsed_s = time.perf_counter() - started
-    notes = [
-        f"note: scenario {c.scenario} declares fault {c.fault}, which fired in no case of {policy.name} (its site "
-        f"was reached in {c.reached} cases): that scenario tested nothing of this fault for this policy"
-        for c in summary.unfired
-    ]
+    notes = coverage_notes(summary, policy.name)
     explored: tuple[GateCase, ...] = ()
     explore_elapsed_s, schedules = 0.0, 0
     if options.explore:
@@ -149,6 +153,29 @@ def check_policy(
         schedules=schedules,
         seeds=tuple(options.seeds),
     )
+
+
+def coverage_notes(summary: GridSummary, policy: str) -> list[str]:
+    """One note per declared fault that fired in no case of ``policy`` that finished. A case that ended in
+    ``harness_error`` has unknown coverage (its worker may have died after the fault fired): a fault of a scenario
+    whose every case did is not noted, and one of a scenario where some did is noted over the others only."""
+    notes = []
+    for c in summary.unfired:
+        finished, failed = summary.finished(c.scenario)
+        if not finished:
+            continue
+        if not failed:
+            notes.append(
+                f"note: scenario {c.scenario} declares fault {c.fault}, which fired in no case of {policy} (its site "
+                f"was reached in {c.reached} cases): that scenario tested nothing of this fault for this policy"
+            )
+            continue
+        notes.append(
+            f"note: scenario {c.scenario} declares fault {c.fault}, which fired in none of the {finished} cases of "
+            f"{policy} that finished (its site was reached in {c.reached} of them); not counted: {failed} that ended "
+            "in harness_error, whose coverage is unknown"
+        )
+    return notes
 
 
 def judge_reports(

@@ -35,7 +35,8 @@ from typing_extensions import TypedDict
 
 from harness.check.registry import METRIC_NAMES, METRICS, PROPERTIES, by_name
 from harness.errors import wrong_field
-from harness.model import MANIFEST, OUTCOMES, RECORDS_GLOB, RUN_RECORD, SCHEMA_VERSION, CaseReport
+from harness.model import MANIFEST, OUTCOMES, RECORDS_GLOB, RUN_RECORD
+from harness.present.shape import INPUT_COLUMNS, MalformedCase, checked_case
 
 __all__ = [
     "INPUT_COLUMNS",
@@ -59,25 +60,8 @@ __all__ = [
     "wilson_interval",
 ]
 
-INPUT_COLUMNS = ("policy", "policy_revision", "scenario", "scenario_revision", "seed", "task_id", "action_id")
 #: pandas' nullable dtype for each kind of metric value: an unknown value stays <NA>, never 0.
 _DTYPES = {"count": "Int64", "flag": "boolean", "duration": "Float64"}
-_REQUIRED = ("schema_version", *INPUT_COLUMNS, "outcome", "verdict", "metrics", "unknown")
-#: What a row reads of a case, with the types the report gives them and each metric's by its kind: a case of
-#: another shape (a hand-edited file, a tool's own) is skipped with the field that is wrong, not made into a row
-#: that breaks a table or the page. Other keys are not read, and not kept.
-_READ = (*INPUT_COLUMNS, "outcome", "verdict", "unknown", "anomalies", "attempts", "reproduce", "error")
-_VALUE_TYPES: dict[str, type] = {"count": int, "flag": bool, "duration": float}
-_Metrics = TypedDict(  # type: ignore[misc]
-    "_Metrics", {m.name: _VALUE_TYPES[m.value] | None for m in METRICS}, total=False
-)
-_SHAPE: TypeAdapter[dict[str, Any]] = TypeAdapter(
-    TypedDict(  # type: ignore[operator]
-        "_Case",
-        {"metrics": _Metrics, **{name: CaseReport.model_fields[name].annotation for name in _READ}},
-        total=False,
-    )
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,18 +280,10 @@ def load(
                 skipped.append(Skipped(path, f"malformed: {type(exc).__name__}: {str(exc)[:120]}"))
                 continue
             for data, where, digest in found:
-                if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
-                    version = data.get("schema_version") if isinstance(data, dict) else None
-                    skipped.append(Skipped(where, f"schema_version {version!r}, expected {SCHEMA_VERSION}"))
-                    continue
-                missing = [key for key in _REQUIRED if key not in data]
-                if missing:
-                    skipped.append(Skipped(where, f"missing keys: {', '.join(missing)}"))
-                    continue
                 try:
-                    data = _SHAPE.validate_python(data)
-                except ValidationError as exc:
-                    skipped.append(Skipped(where, f"malformed: {wrong_field(exc)}"))
+                    data = checked_case(data)
+                except MalformedCase as exc:
+                    skipped.append(Skipped(where, str(exc)))
                     continue
                 key = (
                     data["policy"],

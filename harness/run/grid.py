@@ -140,8 +140,21 @@ class GridSummary:
 
     @property
     def unfired(self) -> tuple[FaultCoverage, ...]:
-        """Declared faults that fired in no case of the run: scenarios that tested nothing they claim to."""
+        """Declared faults that fired in no case of the run: scenarios that tested nothing they claim to. Counted
+        over the cases that finished (``finished``): a fault listed here may have fired in a case that ended in
+        harness_error, which is why a run with any exits 1 (before 4) and says to mend those first."""
         return tuple(c for c in self.coverage if c.fired == 0)
+
+    def finished(self, scenario: str) -> tuple[int, int]:
+        """How many cases of ``scenario`` (over every policy run on it) finished, and how many ended in
+        ``harness_error``. The latter count toward no fault's ``reached`` or ``fired``: their worker may have died
+        after a fault fired, so their coverage is unknown and a fault's counts are over the cases that finished."""
+        cases = errors = 0
+        for (_, name), outcomes in self.counts.items():
+            if name == scenario:
+                cases += sum(outcomes.values())
+                errors += outcomes["harness_error"]
+        return cases - errors, errors
 
 
 def check_project(project: str) -> None:

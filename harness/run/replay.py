@@ -4,7 +4,9 @@ CASE is a ``recovery.json`` (its ``reproduce`` command says which policy, scenar
 (``records-<piece>.jsonl.gz#seed-<n>``, the path ``load()`` gives the case), or a scenario file written for one
 case (a finding, a repro file: its ``reproduces`` says which policy and seed). The case is re-run; a
 recovery.json or a record must come out byte-identical, and a scenario file must end as it records. Either way
-the timeline is printed as text, faults and the entries that witness an anomaly marked.
+the timeline is printed as text, faults and the entries that witness an anomaly marked. A recovery.json or a
+record that ``load()`` would skip (another schema version, a missing key, a value of the wrong type: the check
+in ``harness.present.shape``) is refused as bad input, in the loader's words, before anything runs.
 
 The case runs in a worker process supervised as ``harness run`` supervises its cases (``harness.run.pool``): a
 policy that never returns is stopped after the case's wall-clock budget (the ``--case-timeout`` its reproduce
@@ -27,6 +29,7 @@ from pathlib import Path
 from harness.errors import InputError
 from harness.limits import CASE_TIMEOUT_MAX_S, DEFAULT_CASE_TIMEOUT_S
 from harness.model import CaseReport
+from harness.present.shape import MalformedCase, checked_case
 from harness.run.case import failed_report, run_case
 from harness.run.files import record_line, recovery_json
 from harness.run.plan import Case, load_grid
@@ -108,6 +111,13 @@ def _seed_of(line: str) -> str | None:
 def _replay_report(
     path: Path, text: str, recorded: object, encode: Callable[[CaseReport], str], supervised: bool
 ) -> Replay:
+    try:  # the loader's own check (load(), harness report): a case it would skip is not run, but refused
+        checked_case(recorded)
+    except MalformedCase as exc:
+        raise InputError(
+            f"{path}: not a case record ({printable(str(exc))[:300]}); fix: give the case file as 'harness run' "
+            "wrote it (its reproduce command writes it again)"
+        ) from None
     reproduce = recorded.get("reproduce") if isinstance(recorded, dict) else None
     if not isinstance(recorded, dict) or not isinstance(reproduce, str):
         raise InputError(f"{path}: field 'reproduce': missing or not text; fix: give a case file")
