@@ -496,12 +496,12 @@ def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> i
         print(f"report: {summary.report_html}")
     if args.junit:
         print(f"junit: {args.junit}")
-    erred = {n.scenario for n in summary.errors}
     for c in summary.unfired:
         # A case the harness could not run reached no fault: that, not the scenario, may be why this one never fired.
+        _, failed = summary.finished(c.scenario)
         fix = (
             "fix: mend the harness errors above first; a case that did not run reached no fault"
-            if c.scenario in erred or summary.error_count > len(summary.errors)
+            if failed
             else "fix: make the fault reachable, or run a policy that reaches it"
         )
         print(

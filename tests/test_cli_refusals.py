@@ -114,3 +114,21 @@ def test_the_pytest_plugin_refuses_a_harness_out_that_is_not_empty(tmp_path: Pat
     assert proc.returncode == 4, proc.stdout + proc.stderr
     assert f"--harness-out {out} is not empty; fix: give a new or empty folder" in proc.stderr
     assert sorted(p.name for p in out.iterdir()) == ["kept.txt"]
+
+
+def test_a_junit_that_is_the_run_folder_itself_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`--out X.xml --junit X.xml` ended after the whole run in an internal error (a folder where the file goes)."""
+    out = tmp_path / "x.xml"
+    err = _refused(capsys, ["check", *ONE_CASE, "--out", str(out), "--junit", str(out)])
+    assert f"--junit {out}: is the run's folder (--out {out}); fix: give another file name" in err
+    assert not out.exists()
+
+
+def test_a_file_that_only_mentions_a_testsuite_is_not_taken_for_a_junit_report(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    notes = tmp_path / "notes.md"
+    notes.write_text("Our reporter reads each <testsuite> element; keep this file.\n", encoding="utf-8")
+    err = _refused(capsys, ["check", *ONE_CASE, "--junit", str(notes)])
+    assert "exists and is not a JUnit report" in err
+    assert notes.read_text(encoding="utf-8").startswith("Our reporter")

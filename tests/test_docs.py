@@ -64,3 +64,49 @@ def test_every_pytest_plugin_option_and_check_exit_status_is_documented() -> Non
     assert options and all(f"`{o}" in section for o in options), options
     for status in ("`0` every case is correct or escalated", "`1` some case is not", "`2` bad usage"):
         assert status in section, status
+
+
+def test_the_policy_example_passes_the_gate_as_the_readme_says(tmp_path: Path) -> None:
+    """The README's own policy, saved where it says and gated as it says, passes every shipped scenario, some of
+    them by accounting for the action (not only by escalating it)."""
+    import csv
+    import os
+    import subprocess
+    import sys
+
+    section = README[README.index("### Writing your own") : README.index("## Scenarios")]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    assert code is not None
+    package = tmp_path / "mypolicies"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "record_or_escalate.py").write_text(code.group(1))
+    spec = "mypolicies.record_or_escalate:POLICY"
+    assert f"--policy {spec}" in " ".join(section.split())
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "check", "--policy", spec, "--seed-count", "1", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+    with open(out / "summary.csv", encoding="utf-8") as handle:
+        outcomes = [row["outcome"] for row in csv.DictReader(handle)]
+    assert len(outcomes) >= len(list_scenarios()) and set(outcomes) == {"correct", "escalated"}
+
+
+def test_every_situation_field_and_command_is_in_the_policy_tables() -> None:
+    """The tables under "Writing your own" name every field and derived value of a Situation and every command."""
+    from harness.model import COMMAND_TYPES
+    from harness.policy import Situation
+
+    section = README[README.index("### Writing your own") : README.index("## Scenarios")]
+    named = set(re.findall(r"`([A-Za-z_]+)(?:\(\))?`", section))
+    derived = {n for n, v in vars(Situation).items() if isinstance(v, property)} | {"observed_receipts"}
+    fields = set(Situation.model_fields) | derived
+    assert fields <= named, sorted(fields - named)
+    commands = {c.__name__ for c in COMMAND_TYPES}
+    assert commands <= named, sorted(commands - named)

@@ -172,3 +172,31 @@ def test_an_unknown_policy_or_scenario_in_a_grid_file_names_the_file_and_field(
         plan_cells(None, None, None, path, None)
     message = str(info.value)
     assert message.startswith(f"{path}: ") and needle in message and "\n" not in message
+
+
+def test_a_grid_file_may_name_a_case_as_the_harness_prints_it(tmp_path: Path) -> None:
+    """`connector_crash_points-after_effect` (the name in tables and summary.csv) is the case
+    `connector_crash_points@after_effect`, in a grid file as on the command line; a variant of no case is refused
+    naming the file and the field."""
+    from harness.run import load_grid
+    from harness.run.plan import plan_cells
+
+    printed = plan_cells(None, None, None, broken(tmp_path, "value: [absent_then_late_original,",
+                         "value: [connector_crash_points-after_effect,"), None)  # fmt: skip
+    chosen = plan_cells(None, None, None, broken(tmp_path, "value: [absent_then_late_original,",
+                        "value: [connector_crash_points@after_effect,"), None)  # fmt: skip
+    assert "connector_crash_points-after_effect" in {c.scenario_spec for c in printed.cells}
+
+    def cases(plan: object) -> list[tuple[str, str]]:
+        cells = plan.cells  # type: ignore[attr-defined]
+        grid = load_grid(sorted({c.policy_spec for c in cells}), [c.scenario_spec for c in cells][:1], [1])
+        return [(c.policy_spec, c.scenario.name) for c in grid.cases]
+
+    assert cases(printed) == cases(chosen)
+    assert ("retry_same_key", "connector_crash_points-after_effect") in cases(printed)
+    with pytest.raises(GridFileError) as info:
+        plan_cells(None, None, None, broken(tmp_path, "value: [absent_then_late_original,",
+                   "value: [connector_crash_points-no_such_phase,"), None)  # fmt: skip
+    assert "field 'matrix.params.scenario'" in str(info.value) and "connector_crash_points@after_effect" in str(
+        info.value
+    )

@@ -78,6 +78,8 @@ def check_junit_path(path: Path, out: Path | None = None) -> None:
     one the run is about to write. The run writes no ``.xml`` file, so a name ending in ``.xml`` is safe there."""
     if path.is_dir():
         raise UsageError(f"--junit {path}: is a folder; fix: give a file name, such as {path / 'junit.xml'}")
+    if out is not None and out.resolve().is_relative_to(path.resolve()):
+        raise UsageError(f"--junit {path}: is the run's folder (--out {out}); fix: give another file name")
     if out is not None and path.suffix.lower() != ".xml" and path.resolve().is_relative_to(out.resolve()):
         raise UsageError(
             f"--junit {path}: inside the run's folder {out}, where it could replace a file the run writes; fix: give "
@@ -89,13 +91,15 @@ def check_junit_path(path: Path, out: Path | None = None) -> None:
 
 
 def _is_junit(path: Path) -> bool:
-    """Whether an existing file is a JUnit report (a previous run's, which a run may write over)."""
+    """Whether an existing file is a JUnit report (a previous run's, which a run may write over): XML whose root
+    element is ``testsuites`` or ``testsuite``. Only the start of the file is read."""
     try:
         with open(path, "rb") as handle:
-            head = handle.read(4096)
-    except OSError:
+            for _, element in ET.iterparse(handle, events=("start",)):
+                return element.tag in ("testsuites", "testsuite")
+    except (OSError, ET.ParseError):
         return False
-    return b"<testsuite" in head
+    return False
 
 
 def write_junit(path: Path, suites: Sequence[Suite]) -> None:

@@ -15,6 +15,7 @@ import hashlib
 import inspect
 import json
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,9 +57,7 @@ def claim(out: Path, fresh: bool) -> Claim:
         handle = open(out / _LOCK, "a", encoding="utf-8")  # noqa: SIM115 (held for the whole run)
     except OSError as exc:
         raise UsageError(f"--out {out}: cannot write in it ({exc.strerror}); fix: give a writable folder") from None
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    if not _lock(handle, fcntl.LOCK_EX):
         handle.close()
         raise UsageError(
             f"output folder {out} is in use by another harness run; fix: wait for it to end, or pass another --out"
@@ -69,19 +68,38 @@ def claim(out: Path, fresh: bool) -> Claim:
     return Claim(out, handle)
 
 
+#: Tries at a lock before a folder is said to be in use, a few milliseconds apart: ``in_use`` holds a shared
+#: lock for an instant, and a run starting at that instant must not take it for another run.
+_LOCK_TRIES = 5
+
+
+def _lock(handle: IO[str], kind: int) -> bool:
+    """Take ``kind`` (shared or exclusive) on ``handle`` without waiting long; whether it was taken."""
+    for attempt in range(_LOCK_TRIES):
+        try:
+            fcntl.flock(handle, kind | fcntl.LOCK_NB)
+            return True
+        except OSError:
+            if attempt + 1 < _LOCK_TRIES:
+                time.sleep(0.01)
+    return False
+
+
 def in_use(out: Path) -> bool:
-    """Whether a harness run holds the folder now (without taking it, and without writing in it)."""
+    """Whether a harness run holds the folder now (without taking it for long, and without writing in it)."""
     try:
         handle = open(out / _LOCK, encoding="utf-8")  # noqa: SIM115 (closed below)
-    except OSError:
-        return False  # no lock file: no run ever held it (or it cannot be read, and no run could take it either)
+    except FileNotFoundError:
+        return False  # no run ever held it
+    except OSError as exc:
+        raise UsageError(
+            f"{out / _LOCK}: cannot be read ({exc.strerror}), so whether a run is writing {out} cannot be told; "
+            "fix: run this as the user who ran it"
+        ) from None
     try:
-        fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True
+        return not _lock(handle, fcntl.LOCK_SH)
     finally:
         handle.close()  # closing releases a shared lock taken
-    return False
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,6 @@ from harness.scenario import (
     Scenario,
     is_scenario_path,
     list_scenarios,
-    resolve_scenario,
     scenario_cases,
 )
 from harness.seeds import DEFAULT_SEEDS
@@ -177,7 +176,7 @@ def _check_names(path: Path, cells: Sequence[Cell], matrixed: Sequence[str]) -> 
 
     for field, specs, load in (
         ("policy", {c.policy_spec for c in cells}, load_policy),
-        ("scenario", {c.scenario_spec.rpartition(VARIANT)[0] or c.scenario_spec for c in cells}, resolve_scenario),
+        ("scenario", {c.scenario_spec for c in cells}, scenario_cases),
     ):
         for spec in sorted(specs):
             try:
