@@ -8,6 +8,7 @@ policy would never give, so that the checker can catch them.
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol, Self, cast, runtime_checkable
@@ -310,7 +311,12 @@ def load_policy(spec: str) -> Policy:
         policy = getattr(module, attr, None)
         if policy is None:
             raise PolicyError(f"policy '{where}': '{module_name}' has no attribute '{attr}'; fix: check the name")
-        shaped = isinstance(policy, Policy) and isinstance(policy.name, str) and isinstance(policy.revision, str)
+        if _a_policy_class(policy):
+            name = policy.__name__
+            raise PolicyError(
+                f"policy '{where}': is the class {name}, not a policy object; fix: instantiate it, {name}()"
+            )
+        problem = _shape_problem(policy)
     except PolicyError:
         raise
     except Exception as exc:  # a property of the user's object that raises
@@ -318,10 +324,10 @@ def load_policy(spec: str) -> Policy:
             f"policy '{where}': reading its name or revision raised {type(exc).__name__}: {one_line(exc)}; "
             "fix: make 'name' and 'revision' plain strings"
         ) from exc
-    if not shaped:
+    if problem is not None:
         raise PolicyError(
-            f"policy '{where}': needs str 'name', str 'revision' and a 'decide(situation)' method; "
-            "fix: see harness.policy.Policy"
+            f"policy '{where}': {problem} (a policy needs str 'name', str 'revision' and a 'decide(situation)' "
+            "method); fix: see harness.policy.Policy"
         )
     if not 1 <= len(policy.revision) <= REVISION_MAX:
         raise PolicyError(
@@ -329,3 +335,33 @@ def load_policy(spec: str) -> Policy:
             "(it goes into every report and file name)"
         )
     return cast(Policy, policy)
+
+
+_MISSING = object()
+
+
+def _a_policy_class(value: object) -> bool:
+    """Whether ``value`` is a class whose instances would be policies: its ``decide`` takes ``self``, so called on
+    the class every case would fail (its ``name`` and ``revision``, class attributes, make it look like one). A
+    class whose ``decide`` is a static or class method is a policy as it is."""
+    if not isinstance(value, type):
+        return False
+    decide = inspect.getattr_static(value, "decide", None)
+    return decide is not None and not isinstance(decide, staticmethod | classmethod)
+
+
+def _shape_problem(policy: object) -> str | None:
+    """What keeps ``policy`` from being one (``its 'revision' is missing``, ``its 'name' is int 1, not text``), or
+    None. Reading an attribute may raise: the caller says so."""
+    for attr in ("name", "revision"):
+        value = getattr(policy, attr, _MISSING)
+        if value is _MISSING:
+            return f"its '{attr}' is missing"
+        if not isinstance(value, str):
+            return f"its '{attr}' is {type(value).__name__} {one_line(repr(value), 40)}, not text"
+    decide = getattr(policy, "decide", _MISSING)
+    if decide is _MISSING:
+        return "its 'decide' is missing"
+    if not callable(decide):
+        return f"its 'decide' is {type(decide).__name__} {one_line(repr(decide), 40)}, not a method"
+    return None

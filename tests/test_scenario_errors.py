@@ -4,15 +4,17 @@ selected by the name the harness prints for it."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from conftest import SCENARIO_DIR
+from pydantic import BaseModel, Secret, SecretStr
 
 from harness.cli import main
 from harness.scenario import Scenario, ScenarioError, load_scenario, resolve_scenario, scenario_cases
 from harness.scenario.faults import CONNECTOR_PHASES
-from harness.scenario.messages import _model
+from harness.scenario.messages import _model, is_secret, number_fix
 
 BASE = (SCENARIO_DIR / "lost_response.yaml").read_text()
 
@@ -58,11 +60,34 @@ DEADLINE = "recovery_deadline_s: 120"
          " write a number, without quotes"),
         ("nth: 1}", "nth: 1.5e0}", "field 'faults.0.nth': Input should be a valid integer; fix: write a whole number,"
          " without quotes"),
+        # A whole number is written exactly as the text says, not as the float it makes (1000000000000000019884...).
+        ("nth: 1}", "nth: 1e30}", "field 'faults.0.nth': Input should be a valid integer; fix: write"
+         " 1000000000000000000000000000000 (YAML reads 1e30 as text)"),
+        # Too small or too large for a float: no number to write would keep the value, so the plain fix stays.
+        (DEADLINE, "recovery_deadline_s: 1e-400", "field 'recovery_deadline_s': Input should be a valid number; fix:"
+         " write a number, without quotes"),
+        (DEADLINE, "recovery_deadline_s: 1e400", "field 'recovery_deadline_s': Input should be a valid number; fix:"
+         " write a number, without quotes"),
+        ("nth: 1}", "nth: 1e-400}", "field 'faults.0.nth': Input should be a valid integer; fix: write a whole number,"
+         " without quotes"),
     ],
 )  # fmt: skip
 def test_a_number_yaml_reads_as_text_is_told_how_to_write_it(tmp_path: Path, old: str, new: str, expected: str) -> None:
     """YAML 1.1 reads 1e3 as text (a number needs a dot and a signed exponent): "without quotes" would not help."""
     assert error_for(write(tmp_path, old, new)) == expected
+
+
+@pytest.mark.parametrize("error_type", ["float_type", "int_type"])
+@pytest.mark.parametrize("text", ["1e-400", "-1.5E-999", "0.0001e-330", "1e400", "-9e999"])
+def test_a_number_a_float_cannot_hold_gets_no_value_to_write(error_type: str, text: str) -> None:
+    """Under- or overflowing a float (1e-400 is 0.0) is no number to suggest: the fix would load another value."""
+    assert number_fix(error_type, text) is None
+
+
+def test_a_zero_written_with_an_exponent_is_still_told_how_to_write_it() -> None:
+    """Only a nonzero mantissa the float loses is refused: 0e5 is zero as written."""
+    assert number_fix("float_type", "0e5") == "write 0.0 or 0.0e+5 (YAML reads 0e5 as text)"
+    assert number_fix("int_type", "0e5") == "write 0 (YAML reads 0e5 as text)"
 
 
 @pytest.mark.parametrize("written", ["1000.0", "1.0e+3"])
@@ -75,24 +100,60 @@ def test_the_numbers_the_fix_suggests_are_read_as_numbers(tmp_path: Path, writte
 @pytest.mark.parametrize(
     ("old", "new", "expected"),
     [
-        ('revision: "1"', "revision: 1", "field 'revision': Input should be a valid string; fix: quote it: revision:"
-         ' "1"'),
-        ('revision: "1"', "revision: 1.5", "field 'revision': Input should be a valid string; fix: quote it: revision:"
-         ' "1.5"'),
-        ('revision: "1"', "revision: 2024-01-02", "field 'revision': Input should be a valid string; fix: quote it:"
-         ' revision: "2024-01-02"'),
+        ('revision: "1"', "revision: 1", "field 'revision': Input should be a valid string; fix: quote it as written,"
+         ' such as revision: "..." (YAML reads it unquoted as a number)'),
+        ('revision: "1"', "revision: 1.5", "field 'revision': Input should be a valid string; fix: quote it as written,"
+         ' such as revision: "..." (YAML reads it unquoted as a number)'),
+        ('revision: "1"', "revision: 2024-01-02", "field 'revision': Input should be a valid string; fix: quote it as"
+         ' written, such as revision: "..." (YAML reads it unquoted as a date)'),
         ('revision: "1"', "revision: yes", "field 'revision': Input should be a valid string; fix: quote it (YAML reads"
          " true, false, yes, no, on and off without quotes as a flag)"),
         ("action_id: a73", "action_id: a73\ndestination: {reject_models: [7]}", "field 'destination.reject_models.0':"
-         ' Input should be a valid string; fix: quote it: "7"'),
+         ' Input should be a valid string; fix: quote it as written, such as "..." (YAML reads it unquoted as a'
+         " number)"),
     ],
 )  # fmt: skip
 def test_a_number_where_text_belongs_is_told_to_quote_it(tmp_path: Path, old: str, new: str, expected: str) -> None:
-    """A number, a flag or a date where text belongs: the fix quotes it as written, and the quoted value loads."""
+    """A number, a flag or a date where text belongs: the fix says to quote it as written."""
     assert error_for(write(tmp_path, old, new)) == expected
-    if "quote it: revision:" in expected:
-        fixed = expected.rpartition("quote it: ")[2]
-        assert load_scenario(write(tmp_path, 'revision: "1"', fixed)).revision == fixed.split('"')[1]
+
+
+@pytest.mark.parametrize(
+    "written", ["1", "42", "1.10", "010", "0b101", "12:30", "0x1F", "+7", "1_000", ".5", "1.0e+3", "2024-01-02",
+                "2024-01-02 10:00:00", "2024-01-02t10:00:00Z"],
+)  # fmt: skip
+def test_the_quote_fix_never_changes_the_value(tmp_path: Path, written: str) -> None:
+    """YAML reads 1.10 as 1.1, 010 as 8, 12:30 as 750, 0x1F as 31, 0b101 as 5: the fix proposes no quoted value other than the
+    text written in the file, and quoting that text, as it says, loads exactly that text."""
+    message = error_for(write(tmp_path, 'revision: "1"', f"revision: {written}"))
+    fix = message.partition("; fix: ")[2]
+    assert fix.startswith("quote it"), message
+    assert set(re.findall(r'"([^"]*)"', fix)) <= {written, "..."}, message
+    assert load_scenario(write(tmp_path, 'revision: "1"', f'revision: "{written}"')).revision == written
+
+
+TOKEN = 'token: "tok-17-secret-do-not-log"'
+
+
+@pytest.mark.parametrize("token", ["170042", "1.70042", "0170042", "0x170042", "2170-04-02", "[170042]", "{a: 170042}"])
+def test_a_secret_is_never_shown_in_the_message(tmp_path: Path, token: str) -> None:
+    """approval.token is a secret: a value that is no text is refused without its digits anywhere in the line."""
+    message = error_for(write(tmp_path, TOKEN, f"token: {token}"))
+    assert message.startswith("field 'approval.token': "), message
+    assert "170042" not in message and "2170" not in message, message
+
+
+class _Vault(BaseModel):
+    pin: Secret[int]
+    keys: list[SecretStr | None] = []
+    name: str = ""
+
+
+def test_a_secret_field_is_found_from_its_type() -> None:
+    """Whether a path is a secret's comes from the field's type, through unions and lists, and holds inside it."""
+    assert is_secret(Scenario, ("approval", "token")) and is_secret(Scenario, ("approval", "token", "x"))
+    assert not is_secret(Scenario, ("approval", "approval_id")) and not is_secret(Scenario, ("approval",))
+    assert is_secret(_Vault, ("pin",)) and is_secret(_Vault, ("keys", 0)) and not is_secret(_Vault, ("name",))
 
 
 @pytest.mark.parametrize(
@@ -125,8 +186,13 @@ def test_a_path_into_a_tagged_list_is_the_files_own(tmp_path: Path, old: str, ne
          " move it to the top level"),
         ("destination: {timeout_s: 3}", "field 'destination.timeout_s': Extra inputs are not permitted; fix: move it"
          " under 'worker:'"),
-        ("destination: {revision: 3}", "field 'destination.revision': Extra inputs are not permitted; fix: move it to"
-         " the top level or under 'task:'"),
+        # revision is set at the top level already: only task: is left.
+        ("destination: {revision: 3}", "field 'destination.revision': Extra inputs are not permitted; fix: move it"
+         " under 'task:'"),
+        ("operator: [{do: request_cancel, when: {at_s: 1, reason: x}}]", "field 'operator.0.when.reason': Extra inputs"
+         " are not permitted; fix: move it into the entry 'operator.0'"),
+        ("operator: [{do: change_task, digest: d, when: {at_s: 1, model: m8}}]", "field 'operator.0.when.model': Extra"
+         " inputs are not permitted; fix: move it into the entry 'operator.0' (+1 more)"),
         ("operator: [{do: request_cancel, at_s: 1, when: {at_s: 1}}]", "field 'operator.0.at_s': Extra inputs are not"
          " permitted; fix: move it under 'when:' in 'operator.0'"),
         ("zzz: 3", "field 'zzz': Extra inputs are not permitted; fix: remove it or check its spelling"),
@@ -135,6 +201,23 @@ def test_a_path_into_a_tagged_list_is_the_files_own(tmp_path: Path, old: str, ne
 def test_a_setting_at_the_wrong_level_says_where_it_belongs(tmp_path: Path, new: str, expected: str) -> None:
     """An unknown key that is a field of a section (or of an enclosing level) is told to move there."""
     assert error_for(write(tmp_path, "action_id: a73", f"action_id: a73\n{new}")) == expected
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        # The entry has its do: already (it is how pydantic knew the entry's kind).
+        "operator: [{do: request_cancel, when: {at_s: 1, after: {actor: worker, event: x, do: y}}}]",
+        # The entry has its model: (a required field pydantic did not find missing).
+        "operator: [{do: change_task, model: m, digest: d, when: {at_s: 1, model: m8}}]",
+        # The path goes through the entry's when:.
+        "operator: [{do: request_cancel, when: {at_s: 1, after: {actor: worker, event: x, when: y}}}]",
+    ],
+)
+def test_a_key_the_entry_has_already_is_not_told_to_move_there(tmp_path: Path, new: str) -> None:
+    """Moving a key into an entry that sets it already would only make it a key given twice: the fix stays."""
+    message = error_for(write(tmp_path, "action_id: a73", f"action_id: a73\n{new}"))
+    assert message.endswith("Extra inputs are not permitted; fix: remove it or check its spelling"), message
 
 
 def test_every_section_field_at_the_top_level_is_told_its_section(tmp_path: Path) -> None:

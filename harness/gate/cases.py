@@ -1,9 +1,10 @@
 """The gate's view of one case: passed, failed or error, and, when it did not pass, the words that say why.
 
-A failure's ``message`` is one line naming the outcome and the violated (or undecidable) properties; its
-``text`` holds the anomalies, the timeline entries that witness them (and the injected faults), and the
-command that reproduces the case from its repro file. JUnit failures, pytest failures, ``assert_recovers``
-and ``harness check`` all take their words from here, so a failure reads the same wherever it is seen.
+A failure's ``message`` is one line naming the outcome and the violated (or undecidable) properties, and the
+policy's own error when it raised or returned no valid command; its ``text`` holds the anomalies, the timeline
+entries that witness them (and the injected faults, and the policy's errors), and the command that reproduces
+the case from its repro file. JUnit failures, pytest failures, ``assert_recovers`` and ``harness check`` all take
+their words from here, so a failure reads the same wherever it is seen.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from typing import Literal
 from harness.errors import one_line
 from harness.explore.search import Finding
 from harness.gate.repro import ReproFolder, replay_command, violated
-from harness.model import PASSING, CaseReport
+from harness.model import PASSING, CaseReport, Entry
 from harness.run.plan import Case
-from harness.run.replay import replay, timeline_text
+from harness.run.replay import printable, replay, timeline_text
 
 __all__ = [
     "PASSING",
@@ -85,23 +86,46 @@ def case_name(scenario: str, seed: int) -> str:
     return f"{scenario} seed {seed}"
 
 
+#: Characters of a policy's error kept in a failure's one-line message (the text has all of it).
+POLICY_ERROR_SHOWN = 160
+
+
+def policy_errors(report: CaseReport) -> tuple[Entry, ...]:
+    """The timeline entries that record the policy's own failure (it raised, or returned no valid command)."""
+    return tuple(e for e in report.timeline if e.event == "policy_error")
+
+
+def _policy_failed(report: CaseReport) -> str:
+    """``; the policy failed: ValueError: boom`` (its first error, on one line, cut), or nothing: a case the policy
+    ended by failing must not read as a flaw of its recovery logic alone."""
+    errors = policy_errors(report)
+    if not errors:
+        return ""
+    error = one_line(errors[0].data.get("error") or "no reason given", POLICY_ERROR_SHOWN + 1)
+    if len(error) > POLICY_ERROR_SHOWN:
+        error = f"{error[:POLICY_ERROR_SHOWN]}..."
+    return f"; the policy failed: {printable(error)}"
+
+
 def message_of(report: CaseReport) -> str:
-    """One line: the outcome and what makes it one (the violated properties, the undecided ones, the error)."""
+    """One line: the outcome and what makes it one (the violated properties, the undecided ones, the error), and
+    the policy's own error when it failed."""
     if report.outcome == "harness_error":
         return f"harness_error: {one_line(report.error or 'the harness failed')}"
     broken = violated(report)
     if broken:
-        return f"{report.outcome}: {', '.join(broken)} violated"
+        return f"{report.outcome}: {', '.join(broken)} violated{_policy_failed(report)}"
     undecided = [name for name, verdict in report.checks.items() if verdict == "unknown"]
     if undecided:
-        return f"{report.outcome}: {', '.join(undecided)} undecided by the evidence"
-    return report.outcome
+        return f"{report.outcome}: {', '.join(undecided)} undecided by the evidence{_policy_failed(report)}"
+    return f"{report.outcome}{_policy_failed(report)}"
 
 
 def failure_text(
     report: CaseReport, reproduce: str, also: str | None, repro: Path, differences: Sequence[str] = ()
 ) -> str:
-    """The anomalies, the witnessing timeline entries and the injected faults, and the reproduce commands."""
+    """The anomalies, the witnessing timeline entries (and those recording the policy's own error) and the injected
+    faults, and the reproduce commands."""
     lines = [
         f"{report.policy} (revision {report.policy_revision}) on {report.scenario} (revision "
         f"{report.scenario_revision}) at seed {report.seed}: {report.outcome}, verdict {report.verdict}"
@@ -114,7 +138,9 @@ def failure_text(
         if verdict == "unknown":
             lines.append(f"undecided {name}: {report.unknown.get(name, 'not established')}")
     witnesses = {i for a in report.anomalies for i in a.witnesses}
-    shown = tuple(e for e in report.timeline if e.index in witnesses or e.actor == "injector")
+    shown = tuple(
+        e for e in report.timeline if e.index in witnesses or e.actor == "injector" or e.event == "policy_error"
+    )
     if shown:
         lines.append("timeline entries (* witnesses an anomaly, ! an injected fault):")
         lines.append(timeline_text(report.model_copy(update={"timeline": shown})))
@@ -174,7 +200,7 @@ def judge_finding(finding: Finding, path: Path) -> GateCase:
         f"explored {path.stem} seed {finding.seed}",
         finding.outcome,
         "failed",
-        message=f"{finding.outcome}: {', '.join(finding.properties)} violated",
+        message=f"{finding.outcome}: {', '.join(finding.properties)} violated{_policy_failed(report)}",
         text=failure_text(report, reproduce, also, path, replayed.differences),
         reproduce=reproduce,
         repro=path,

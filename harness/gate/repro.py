@@ -2,10 +2,11 @@
 
 The format is the one ``harness explore`` writes for its findings: the scenario with exactly its faults,
 operator events and destination contract, plus ``reproduces`` (the policy spec, its revision, the seed, the
-outcome and the violated properties), so ``harness replay FILE`` runs that policy at that seed and checks the
-case ends as recorded. The file needs nothing but the policy to be importable: a shipped scenario that later
-changes, or a user's scenario file that moves, does not change what it reproduces. The approval's token is a
-secret and is never written (the simulator needs none: any token is presented the same way).
+outcome and the violated properties, and the case's wall-clock budget when it ran over it), so ``harness replay
+FILE`` runs that policy at that seed (under that budget) and checks the case ends as recorded. The file needs
+nothing but the policy to be importable: a shipped scenario that later changes, or a user's scenario file that
+moves, does not change what it reproduces. The approval's token is a secret and is never written (the simulator
+needs none: any token is presented the same way).
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from typing import Any
 import yaml
 
 from harness.explore.schedule import element_dict, elements_of
+from harness.limits import CASE_TIMEOUT_MAX_S
 from harness.model import CaseReport
 from harness.run.files import write_atomic
 from harness.scenario import Scenario
 
-__all__ = ["ReproFolder", "replay_command", "repro_path", "repro_yaml", "violated"]
+__all__ = ["ReproFolder", "case_timeout", "replay_command", "repro_path", "repro_yaml", "violated"]
 
 
 def violated(report: CaseReport) -> tuple[str, ...]:
@@ -56,9 +58,28 @@ def repro_yaml(scenario: Scenario, report: CaseReport, policy_spec: str) -> str:
         "outcome": report.outcome,
         "properties": list(broken),
     }
+    budget_s = case_timeout(report)
+    if budget_s is not None:  # a case stopped over its budget replays under the same, not the default
+        data["reproduces"]["case_timeout_s"] = budget_s
     order = ["name", "revision", "description", "reproduces"]
     ordered = {k: data[k] for k in order} | {k: v for k, v in data.items() if k not in order}
     return yaml.safe_dump(ordered, sort_keys=False, width=110)
+
+
+def case_timeout(report: CaseReport) -> float | None:
+    """The wall-clock budget the case ran under, as its reproduce command names it (``--case-timeout``: a case
+    stopped over its budget); None when it names none, or one that is not a budget."""
+    try:
+        args = shlex.split(report.reproduce)
+    except ValueError:
+        return None
+    if "--case-timeout" not in args[:-1]:
+        return None
+    try:
+        budget_s = float(args[args.index("--case-timeout") + 1])
+    except ValueError:
+        return None
+    return budget_s if 0 < budget_s <= CASE_TIMEOUT_MAX_S else None
 
 
 def repro_path(folder: Path, report: CaseReport) -> Path:

@@ -182,6 +182,12 @@ def validated(command: object) -> Command:
     A policy may return anything, or a command built with ``model_construct`` that skipped validation; this
     raises ``TypeError`` or ``ValueError`` for both, so the worker can record it as the policy's error.
     """
+    if isinstance(command, type):  # ``return LookUp``, the parentheses forgotten: its metaclass says nothing
+        if issubclass(command, COMMAND_TYPES):
+            raise TypeError(
+                f"decide() returned the class {command.__name__}, not a command; call it: {command.__name__}(...)"
+            )
+        raise TypeError(f"decide() returned the class {command.__name__}, not a Command")
     if not isinstance(command, COMMAND_TYPES):
         raise TypeError(f"decide() returned {type(command).__name__}, not a Command")
     cls = type(command)

@@ -224,7 +224,7 @@ def _replay_scenario(path: Path, supervised: bool) -> Replay:
         )
     wanted = scenario.reproduces
     (case,) = load_grid([wanted.policy], [str(path)], [wanted.seed]).cases
-    report, *again = _run(case, 2, None, supervised)
+    report, *again = _run(case, 2, wanted.case_timeout_s, supervised)
     violated = tuple(name for name, verdict in report.checks.items() if verdict == "false")
     differences = []
     if report.policy_revision != wanted.policy_revision:

@@ -15,6 +15,7 @@ import yaml
 from pydantic import Field, Strict, ValidationError, model_validator
 
 from harness.errors import InputError
+from harness.limits import CASE_TIMEOUT_MAX_S
 from harness.model import Frozen
 from harness.scenario.faults import (
     BOUNDARIES,
@@ -25,7 +26,7 @@ from harness.scenario.faults import (
     FaultBase,
     Side,
 )
-from harness.scenario.messages import locate, number_fix, placement_fix, quote_fix
+from harness.scenario.messages import is_secret, locate, number_fix, placement_fix, quote_fix
 from harness.scenario.operator import ChangeTask, EventRef, ExpireApproval, OperatorEvent, RequestCancel, Trigger
 from harness.scenario.specs import (
     SAFE_NAME,
@@ -96,6 +97,8 @@ class Reproduction(Frozen):
     seed: Annotated[int, Strict(), Field(ge=0)]
     outcome: str
     properties: tuple[str, ...] = ()
+    #: The wall-clock budget the case ran under, when it ran over it (replay runs it under the same; none: the default).
+    case_timeout_s: Annotated[float, Field(gt=0, le=CASE_TIMEOUT_MAX_S)] | None = None
 
 
 class Scenario(Frozen):
@@ -209,10 +212,14 @@ def _one_line(path: Path, error: ValidationError) -> str:
     where, models = locate(Scenario, first["loc"])
     field = ".".join(str(part) for part in where) or "(top level)"
     fix = _FIXES.get(first["type"], "correct the value")
+    # A secret's value (approval.token) is never shown, not even in a fix that would write it out; quote_fix shows
+    # no value of any field.
+    value = None if is_secret(Scenario, first["loc"]) else first.get("input")
     if first["type"] == "extra_forbidden":
-        fix = placement_fix(where, models) or fix
+        missing = [locate(Scenario, e["loc"])[0] for e in error.errors() if e["type"] == "missing"]
+        fix = placement_fix(where, models, missing) or fix
     elif first["type"] in ("float_type", "int_type"):
-        fix = number_fix(first["type"], first.get("input")) or fix
+        fix = number_fix(first["type"], value) or fix
     elif first["type"] == "string_type":
         fix = quote_fix(where, first.get("input")) or fix
     # A misspelt field is also a missing one: that is one mistake, not two.

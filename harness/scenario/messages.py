@@ -3,8 +3,12 @@
 Pydantic locates an error by its own path through the models: a tagged list entry's path holds the entry's tag
 (``faults.0.response_lost.nth``), which the file does not. It also reports what it was given, not what the user
 wrote: YAML 1.1 reads ``1e3`` as text and ``1`` as a number. These helpers walk the models along the error's path
-(so nothing here names a field by hand) to give the path as the file has it, where a key put at the wrong level
-belongs, and how to write a value so that YAML reads it as the type the field wants.
+(so nothing here names a field by hand) to give the path as the file has it, whether the value there is a secret,
+where a key put at the wrong level belongs, and how to write a value so that YAML reads it as the type the field
+wants.
+
+A fix never quotes a value back as pydantic got it: that is YAML's reading, not the user's text (``1.10`` reaches
+pydantic as 1.1, ``010`` as 8, ``12:30`` as 750), and a secret's value must never be shown at all.
 """
 
 from __future__ import annotations
@@ -13,10 +17,11 @@ import datetime
 import math
 import re
 import types
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Secret, SecretBytes, SecretStr
 from pydantic.fields import FieldInfo
 from yaml.nodes import ScalarNode
 from yaml.representer import SafeRepresenter
@@ -24,7 +29,7 @@ from yaml.resolver import Resolver
 
 from harness.scenario.yamlfile import shown
 
-__all__ = ["Located", "locate", "number_fix", "placement_fix", "quote_fix"]
+__all__ = ["Located", "is_secret", "locate", "number_fix", "placement_fix", "quote_fix"]
 
 Loc = tuple[int | str, ...]
 #: The models met along a path, each with its path in the user's file (the root's is ``()``).
@@ -55,12 +60,12 @@ def _tagged(kind: object) -> dict[str, type[BaseModel]] | None:
     return members
 
 
-def locate(root: type[BaseModel], loc: Sequence[int | str]) -> tuple[Loc, Located]:
-    """The path in the user's file that pydantic's ``loc`` stands for (each tagged union's tag, which pydantic puts
-    after the entry's index, dropped), and the models along it, from ``root``, each with its path in the file."""
+def _walk(root: type[BaseModel], loc: Sequence[int | str]) -> tuple[Loc, Located, list[object]]:
+    """``locate``'s path and models, and the type at each step of ``loc`` (``None`` past where the models end)."""
     path: list[int | str] = []
     models: Located = [((), root)]
     kind: object = root
+    kinds: list[object] = []
     for part in loc:
         members = _tagged(kind)
         if members is not None and str(part) in members:
@@ -75,10 +80,36 @@ def locate(root: type[BaseModel], loc: Sequence[int | str]) -> tuple[Loc, Locate
             kind = get_args(kind)[0]
         else:
             kind = None
+        kinds.append(kind)
         inner = _model(kind)
         if inner is not None:
             models.append((tuple(path), inner))
-    return tuple(path), models
+    return tuple(path), models, kinds
+
+
+def locate(root: type[BaseModel], loc: Sequence[int | str]) -> tuple[Loc, Located]:
+    """The path in the user's file that pydantic's ``loc`` stands for (each tagged union's tag, which pydantic puts
+    after the entry's index, dropped), and the models along it, from ``root``, each with its path in the file."""
+    path, models, _ = _walk(root, loc)
+    return path, models
+
+
+_SECRETS = (Secret, SecretStr, SecretBytes)
+
+
+def _holds_secret(kind: object) -> bool:
+    """Whether the type ``kind`` is a secret or is made of one (``SecretStr | None``, ``list[Secret[int]]``)."""
+    if isinstance(kind, type) and issubclass(kind, _SECRETS):
+        return True
+    origin = get_origin(kind)
+    if isinstance(origin, type) and issubclass(origin, _SECRETS):
+        return True
+    return any(_holds_secret(arg) for arg in get_args(kind))
+
+
+def is_secret(root: type[BaseModel], loc: Sequence[int | str]) -> bool:
+    """Whether pydantic's ``loc`` is at or inside a field whose type is a secret: its value must not be shown."""
+    return any(_holds_secret(kind) for kind in _walk(root, loc)[2])
 
 
 def _dotted(path: Loc) -> str:
@@ -88,23 +119,35 @@ def _dotted(path: Loc) -> str:
 def _place(path: Loc) -> str:
     if not path:
         return "to the top level"
+    if isinstance(path[-1], int):  # a list entry: it has no key of its own to write the setting under
+        return f"into the entry '{_dotted(path)}'"
     if len(path) == 1:
         return f"under '{path[0]}:'"
     return f"under '{path[-1]}:' in '{_dotted(path[:-1])}'"
 
 
-def placement_fix(path: Loc, models: Located) -> str | None:
+def _given(at: Loc, model: type[BaseModel], name: str, path: Loc, missing: Collection[Loc]) -> bool:
+    """Whether the entry at ``at`` (one that encloses ``path``) has ``name`` already: the path goes through it, or
+    it is a required field pydantic did not find missing."""
+    here = (*at, name)
+    return path[: len(here)] == here or (model.model_fields[name].is_required() and here not in missing)
+
+
+def placement_fix(path: Loc, models: Located, missing: Collection[Loc] = ()) -> str | None:
     """For a key that is not a field of its entry (``path`` ends with it): where it belongs when it is a field of
     a section of that entry (``recoverers`` at the top level belongs under ``worker:``), or of an enclosing entry or
-    one of its sections (``recovery_deadline_s`` in ``worker:`` belongs at the top level); the nearest level wins."""
+    one of its sections (``recovery_deadline_s`` in ``worker:`` belongs at the top level); the nearest level wins.
+    An enclosing entry that has the key already is no place for it, nor is anywhere farther out (a second ``do:``
+    in an operator event's trigger is one too many, not one misplaced): ``None`` then. ``missing`` holds the paths
+    (in the file) of the required fields pydantic found missing, so any other required field is known to be set;
+    an optional one is known to be set only where the path goes through it."""
     if not path or not isinstance(path[-1], str) or not models or models[-1][0] != path[:-1]:
         return None
     name = path[-1]
     for depth in range(len(models) - 1, -1, -1):
         at, model = models[depth]
-        places: list[Loc] = []
-        if depth < len(models) - 1 and name in model.model_fields:
-            places.append(at)
+        enclosing = depth < len(models) - 1 and name in model.model_fields
+        places: list[Loc] = [at] if enclosing and not _given(at, model, name, path, missing) else []
         for field, info in model.model_fields.items():
             section = _model(info.annotation)
             place = (*at, field)
@@ -112,6 +155,8 @@ def placement_fix(path: Loc, models: Located) -> str | None:
                 places.append(place)
         if places:
             return "move it " + " or ".join(_place(place) for place in places)
+        if enclosing:
+            return None
     return None
 
 
@@ -134,13 +179,16 @@ def number_fix(error_type: str, value: object) -> str | None:
         return None
     try:
         number = float(value)
-    except ValueError:
+        exact = Decimal(value.strip())
+    except (ValueError, InvalidOperation):
         return None
-    if not math.isfinite(number):
-        return None
+    if not math.isfinite(number) or (number == 0) != exact.is_zero():
+        return None  # too large or too small for a float (1e400, 1e-400): no number to write would load as written
     written = shown(value.strip(), 40)
     if error_type == "int_type":
-        return f"write {int(number)} (YAML reads {written} as text)" if number.is_integer() else None
+        # Exactly as written (1e30 is 10**30, not the float's 1000000000000000019884624838656); a whole number of
+        # more digits than a float's range is refused above.
+        return f"write {int(exact)} (YAML reads {written} as text)" if exact == exact.to_integral_value() else None
     forms = [str(SafeRepresenter().represent_float(number).value)]
     exponent = _EXPONENT.fullmatch(value)
     if exponent is not None:
@@ -152,14 +200,16 @@ def number_fix(error_type: str, value: object) -> str | None:
 
 
 def quote_fix(path: Loc, value: object) -> str | None:
-    """For a value YAML read as a number, a flag or a date where text belongs: quote it, as it would be written."""
+    """For a value YAML read as a number, a flag or a date where text belongs: quote it as written. The value is
+    never shown: pydantic has YAML's reading of it, not the text in the file (``1.10`` is 1.1, ``010`` is 8, a
+    date and time comes back with a T), so quoting that would load a different value; and it may be a secret."""
     if isinstance(value, bool):
         return "quote it (YAML reads true, false, yes, no, on and off without quotes as a flag)"
     if isinstance(value, int | float):
-        text = repr(value)
+        what = "a number"
     elif isinstance(value, datetime.date):
-        text = value.isoformat()
+        what = "a date"
     else:
         return None
     key = f"{shown(path[-1], 60)}: " if path and isinstance(path[-1], str) else ""
-    return f'quote it: {key}"{text}"'
+    return f'quote it as written, such as {key}"..." (YAML reads it unquoted as {what})'

@@ -1,0 +1,238 @@
+"""What a policy author meets first: a policy that fails says so in every failure, a policy that cannot be loaded
+says which part is wrong, a command class returned uncalled is named, and a repro file of a case over its budget
+replays under that budget."""
+
+from __future__ import annotations
+
+import textwrap
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.cli import main
+from harness.gate import PolicyDoesNotRecover, assert_recovers
+from harness.gate.cases import message_of
+from harness.gate.repro import repro_yaml
+from harness.limits import DEFAULT_CASE_TIMEOUT_S
+from harness.model.commands import validated
+from harness.policy import LookUp, PolicyError, Situation, load_policy
+from harness.run import load_grid, run_case
+from harness.run.case import failed_report
+from harness.run.replay import replay
+from harness.scenario import load_scenario
+
+MODULE = "authorpol"
+POLICIES = textwrap.dedent(
+    """
+    import time
+
+    from harness.policy import LookUp
+
+    class Boom:
+        name, revision = "boom", "1"
+        def decide(self, situation):
+            raise ValueError("boom")
+
+    class Long:
+        name, revision = "long", "1"
+        def decide(self, situation):
+            raise RuntimeError("line\\n" * 500)
+
+    class Uncalled:
+        name, revision = "uncalled", "1"
+        def decide(self, situation):
+            return LookUp
+
+    class NoName:
+        revision = "1"
+        def decide(self, situation): ...
+
+    class NoRevision:
+        name = "norevision"
+        def decide(self, situation): ...
+
+    class IntRevision:
+        name, revision = "intrevision", 1
+        def decide(self, situation): ...
+
+    class NoDecide:
+        name, revision = "nodecide", "1"
+
+    class Static:
+        name, revision = "static", "1"
+        @staticmethod
+        def decide(situation):
+            return LookUp()
+
+    class Sleeps:
+        name, revision = "sleeps", "1"
+        def decide(self, situation):
+            time.sleep(100)
+
+    BOOM, LONG, UNCALLED, SLEEPS = Boom(), Long(), Uncalled(), Sleeps()
+    NO_NAME, NO_REVISION, INT_REVISION, NO_DECIDE = NoName(), NoRevision(), IntRevision(), NoDecide()
+    """
+)
+
+
+@pytest.fixture
+def policies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A module of test policies, importable here and in the workers this process spawns."""
+    folder = tmp_path / "policies"
+    folder.mkdir()
+    (folder / f"{MODULE}.py").write_text(POLICIES, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(folder))
+    return folder
+
+
+def message(attr: str) -> str:
+    (case,) = load_grid([f"{MODULE}:{attr}"], ["lost_response"], [1]).cases
+    report, _ = run_case(case)
+    assert report.outcome == "abandoned"  # judged from the evidence, as before
+    return message_of(report)
+
+
+# --- 1. the policy's own error in every failure --------------------------------------------------------------
+
+
+def test_a_raising_policys_check_line_and_junit_failure_name_its_error(
+    policies: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    junit, out = tmp_path / "j.xml", tmp_path / "out"
+    args = ["--policy", f"{MODULE}:BOOM", "--scenario", "lost_response", "--seed-count", "1"]
+    assert main(["check", *args, "--junit", str(junit), "--out", str(out)]) == 1
+    stdout = capsys.readouterr().out
+    said = "abandoned: abandoned_actions violated; the policy failed: ValueError: boom"
+    assert f"FAIL boom x lost_response seed 1: {said}; reproduce: " in stdout
+    (case,) = ET.parse(junit).getroot().iter("testcase")
+    failure = case.find("failure")
+    assert failure is not None and failure.get("type") == "abandoned"  # the outcome is unchanged
+    assert failure.get("message") == said
+    entry = next(line for line in (failure.text or "").splitlines() if "policy_error" in line)
+    assert "worker" in entry and "error=ValueError: boom" in entry
+
+
+def test_assert_recovers_names_the_policys_error(policies: Path, tmp_path: Path) -> None:
+    with pytest.raises(PolicyDoesNotRecover) as raised:
+        assert_recovers(f"{MODULE}:BOOM", ["lost_response"], [1], out=tmp_path / "repro")
+    assert "abandoned_actions violated; the policy failed: ValueError: boom" in str(raised.value)
+    assert "policy_error         action_id=a73 error=ValueError: boom" in str(raised.value)
+
+
+def test_a_long_policy_error_is_one_cut_line_in_the_message(policies: Path) -> None:
+    said = message("LONG")
+    assert said.startswith("abandoned: abandoned_actions violated; the policy failed: RuntimeError: line line")
+    assert "\n" not in said and said.endswith("...") and len(said) < 260
+
+
+# --- 2. and 3. a policy that cannot be loaded says what is wrong with it ---------------------------------------
+
+
+def test_a_policy_class_is_refused_with_how_to_instantiate_it(
+    policies: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    said = f"policy '{MODULE}:Boom': is the class Boom, not a policy object; fix: instantiate it, Boom()"
+    with pytest.raises(PolicyError) as raised:
+        load_policy(f"{MODULE}:Boom")
+    assert str(raised.value) == said
+    args = ["--policy", f"{MODULE}:Boom", "--scenario", "lost_response", "--seed-count", "1"]
+    assert main(["check", *args, "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == f"harness: {said}\n"
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_class_whose_decide_is_static_is_a_policy_as_it_is(policies: Path) -> None:
+    assert load_policy(f"{MODULE}:Static").name == "static"
+
+
+@pytest.mark.parametrize(
+    ("attr", "says"),
+    [
+        ("NO_NAME", "its 'name' is missing"),
+        ("NO_REVISION", "its 'revision' is missing"),
+        ("INT_REVISION", "its 'revision' is int 1, not text"),
+        ("NO_DECIDE", "its 'decide' is missing"),
+    ],
+)
+def test_a_policy_missing_a_part_is_refused_naming_that_part(policies: Path, attr: str, says: str) -> None:
+    with pytest.raises(PolicyError) as raised:
+        load_policy(f"{MODULE}:{attr}")
+    text = str(raised.value)
+    assert text.startswith(f"policy '{MODULE}:{attr}': {says} (a policy needs str 'name', str 'revision'")
+    assert text.endswith("; fix: see harness.policy.Policy") and "\n" not in text
+
+
+# --- 4. a command class returned uncalled ----------------------------------------------------------------------
+
+
+def test_a_command_class_returned_uncalled_is_named_with_the_call(policies: Path) -> None:
+    with pytest.raises(TypeError) as raised:
+        validated(LookUp)
+    assert str(raised.value) == "decide() returned the class LookUp, not a command; call it: LookUp(...)"
+    with pytest.raises(TypeError, match=r"^decide\(\) returned the class Situation, not a Command$"):
+        validated(Situation)
+    said = message("UNCALLED")
+    assert said.endswith(
+        "the policy failed: TypeError: decide() returned the class LookUp, not a command; call it: LookUp(...)"
+    )
+
+
+# --- 5. a repro file replays under the budget its case ran over ------------------------------------------------
+
+
+def budgets(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The budgets replay supervises its runs under; the runs themselves done here, at once."""
+    seen: list[float] = []
+
+    def supervise(jobs: list[object], concurrency: int, timeout_s: float, on_result: Callable[..., None]) -> None:
+        seen.append(timeout_s)
+        for job in jobs:
+            on_result(job, job.execute(lambda _: None))  # type: ignore[attr-defined]
+
+    monkeypatch.setattr("harness.run.replay.supervise", supervise)
+    return seen
+
+
+def test_a_repro_of_a_case_over_its_budget_carries_it_and_replays_under_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (case,) = load_grid(["stop_on_timeout"], ["lost_response"], [1]).cases
+    report = failed_report(case, "the case ran longer than its wall-clock budget of 3 s", 3.0)
+    assert "--case-timeout 3" in report.reproduce
+    text = repro_yaml(case.scenario, report, case.policy_spec)
+    assert yaml.safe_load(text)["reproduces"]["case_timeout_s"] == 3.0
+    path = tmp_path / "lost_response.yaml"
+    path.write_text(text, encoding="utf-8")
+    wanted = load_scenario(path).reproduces
+    assert wanted is not None and wanted.case_timeout_s == 3.0
+    seen = budgets(monkeypatch)
+    replay(path)
+    assert seen == [3.0]
+    # An older repro file, without the field, replays under the default budget as before.
+    doc = yaml.safe_load(text)
+    del doc["reproduces"]["case_timeout_s"]
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    replay(path)
+    assert seen == [3.0, DEFAULT_CASE_TIMEOUT_S]
+
+
+def test_a_repro_of_a_case_that_passed_its_budget_names_none(tmp_path: Path) -> None:
+    (case,) = load_grid(["retry_new_key"], ["lost_response"], [1]).cases
+    report, _ = run_case(case)
+    assert report.outcome == "incorrect"
+    assert "case_timeout_s" not in yaml.safe_load(repro_yaml(case.scenario, report, case.policy_spec))["reproduces"]
+
+
+def test_check_writes_the_case_timeout_into_the_repro_of_a_timed_out_case(
+    policies: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    args = ["--policy", f"{MODULE}:SLEEPS", "--scenario", "lost_response", "--seed-count", "1", "--case-timeout", "1"]
+    assert main(["check", *args, "--out", str(out)]) == 1
+    assert "harness_error" in capsys.readouterr().out
+    repro = out / "repro" / "sleeps" / "seed-1" / "lost_response.yaml"
+    wanted = load_scenario(repro).reproduces
+    assert wanted is not None and (wanted.outcome, wanted.case_timeout_s) == ("harness_error", 1.0)
