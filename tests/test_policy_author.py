@@ -236,3 +236,31 @@ def test_check_writes_the_case_timeout_into_the_repro_of_a_timed_out_case(
     repro = out / "repro" / "sleeps" / "seed-1" / "lost_response.yaml"
     wanted = load_scenario(repro).reproduces
     assert wanted is not None and (wanted.outcome, wanted.case_timeout_s) == ("harness_error", 1.0)
+
+
+def test_what_a_policy_prints_goes_to_stderr_and_leaves_the_outcome_table_alone(tmp_path: Path) -> None:
+    """A policy's prints came out in the middle of `harness run`'s stdout (six thousand lines before the table
+    with --quiet); the workers send them to stderr, so stdout is the harness's own."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "chatty.py").write_text(
+        "from harness.policy import Escalate, Stop\n"
+        "class Chatty:\n    name, revision = 'chatty', '1'\n"
+        "    def decide(self, situation):\n        print('DEBUG from the policy')\n"
+        "        return Stop() if situation.escalated else Escalate(reason='x')\n"
+        "POLICY = Chatty()\n"
+    )
+    quiet = ["--seed-count", "2", "--tracking", "none", "--no-report", "--quiet", "--out", str(tmp_path / "o")]
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "run", "--policy", "chatty:POLICY", "--scenario", "lost_response", *quiet],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "DEBUG" not in proc.stdout and proc.stdout.startswith("policy \\ scenario")
+    assert proc.stderr.count("DEBUG from the policy") == 4  # two decisions in each of two cases

@@ -17,6 +17,7 @@ import gc
 import multiprocessing
 import os
 import signal
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -183,6 +184,11 @@ def _serve(conn: Connection, where: Any) -> None:
     """A worker: run the jobs the parent sends, one at a time, until it sends ``None``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops every worker
     _die_with_parent()
+    # Nothing a worker runs writes to standard output but a policy that prints: its lines go to standard error,
+    # so the harness's own output (the outcome table, the summary, a replay's timeline) stays as documented.
+    with contextlib.suppress(OSError):
+        sys.stdout.flush()
+        os.dup2(2, 1)
     # A case makes thousands of short-lived objects, and its few cycles (a simulation's processes and their
     # environment) can wait: the cycle collector looks at new objects every 50,000 allocations, not 700, and
     # never again at what was imported before the first job. 2% of a sweep's instructions (callgrind,
