@@ -59,14 +59,22 @@ def test_run_refuses_a_junit_that_would_replace_one_of_its_own_files(
     assert b"<testsuite" in (out / "junit.xml").read_bytes()
 
 
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("summary.csv", "policy,scenario\n"),
+        # Only the root element counts: a file that mentions one is not a report.
+        ("notes.md", "Our reporter reads each <testsuite> element; keep this file.\n"),
+    ],
+)
 def test_a_junit_over_a_file_that_is_not_a_junit_report_is_refused(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str, text: str
 ) -> None:
-    other = tmp_path / "summary.csv"
-    other.write_text("policy,scenario\n", encoding="utf-8")
+    other = tmp_path / name
+    other.write_text(text, encoding="utf-8")
     err = _refused(capsys, ["check", *ONE_CASE, "--junit", str(other)])
     assert f"--junit {other}: exists and is not a JUnit report; fix:" in err
-    assert other.read_text(encoding="utf-8") == "policy,scenario\n"
+    assert other.read_text(encoding="utf-8") == text
     # A JUnit report from an earlier run is written over, as CI jobs that keep one path expect.
     earlier = tmp_path / "junit.xml"
     earlier.write_text('<?xml version="1.0"?>\n<testsuites name="old"/>\n', encoding="utf-8")
@@ -122,13 +130,3 @@ def test_a_junit_that_is_the_run_folder_itself_is_refused(capsys: pytest.Capture
     err = _refused(capsys, ["check", *ONE_CASE, "--out", str(out), "--junit", str(out)])
     assert f"--junit {out}: is the run's folder (--out {out}); fix: give another file name" in err
     assert not out.exists()
-
-
-def test_a_file_that_only_mentions_a_testsuite_is_not_taken_for_a_junit_report(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    notes = tmp_path / "notes.md"
-    notes.write_text("Our reporter reads each <testsuite> element; keep this file.\n", encoding="utf-8")
-    err = _refused(capsys, ["check", *ONE_CASE, "--junit", str(notes)])
-    assert "exists and is not a JUnit report" in err
-    assert notes.read_text(encoding="utf-8").startswith("Our reporter")
