@@ -120,7 +120,7 @@ def test_the_pytest_plugin_refuses_a_harness_out_that_is_not_empty(tmp_path: Pat
         timeout=120,
     )
     assert proc.returncode == 4, proc.stdout + proc.stderr
-    assert f"--harness-out {out} is not empty; fix: give a new or empty folder" in proc.stderr
+    assert f"--harness-out {out}: is not empty; fix: give a new or empty folder" in proc.stderr
     assert sorted(p.name for p in out.iterdir()) == ["kept.txt"]
 
 

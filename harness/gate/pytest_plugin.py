@@ -89,6 +89,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from harness.gate.repro import ReproFolder
     from harness.limits import CASE_TIMEOUT_MAX_S
     from harness.run import load_grid
+    from harness.run.files import check_new_or_empty
     from harness.scenario import list_scenarios
 
     count: int = config.getoption("harness_seed_count")
@@ -109,11 +110,11 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"harness: {exc}") from None
     config.stash[_CASES] = cases
     out: str | None = config.getoption("harness_out")
-    if out and Path(out).is_dir() and any(Path(out).iterdir()):
-        # As `harness check --out`: repro files never mix with what another run left there.
-        raise pytest.UsageError(f"--harness-out {out} is not empty; fix: give a new or empty folder")
-    if out and Path(out).exists() and not Path(out).is_dir():
-        raise pytest.UsageError(f"--harness-out {out} is a file, not a folder; fix: give a new or empty folder")
+    if out:
+        try:  # as `harness check --out`: repro files never mix with what another run left there
+            check_new_or_empty(Path(out), "--harness-out")
+        except InputError as exc:
+            raise pytest.UsageError(f"harness: {exc}") from None
     config.stash[_REPROS] = ReproFolder(Path(out) if out else None, prefix="harness-pytest-")
 
 

@@ -18,6 +18,7 @@ __all__ = [
     "SUMMARY_COLUMNS",
     "RecordWriter",
     "case_path",
+    "check_new_or_empty",
     "read_reports",
     "record_line",
     "recovery_json",
@@ -102,6 +103,14 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def check_new_or_empty(out: Path, option: str = "--out") -> None:
+    """Refuse an output folder that is a file or holds anything: a run's files never mix with another's."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{option} {out}: is a file; fix: give a folder")
+    if out.exists() and any(out.iterdir()):
+        raise UsageError(f"{option} {out}: is not empty; fix: give a new or empty folder")
 
 
 def check_writable(path: Path, option: str) -> None:

@@ -64,7 +64,7 @@ def claim(out: Path, fresh: bool) -> Claim:
         ) from None
     if fresh and any(p.name != _LOCK for p in out.iterdir()):
         handle.close()
-        raise UsageError(f"output folder {out} is not empty; fix: pass another --out")
+        raise UsageError(f"--out {out}: is not empty; fix: give a new or empty folder")
     return Claim(out, handle)
 
 

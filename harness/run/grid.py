@@ -46,7 +46,7 @@ from harness.run.cell import (
     execute_cell,
     summary_part_path,
 )
-from harness.run.files import write_atomic, write_summary
+from harness.run.files import check_new_or_empty, write_atomic, write_summary
 from harness.run.folder import (
     REQUEST,
     Claim,
@@ -165,10 +165,7 @@ def check_project(project: str) -> None:
 def new_out(out: Path | None) -> Path:
     """Create the output folder: the given one (new or empty), or a new ``reports/runs/<UTC time>[-n]``."""
     if out is not None:
-        if out.exists() and not out.is_dir():
-            raise UsageError(f"--out {out}: is a file; fix: give a folder")
-        if out.exists() and any(out.iterdir()):
-            raise UsageError(f"output folder {out} is not empty; fix: pass another --out")
+        check_new_or_empty(out)
         try:
             out.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

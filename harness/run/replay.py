@@ -10,10 +10,11 @@ in ``harness.present.shape``) is refused as bad input, in the loader's words, be
 
 The case runs in a worker process supervised as ``harness run`` supervises its cases (``harness.run.pool``): a
 policy that never returns is stopped after the case's wall-clock budget (the ``--case-timeout`` its reproduce
-command names, or a scenario file's ``reproduces: case_timeout_s``, else ``DEFAULT_CASE_TIMEOUT_S``), and one that ends its process (``sys.exit``, ``os._exit``, a
-signal) is noticed. Either way the replayed case is a ``harness_error`` case with the reason, compared with what
-was recorded like any other. What is printed of a case is made printable (``printable``): a policy's text cannot
-move the cursor, colour the terminal or start a line of its own.
+command names, or a scenario file's ``reproduces: case_timeout_s``, else ``DEFAULT_CASE_TIMEOUT_S``), and one
+that ends its process (``sys.exit``, ``os._exit``, a signal) is noticed. Either way the replayed case is a
+``harness_error`` case with the reason, compared with what was recorded like any other. What is printed of a case
+is made printable (``printable``): a policy's text cannot move the cursor, colour the terminal or start a line of
+its own.
 """
 
 from __future__ import annotations
