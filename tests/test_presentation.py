@@ -325,3 +325,34 @@ def test_the_outcome_table_puts_the_longer_list_down_the_side() -> None:
     ]
     many = [f"scenario_{i:02d}" for i in range(60)]
     assert max(len(line) for line in outcome_table({}, ["p1", "p2"], many).splitlines()) < 40
+
+
+def test_the_notebook_finds_the_newest_run_from_its_own_folder(run_dir: Path, tmp_path: Path) -> None:
+    """Jupyter starts the kernel in the notebook's folder (reports/): without HARNESS_RUN the notebook still finds
+    the project's newest run in reports/runs (it looked for reports/runs under reports/, found none, and failed)."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    project = tmp_path / "project"
+    shutil.copytree(run_dir / "cases", project / "reports" / "runs" / "20260101T000000Z" / "cases")
+    notebook = nbformat.read(ROOT / "reports" / "compare_policies.ipynb", as_version=4)
+    notebook.cells = notebook.cells[:2]  # the introduction and the cell that loads the run
+    saved = os.environ.pop("HARNESS_RUN", None)
+    try:
+        NotebookClient(
+            notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(project / "reports")}}
+        ).execute()
+    finally:
+        if saved is not None:
+            os.environ["HARNESS_RUN"] = saved
+    printed = "".join(o.get("text", "") for o in notebook.cells[1].outputs)
+    cases = len(list(run_dir.rglob("recovery.json")))
+    assert cases and printed.startswith(f"{cases} cases from {project / 'reports' / 'runs' / '20260101T000000Z'};")
+
+
+def test_rate_table_of_nothing_loaded_is_an_empty_table() -> None:
+    """As outcome_counts and metric_table: load() of a folder without cases gives a table with no cell, not an
+    error from pandas."""
+    from harness.present.analysis import load, rate_table
+
+    assert rate_table(load([])).empty

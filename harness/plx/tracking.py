@@ -12,9 +12,9 @@ server mode log into that job's own run instead, and the job must run exactly on
 In each run: the inputs (scenario, policy and their revisions, task and action IDs, the seeds, harness
 version); one batch of metrics, each the mean over the cell's cases of a figure the checker established (a
 metric no case established is absent, never 0); and the outcome as ``outputs.recovery_outcome`` (the worst over
-the seeds) with a count per outcome and ``outputs.cases_path``, the folder of the cell's case files in the run
-folder (the cases are not copied: a cell of a million seeds costs the same to track as one of three). A cell
-with a harness error ends as a failed run with the reason.
+the seeds) with a count per outcome and ``outputs.cases_path``, the folder that holds the cell's case files
+(``cases/<policy>``) in the run folder (the cases are not copied: a cell of a million seeds costs the same to
+track as one of three). A cell with a harness error ends as a failed run with the reason.
 
 ``harness explore`` makes one run per (policy, scenario) explored: the template, depth, swarm, seeds and shard
 as inputs; schedules, cases, violating cases, findings and violating cases per property as metrics; and the

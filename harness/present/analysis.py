@@ -1,7 +1,8 @@
 """Saved ``recovery.json`` files into pandas, and the comparison tables people read.
 
-``load`` takes any mix of local run folders, Polyaxon offline roots and folders of downloaded Polyaxon
-artifacts, and returns one row per case. An unknown metric stays a missing value (``<NA>``), never 0, and its
+``load`` takes any mix of run folders and folders of ``recovery.json`` files (a Polyaxon run, offline or
+pushed, carries no case file: its ``outputs.cases_path`` names the folder that does), and returns one row per
+case. An unknown metric stays a missing value (``<NA>``), never 0, and its
 reason is in the ``unknown`` column. Files that cannot be read are skipped and listed, with the reason, in
 ``frame.attrs["skipped"]``.
 
@@ -435,6 +436,8 @@ def rate_table(frame: pd.DataFrame, outcome: str = "correct", k: int = 3) -> pd.
     """A policy x scenario table of readable cells: ``67% [51%-80%] pass^3 0.30 · 1 unknown`` where a cell has
     ``RATE_MIN_CASES`` cases or more; ``2/3`` below that, with ``· same at every seed`` when the seeds changed
     nothing in the outcome or the metrics (near-deterministic: more seeds would say no more)."""
+    if frame.empty:  # nothing loaded (a folder without cases): an empty table, as the other tables give
+        return pd.DataFrame()
     r = rates(frame, outcome, k)
     steady = _steady(frame)
 
