@@ -130,3 +130,33 @@ def test_a_junit_that_is_the_run_folder_itself_is_refused(capsys: pytest.Capture
     err = _refused(capsys, ["check", *ONE_CASE, "--out", str(out), "--junit", str(out)])
     assert f"--junit {out}: is the run's folder (--out {out}); fix: give another file name" in err
     assert not out.exists()
+
+
+def test_an_exploration_holds_its_folder_while_it_runs_and_leaves_no_lock(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Two explorations into one --out both passed the empty-folder check and wrote at the end: the later
+    explore.json listed only its own policies. An exploration now holds the folder from its start, as a run does,
+    and leaves only its own files."""
+    import json
+    import time
+
+    out = tmp_path / "explore"
+    explore = ["explore", "--scenario", "lost_response", "--depth", "2", "--tracking", "none", "--quiet"]
+    first = subprocess.Popen(
+        [sys.executable, "-m", "harness", *explore, "--policy", "retry_new_key", "--out", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (out / ".lock").exists() and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert first.poll() is None and (out / ".lock").exists(), "the exploration took no hold of its folder"
+        _refused(capsys, [*explore, "--policy", "retry_same_key", "--out", str(out)])
+    finally:
+        _, err = first.communicate(timeout=300)
+    assert first.returncode == 1, err  # retry_new_key has findings
+    assert json.loads((out / "explore.json").read_text())["policies"] == ["retry_new_key"]
+    assert not (out / ".lock").exists()

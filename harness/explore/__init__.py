@@ -33,6 +33,7 @@ from harness.plx.tracking import (
 )
 from harness.policy import load_policy
 from harness.run.files import write_atomic
+from harness.run.folder import LOCK_FILE, claim
 from harness.run.grid import TrackingNote, check_project, new_out, tracking_note
 from harness.run.plan import UsageError, load_grid
 from harness.run.pool import supervise
@@ -147,74 +148,81 @@ def explore(
         )
     check_project(options.project)
     out = new_out(options.out)
-    started = time.perf_counter()
-    split = options.shards if options.shards > 1 else max(1, options.concurrency)
-    jobs = [
-        ExploreJob(
-            tuple(specs),
-            case,
-            options.depth,
-            options.swarm,
-            options.seeds,
-            shard=options.shard if options.shards > 1 else i,
-            shards=split,
-        )
-        for case in templates
-        for i in ([options.shard] if options.shards > 1 else range(split))
-    ]
-    results = _run(jobs, options, progress)
-    summary = ExploreSummary(out)
-    rows = {
-        (p_spec, s_spec): Exploration(
-            policy.name,
-            p_spec,
-            policy.revision,
-            s_spec,
-            expanded[s_spec][0][1].revision,
-        )
-        for s_spec in scenario_specs
-        for p_spec, policy in policies.items()
-    }
-    by_name = {policy.name: spec for spec, policy in policies.items()}
-    merged: dict[tuple[str, str, str], Finding] = {}
-    stuck: list[Finding] = []
-    for job, result in zip(jobs, results, strict=True):
-        s_spec = spec_of_case[job.scenario_spec]
-        for p_spec, policy in policies.items():
-            row = rows[(p_spec, s_spec)]
-            row.schedules += result.schedules
-            row.cases += result.cases[policy.name]
-            row.violating += result.violating[policy.name]
-            row.violations.update(result.violations.get(policy.name, {}))
-        for boundary, (reached, fired) in result.coverage.items():
-            site = summary.coverage.setdefault(boundary, [0, 0])
-            site[0] += reached
-            site[1] += fired
-        summary.unfired += [(result.scenario, f) for f in result.unfired]
-        summary.errors += [f"{job.scenario_spec}: {e}" for e in result.errors]
-        stuck += result.stuck
-        for finding in result.findings:
-            key = (finding.policy, job.scenario_spec, shape(finding.schedule))
-            if key not in merged or finding.first_seen < merged[key].first_seen:
-                merged[key] = finding
-    numbered: Counter[tuple[str, str]] = Counter()
-    for finding in sorted(merged.values(), key=lambda f: (f.policy, f.scenario, f.first_seen)):
-        numbered[(finding.policy, finding.scenario)] += 1
-        n = numbered[(finding.policy, finding.scenario)]
-        path = out / "findings" / finding.policy / f"{finding.scenario}-{n}.yaml"
-        write_atomic(path, finding_yaml(templates[finding.scenario_spec], finding, n))
-        rows[(by_name[finding.policy], spec_of_case[finding.scenario_spec])].findings.append((finding, path))
-    stopped = _write_stuck(out, stuck, templates, options)
-    summary.errors[:0] = [line for line, _ in stopped]
-    summary.reproduce = [command for _, command in stopped]
-    summary.explorations = list(rows.values())
-    summary.elapsed_s = round(time.perf_counter() - started, 3)
-    if options.tracking != "none":
-        tracked = [(e, _track(e, summary, options)) for e in summary.explorations]
-        summary.polyaxon_runs = {f"{e.policy_spec} x {e.scenario_spec}": t.run_uuid for e, t in tracked}
-        summary.tracking = tracking_note(options.tracking, options.project, out, [t for _, t in tracked])
-    write_atomic(out / "explore.json", explore_json(summary, options, specs, list(templates)))
-    return summary
+    # Held until the exploration is written: a second exploration into the same folder is refused (both wrote
+    # their files at the end, and the later explore.json listed only its own policies).
+    hold = claim(out, fresh=True)
+    try:
+        started = time.perf_counter()
+        split = options.shards if options.shards > 1 else max(1, options.concurrency)
+        jobs = [
+            ExploreJob(
+                tuple(specs),
+                case,
+                options.depth,
+                options.swarm,
+                options.seeds,
+                shard=options.shard if options.shards > 1 else i,
+                shards=split,
+            )
+            for case in templates
+            for i in ([options.shard] if options.shards > 1 else range(split))
+        ]
+        results = _run(jobs, options, progress)
+        summary = ExploreSummary(out)
+        rows = {
+            (p_spec, s_spec): Exploration(
+                policy.name,
+                p_spec,
+                policy.revision,
+                s_spec,
+                expanded[s_spec][0][1].revision,
+            )
+            for s_spec in scenario_specs
+            for p_spec, policy in policies.items()
+        }
+        by_name = {policy.name: spec for spec, policy in policies.items()}
+        merged: dict[tuple[str, str, str], Finding] = {}
+        stuck: list[Finding] = []
+        for job, result in zip(jobs, results, strict=True):
+            s_spec = spec_of_case[job.scenario_spec]
+            for p_spec, policy in policies.items():
+                row = rows[(p_spec, s_spec)]
+                row.schedules += result.schedules
+                row.cases += result.cases[policy.name]
+                row.violating += result.violating[policy.name]
+                row.violations.update(result.violations.get(policy.name, {}))
+            for boundary, (reached, fired) in result.coverage.items():
+                site = summary.coverage.setdefault(boundary, [0, 0])
+                site[0] += reached
+                site[1] += fired
+            summary.unfired += [(result.scenario, f) for f in result.unfired]
+            summary.errors += [f"{job.scenario_spec}: {e}" for e in result.errors]
+            stuck += result.stuck
+            for finding in result.findings:
+                key = (finding.policy, job.scenario_spec, shape(finding.schedule))
+                if key not in merged or finding.first_seen < merged[key].first_seen:
+                    merged[key] = finding
+        numbered: Counter[tuple[str, str]] = Counter()
+        for finding in sorted(merged.values(), key=lambda f: (f.policy, f.scenario, f.first_seen)):
+            numbered[(finding.policy, finding.scenario)] += 1
+            n = numbered[(finding.policy, finding.scenario)]
+            path = out / "findings" / finding.policy / f"{finding.scenario}-{n}.yaml"
+            write_atomic(path, finding_yaml(templates[finding.scenario_spec], finding, n))
+            rows[(by_name[finding.policy], spec_of_case[finding.scenario_spec])].findings.append((finding, path))
+        stopped = _write_stuck(out, stuck, templates, options)
+        summary.errors[:0] = [line for line, _ in stopped]
+        summary.reproduce = [command for _, command in stopped]
+        summary.explorations = list(rows.values())
+        summary.elapsed_s = round(time.perf_counter() - started, 3)
+        if options.tracking != "none":
+            tracked = [(e, _track(e, summary, options)) for e in summary.explorations]
+            summary.polyaxon_runs = {f"{e.policy_spec} x {e.scenario_spec}": t.run_uuid for e, t in tracked}
+            summary.tracking = tracking_note(options.tracking, options.project, out, [t for _, t in tracked])
+        write_atomic(out / "explore.json", explore_json(summary, options, specs, list(templates)))
+        return summary
+    finally:
+        (out / LOCK_FILE).unlink(missing_ok=True)  # the folder holds the exploration only
+        hold.release()
 
 
 def _write_stuck(

@@ -29,9 +29,19 @@ from harness.model import MANIFEST
 from harness.run.plan import Cell, Grid, UsageError
 from harness.version import __version__
 
-__all__ = ["REQUEST", "Claim", "Manifest", "Request", "claim", "fingerprints", "in_use", "stray_temporaries"]
+__all__ = [
+    "LOCK_FILE",
+    "REQUEST",
+    "Claim",
+    "Manifest",
+    "Request",
+    "claim",
+    "fingerprints",
+    "in_use",
+    "stray_temporaries",
+]
 
-_LOCK = ".lock"
+LOCK_FILE = ".lock"
 #: The command line a run was started with, written the moment its folder is claimed (before the grid is
 #: even planned), so a run killed that early can still be resumed: it is planned again from the same words.
 REQUEST = "request.json"
@@ -54,7 +64,7 @@ def claim(out: Path, fresh: bool) -> Claim:
     """Take the run folder for this run, or raise ``UsageError``: another run holds it, or (``fresh``) it is
     not empty. Taking the lock first makes two runs started together on one folder safe: one gets it."""
     try:
-        handle = open(out / _LOCK, "a", encoding="utf-8")  # noqa: SIM115 (held for the whole run)
+        handle = open(out / LOCK_FILE, "a", encoding="utf-8")  # noqa: SIM115 (held for the whole run)
     except OSError as exc:
         raise UsageError(f"--out {out}: cannot write in it ({exc.strerror}); fix: give a writable folder") from None
     if not _lock(handle, fcntl.LOCK_EX):
@@ -62,7 +72,7 @@ def claim(out: Path, fresh: bool) -> Claim:
         raise UsageError(
             f"output folder {out} is in use by another harness run; fix: wait for it to end, or pass another --out"
         ) from None
-    if fresh and any(p.name != _LOCK for p in out.iterdir()):
+    if fresh and any(p.name != LOCK_FILE for p in out.iterdir()):
         handle.close()
         raise UsageError(f"--out {out}: is not empty; fix: give a new or empty folder")
     return Claim(out, handle)
@@ -88,12 +98,12 @@ def _lock(handle: IO[str], kind: int) -> bool:
 def in_use(out: Path) -> bool:
     """Whether a harness run holds the folder now (without taking it for long, and without writing in it)."""
     try:
-        handle = open(out / _LOCK, encoding="utf-8")  # noqa: SIM115 (closed below)
+        handle = open(out / LOCK_FILE, encoding="utf-8")  # noqa: SIM115 (closed below)
     except FileNotFoundError:
         return False  # no run ever held it
     except OSError as exc:
         raise UsageError(
-            f"{out / _LOCK}: cannot be read ({exc.strerror}), so whether a run is writing {out} cannot be told; "
+            f"{out / LOCK_FILE}: cannot be read ({exc.strerror}), so whether a run is writing {out} cannot be told; "
             "fix: run this as the user who ran it"
         ) from None
     try:

@@ -48,6 +48,7 @@ from harness.run.cell import (
 )
 from harness.run.files import check_new_or_empty, write_atomic, write_summary
 from harness.run.folder import (
+    LOCK_FILE,
     REQUEST,
     Claim,
     Manifest,
@@ -208,7 +209,7 @@ def begin(out: Path | None, argv: Sequence[str]) -> Claim:
 def abandon(hold: Claim, created: bool) -> None:
     """Undo ``begin`` after bad input: nothing of the run is left (the folder too, if this run made it)."""
     hold.release()
-    for name in (REQUEST, ".lock"):
+    for name in (REQUEST, LOCK_FILE):
         (hold.out / name).unlink(missing_ok=True)
     if created:
         with contextlib.suppress(OSError):
