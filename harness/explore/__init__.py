@@ -73,6 +73,9 @@ class Exploration:
     scenario_revision: str
     schedules: int = 0
     cases: int = 0
+    #: Cases actually run (shrinking's included): the others were judged the same as a smaller schedule's
+    #: run, which never reached what they add.
+    simulated: int = 0
     violating: int = 0
     violations: Counter[str] = field(default_factory=Counter)
     #: (finding, the file it was written to)
@@ -105,6 +108,10 @@ class ExploreSummary:
     @property
     def cases(self) -> int:
         return sum(e.cases for e in self.explorations)
+
+    @property
+    def simulated(self) -> int:
+        return sum(e.simulated for e in self.explorations)
 
     @property
     def violating(self) -> int:
@@ -189,6 +196,7 @@ def explore(
                 row = rows[(p_spec, s_spec)]
                 row.schedules += result.schedules
                 row.cases += result.cases[policy.name]
+                row.simulated += result.simulated[policy.name]
                 row.violating += result.violating[policy.name]
                 row.violations.update(result.violations.get(policy.name, {}))
             for boundary, (reached, fired) in result.coverage.items():
@@ -368,6 +376,7 @@ def explore_json(
                 "shards": options.shards,
                 "schedules": summary.schedules,
                 "cases": summary.cases,
+                "simulated": summary.simulated,
                 "violating_cases": summary.violating,
                 "violations_by_property": dict(sorted(summary.violations.items())),
                 "explorations": [
@@ -379,6 +388,7 @@ def explore_json(
                         "scenario_revision": e.scenario_revision,
                         "schedules": e.schedules,
                         "cases": e.cases,
+                        "simulated": e.simulated,
                         "violating_cases": e.violating,
                         "violations_by_property": dict(sorted(e.violations.items())),
                         "findings": len(e.findings),

@@ -25,6 +25,7 @@ __all__ = [
     "Schedule",
     "apply",
     "contract_variants",
+    "declared",
     "elements_of",
     "fault_elements",
     "operator_elements",
@@ -139,6 +140,13 @@ def _validated(e: Element, adapter: TypeAdapter[Any]) -> Any:
             _VALIDATED.clear()
         found = _VALIDATED[e.key] = adapter.validate_python(element_dict(e))
     return found
+
+
+def declared(e: Element) -> Fault | OperatorEvent:
+    """The fault or operator event a fault or operator element declares (validated once per element)."""
+    if e.kind == "contract":
+        raise ValueError(f"a contract change declares no fault or event: {e.key}")
+    return _validated(e, _FAULT if e.kind == "fault" else _OPERATOR)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)

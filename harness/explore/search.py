@@ -22,6 +22,7 @@ from harness.explore.schedule import (
     Observed,
     Schedule,
     apply,
+    declared,
     element,
     element_dict,
     elements_of,
@@ -33,7 +34,7 @@ from harness.policy import Policy, load_policy
 from harness.run.cell import describe
 from harness.scenario import Scenario, scenario_cases
 from harness.seeds import rng
-from harness.sim import SimResult, simulate
+from harness.sim import Reach, SimResult, simulate
 
 __all__ = ["ExploreJob", "Finding", "JobResult", "explore_job", "schedules", "shape", "shrink", "swarm_draw"]
 
@@ -55,6 +56,9 @@ class ExploreJob:
     #: Cases of this job not to run again, by position among the cases it simulates, each with why it failed
     #: (over its wall-clock budget, or its worker process died): the policy is explored no further in this job.
     failed: tuple[tuple[int, str], ...] = ()
+    #: Judge a schedule without running it when a smaller one's run never reached its added element (the
+    #: answer is the same either way; off only to show that it is).
+    skip_unreached: bool = True
 
     def execute(self, on_case: Callable[[int], None]) -> JobResult:
         return explore_job(self, on_case)
@@ -89,6 +93,8 @@ class JobResult:
     scenario: str
     schedules: int = 0
     cases: Counter[str] = field(default_factory=Counter)
+    #: Cases actually run, per policy, shrinking's included; the others were judged without running them.
+    simulated: Counter[str] = field(default_factory=Counter)
     violating: Counter[str] = field(default_factory=Counter)
     violations: dict[str, Counter[str]] = field(default_factory=dict)
     #: Per fault boundary: (cases in which its site was reached, cases in which it fired).
@@ -206,8 +212,11 @@ def _consistent(schedule: Schedule) -> bool:
 
 
 _T = TypeVar("_T")
+#: What the judge answers for one case: its outcome, the properties it violated, and per declared fault, in the
+#: schedule's order, (times its site was reached, times it fired).
+Judged = tuple[str, tuple[str, ...], tuple[tuple[int, int], ...]]
 #: What the judge answers for a policy explored no further in this job: not run, nothing violated.
-_NOT_RUN: tuple[str, tuple[str, ...], tuple[tuple[int, int], ...]] = ("harness_error", (), ())
+_NOT_RUN: Judged = ("harness_error", (), ())
 
 
 def _simulate_and_check(scenario: Scenario, policy: Policy, seed: int) -> tuple[SimResult, Judgement]:
@@ -216,39 +225,94 @@ def _simulate_and_check(scenario: Scenario, policy: Policy, seed: int) -> tuple[
 
 
 class _Judge:
-    """Runs (policy, schedule, seed) once and remembers the violated properties: shrinking asks again and again."""
+    """Runs (policy, schedule, seed) once and remembers the violated properties: shrinking asks again and again.
 
-    def __init__(self, template: Scenario, cases: _Cases | None = None) -> None:
+    A schedule is judged without running it when it adds, to the template's own schedule or to one with a single
+    element added, an element that the smaller schedule's run never reached (a fault whose site no actor asked
+    about, an operator event whose trigger was never recorded): the run would be the same, so its judgement is
+    (``SimResult.reach`` says why). Contract changes always act, so they are never skipped this way."""
+
+    def __init__(self, template: Scenario, cases: _Cases | None = None, *, skip_unreached: bool = True) -> None:
         self._template = template
         self._cases = cases or _Cases((), None)
+        self._own = frozenset(e.key for e in elements_of(template))
+        self._skip_unreached = skip_unreached
         #: Harness failures met on the way, one line each.
         self.errors: list[str] = []
-        self._seen: dict[tuple[str, str, int], tuple[str, tuple[str, ...], tuple[tuple[int, int], ...]]] = {}
+        #: Cases run, per policy (the others were judged the same as a smaller schedule's run).
+        self.simulated: Counter[str] = Counter()
+        self._seen: dict[tuple[str, str, int], Judged] = {}
+        #: The template's own schedule and those with one element added, per (policy, schedule, seed): the
+        #: judgement and what the run reached (a few hundred per policy and seed).
+        self._small: dict[tuple[str, str, int], tuple[Judged, Reach]] = {}
         #: The last schedule applied to the template, and its scenario: every policy and seed asks in turn.
         self._applied: tuple[str, Scenario] | None = None
 
-    def __call__(
-        self, policy: Policy, schedule: Schedule, seed: int
-    ) -> tuple[str, tuple[str, ...], tuple[tuple[int, int], ...]]:
+    def __call__(self, policy: Policy, schedule: Schedule, seed: int) -> Judged:
         key = (policy.name, schedule.key, seed)
         if key not in self._seen:
             if policy.name in self._cases.stopped:
                 return _NOT_RUN
-            try:
-                scenario = self._scenario(schedule)
-                judged = self._cases.run(policy, seed, schedule, partial(_simulate_and_check, scenario, policy, seed))
-            except Exception as exc:  # a harness failure on one schedule is reported, and exploration goes on
-                self.errors.append(f"{policy.name} seed {seed} [{schedule.key}]: {type(exc).__name__}: {exc}"[:500])
-                self._seen[key] = ("harness_error", (), ())
-                return self._seen[key]
+            judged = self._same_as_smaller(policy, schedule, seed) if self._skip_unreached else None
+            if policy.name in self._cases.stopped:
+                return _NOT_RUN  # a smaller schedule's case failed on the way
             if judged is None:
-                return _NOT_RUN
-            result, judgement = judged
-            violated = tuple(name for name, verdict in judgement.checks.items() if verdict == "false")
+                judged = self._run(policy, schedule, seed)
+                if judged is None:
+                    return _NOT_RUN
             if len(self._seen) > 50_000:  # bounded: a shrink asks about a handful of neighbours only
                 self._seen.clear()
-            self._seen[key] = (judgement.outcome, violated, result.coverage)
+            self._seen[key] = judged
         return self._seen[key]
+
+    def _run(self, policy: Policy, schedule: Schedule, seed: int) -> Judged | None:
+        try:
+            scenario = self._scenario(schedule)
+            ran = self._cases.run(policy, seed, schedule, partial(_simulate_and_check, scenario, policy, seed))
+        except Exception as exc:  # a harness failure on one schedule is reported, and exploration goes on
+            self.errors.append(f"{policy.name} seed {seed} [{schedule.key}]: {type(exc).__name__}: {exc}"[:500])
+            return ("harness_error", (), ())
+        if ran is None:
+            return None
+        self.simulated[policy.name] += 1
+        result, judgement = ran
+        violated = tuple(name for name, verdict in judgement.checks.items() if verdict == "false")
+        judged = (judgement.outcome, violated, result.coverage)
+        if self._added(schedule) <= 1:
+            self._small[(policy.name, schedule.key, seed)] = (judged, result.reach)
+        return judged
+
+    def _same_as_smaller(self, policy: Policy, schedule: Schedule, seed: int) -> Judged | None:
+        """The judgement of ``schedule`` without one of its added elements, when that run never reached the
+        element (with the element's coverage, nothing, put in its place); ``None`` when no such run is known."""
+        if self._added(schedule) == 0:
+            return None
+        for e in schedule.elements:
+            if e.key in self._own or e.kind == "contract":
+                continue
+            smaller = schedule.without(e)
+            if self._added(smaller) > 1:
+                continue  # only small runs are kept
+            known = self._small.get((policy.name, smaller.key, seed))
+            if known is None:
+                self(policy, smaller, seed)  # run it (once per policy and seed: it serves every pair it is in)
+                known = self._small.get((policy.name, smaller.key, seed))
+                if known is None:
+                    return None  # a harness error, or the policy stopped
+            (outcome, violated, coverage), reach = known
+            if reach.reaches(declared(e)):
+                continue
+            if e.kind == "fault":
+                at = [f.key for f in schedule.elements if f.kind == "fault"].index(e.key)
+                coverage = (*coverage[:at], (0, 0), *coverage[at:])
+            judged = (outcome, violated, coverage)
+            if self._added(schedule) <= 1:
+                self._small[(policy.name, schedule.key, seed)] = (judged, reach)
+            return judged
+        return None
+
+    def _added(self, schedule: Schedule) -> int:
+        return sum(1 for e in schedule.elements if e.key not in self._own)
 
     def _scenario(self, schedule: Schedule) -> Scenario:
         """The template under ``schedule``, applied once for all the policies and seeds that ask in a row."""
@@ -321,7 +385,7 @@ def explore_job(job: ExploreJob, on_case: Callable[[int], None] | None = None) -
     cases = _Cases(job.failed, on_case)
     seen, unfired = observe(template, [p for _, p in policies], job.seeds, cases)
     out = JobResult(scenario=template.name, unfired=unfired if job.shard == 0 and not cases.stopped else [])
-    judge = _Judge(template, cases)
+    judge = _Judge(template, cases, skip_unreached=job.skip_unreached)
     found: dict[tuple[str, str], Finding] = {}
     own = frozenset(e.key for e in elements_of(template))
     memos: dict[tuple[str, int], dict[str, Schedule]] = {(p.name, seed): {} for _, p in policies for seed in job.seeds}
@@ -369,6 +433,7 @@ def explore_job(job: ExploreJob, on_case: Callable[[int], None] | None = None) -
                 )
     out.findings = sorted(found.values(), key=lambda f: (f.policy, f.first_seen))
     out.errors = judge.errors[:20]
+    out.simulated = judge.simulated
     out.stuck = [
         Finding(
             policy=policy.name,

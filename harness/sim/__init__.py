@@ -1,5 +1,5 @@
 """The simulator: simpy actors in virtual time that produce evidence and, separately, ground truth."""
 
-from harness.sim.world import GroundTruth, SimResult, simulate
+from harness.sim.world import GroundTruth, Reach, SimResult, simulate
 
-__all__ = ["GroundTruth", "SimResult", "simulate"]
+__all__ = ["GroundTruth", "Reach", "SimResult", "simulate"]

@@ -9,40 +9,57 @@ by elapsed time.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 from harness.model.events import FaultInjected
 from harness.scenario import FaultBase
 from harness.sim.history import History
 
-__all__ = ["Injector"]
+__all__ = ["Injector", "Question", "applies"]
 
 F = TypeVar("F", bound=FaultBase)
+
+#: A question asked of the injector: a boundary, an action, the occurrence, and which of the boundary's points
+#: (``None``: it has one).
+Question = tuple[type[FaultBase], str, int, Callable[[Any], bool] | None]
+
+
+def applies(fault: FaultBase, default_action_id: str, question: Question) -> bool:
+    """Whether ``fault`` applies to ``question`` (a fault without an action is the scenario's first action's)."""
+    boundary, action_id, occurrence, where = question
+    return (
+        isinstance(fault, boundary)
+        and (where is None or where(fault))
+        and (fault.action_id or default_action_id) == action_id
+        and fault.hits(occurrence)
+    )
 
 
 class Injector:
     def __init__(self, faults: Sequence[FaultBase], default_action_id: str, history: History) -> None:
         self._faults = tuple(faults)
-        self._default_action_id = default_action_id
+        self.default_action_id = default_action_id
         self._history = history
         #: Per declared fault (in the scenario's order): how often its site was reached, and how often it fired.
         self.reached = [0] * len(self._faults)
         self.fired = [0] * len(self._faults)
+        #: Every question asked, in order.
+        self.asked: list[Question] = []
 
     def hit(
         self, boundary: type[F], action_id: str, occurrence: int, where: Callable[[F], bool] | None = None
     ) -> F | None:
         """Return the fault of class ``boundary`` that applies to this occurrence for ``action_id`` (and that
         ``where`` accepts, for a boundary with several points), recording it."""
-        chosen = None
+        question: Question = (boundary, action_id, occurrence, where)
+        self.asked.append(question)
+        chosen: F | None = None
         for i, fault in enumerate(self._faults):
-            if not isinstance(fault, boundary) or (where is not None and not where(fault)):
-                continue
-            if (fault.action_id or self._default_action_id) != action_id or not fault.hits(occurrence):
+            if not applies(fault, self.default_action_id, question):
                 continue
             self.reached[i] += 1
             if chosen is None:
-                chosen = fault
+                chosen = cast(F, fault)  # it is a ``boundary``: ``applies`` said so
                 self.fired[i] += 1
         if chosen is not None:
             self._history.record(FaultInjected(boundary=chosen.boundary, action_id=action_id, occurrence=occurrence))

@@ -6,6 +6,8 @@ happened; only tests read it, to prove the checker sound.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import simpy
@@ -13,20 +15,20 @@ import simpy
 from harness.model import Evidence
 from harness.model.events import Event, FaultInjected
 from harness.policy import Policy
-from harness.scenario import BOUNDARIES, Scenario
+from harness.scenario import BOUNDARIES, Fault, FaultBase, OperatorEvent, Scenario
 from harness.seeds import rng
 from harness.sim.auditor import Auditor, GroundTruth
 from harness.sim.bridge import Bridge
 from harness.sim.connector import Connector
 from harness.sim.controller import Controller
 from harness.sim.destination import Destination
-from harness.sim.faults import Injector
+from harness.sim.faults import Injector, Question, applies
 from harness.sim.history import History
 from harness.sim.operator import Operator
 from harness.sim.transport import Transport
 from harness.sim.worker import Worker
 
-__all__ = ["GroundTruth", "SimResult", "simulate"]
+__all__ = ["GroundTruth", "Reach", "SimResult", "simulate"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,11 +39,50 @@ class SimResult:
     attempts: tuple[str, ...]
     #: Per declared fault, in the scenario's order: (times its site was reached, times it fired).
     coverage: tuple[tuple[int, int], ...] = ()
+    #: The injector of the finished case, and every record of its history (the evidence may withhold some):
+    #: what ``reach`` reads.
+    injector: Injector | None = None
+    recorded: Sequence[Event] = ()
 
     @property
     def truth(self) -> GroundTruth:
         """What really happened, from the auditor's ground truth: the checker never sees it."""
         return self.auditor.truth()
+
+    @property
+    def reach(self) -> Reach:
+        """What this run reached, kept small (an exploration keeps it for many runs)."""
+        assert self.injector is not None
+        return Reach(
+            tuple(self.injector.asked),
+            self.injector.default_action_id,
+            Counter((e.actor, e.event) for e in self.recorded),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """What one run reached: every question its actors asked the injector, and how many history records of
+    each (actor, event) it made."""
+
+    asked: tuple[Question, ...]
+    default_action_id: str
+    recorded: Counter[tuple[str, str]]
+
+    def reaches(self, item: Fault | OperatorEvent) -> bool:
+        """Whether the run reached the point where ``item``, had the scenario declared it too, would act: a
+        fault's site (its boundary, at one of its occurrences, for its action), or an operator event's trigger.
+
+        When it did not, the scenario with ``item`` added runs exactly as this one did (the same evidence, the
+        same coverage of the other faults, none of the item's own): a fault acts only through the injector's
+        answer at its site, and an event after a history record only once that record is made. An event at a
+        time, or one that starts an action of its own, is taken to reach (the action exists from the start)."""
+        if isinstance(item, FaultBase):
+            return any(applies(item, self.default_action_id, question) for question in self.asked)
+        after = item.when.after
+        if after is None or getattr(item, "action_id", None) is not None:
+            return True
+        return self.recorded[(after.actor, after.event)] >= after.nth
 
 
 def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
@@ -94,7 +135,14 @@ def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
     )
     attempts = tuple(eid for action in controller.actions.values() for eid in action.execution_ids)
     coverage = tuple(zip(injector.reached, injector.fired, strict=True))
-    return SimResult(evidence=evidence, auditor=auditor, attempts=attempts, coverage=coverage)
+    return SimResult(
+        evidence=evidence,
+        auditor=auditor,
+        attempts=attempts,
+        coverage=coverage,
+        injector=injector,
+        recorded=history.entries,
+    )
 
 
 def _caller_side(event: Event) -> bool:
