@@ -222,6 +222,28 @@ def test_shards_split_the_schedules_exactly(tmp_path: Path) -> None:
     assert shapes and {shape(f.schedule) for h in halves for f in h.findings} == shapes
 
 
+def test_concurrency_splits_a_shard_among_its_processes(tmp_path: Path) -> None:
+    """--shard 1/2 --concurrency 2: two jobs share shard 1's schedules, and together they run exactly the ones
+    --concurrency 1 runs, with the same findings (concurrency used to be dropped under --shard)."""
+    from harness.explore import ExploreOptions, explore
+
+    def shard_one(concurrency: int) -> tuple[list[int], object]:
+        parts: list[int] = []
+        options = ExploreOptions(
+            out=tmp_path / f"c{concurrency}", depth=1, swarm=5, shard=1, shards=2, concurrency=concurrency,
+            tracking="none", isolate=False,
+        )  # fmt: skip
+        summary = explore(["retry_same_key"], ["lost_response"], options, lambda _, __, r: parts.append(r.schedules))
+        return parts, json.loads((summary.out / "explore.json").read_text())
+
+    (alone,), one = shard_one(1)
+    shared, two = shard_one(2)
+    assert len(shared) == 2 and all(shared) and sum(shared) == alone
+    for key in ("schedules", "cases", "violating_cases", "findings", "coverage"):
+        assert two[key] == one[key], key
+    assert (two["shard"], two["shards"]) == (1, 2)
+
+
 def test_a_declared_fault_that_never_fires_fails_the_run_after_writing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

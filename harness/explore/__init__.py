@@ -160,7 +160,9 @@ def explore(
     hold = claim(out, fresh=True)
     try:
         started = time.perf_counter()
-        split = options.shards if options.shards > 1 else max(1, options.concurrency)
+        # Each process takes every `split`-th schedule of this shard's: schedule i is in shard I of N when i % N
+        # is I, so in part k of this shard's `split` when i % (N * split) is I + k * N.
+        split = max(1, options.concurrency)
         jobs = [
             ExploreJob(
                 tuple(specs),
@@ -168,11 +170,11 @@ def explore(
                 options.depth,
                 options.swarm,
                 options.seeds,
-                shard=options.shard if options.shards > 1 else i,
-                shards=split,
+                shard=options.shard + k * options.shards,
+                shards=options.shards * split,
             )
             for case in templates
-            for i in ([options.shard] if options.shards > 1 else range(split))
+            for k in range(split)
         ]
         results = _run(jobs, options, progress)
         summary = ExploreSummary(out)
