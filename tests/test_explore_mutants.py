@@ -370,7 +370,7 @@ def test_a_job_s_counts_are_the_sums_over_its_cases_and_each_finding_is_a_shrunk
     cases: Counter[str] = Counter()
     violating: Counter[str] = Counter()
     violations: dict[str, Counter[str]] = {}
-    coverage: dict[str, list[int]] = {}
+    coverage: dict[str, dict[str, list[int]]] = {}
     for schedule in every:
         scenario = apply(template, schedule)
         for policy in (RETRY, RECONCILE):
@@ -383,7 +383,7 @@ def test_a_job_s_counts_are_the_sums_over_its_cases_and_each_finding_is_a_shrunk
                 if violated:
                     violations.setdefault(policy.name, Counter()).update(violated)
                 for fault, (reached, fired) in zip(scenario.faults, result.coverage, strict=True):
-                    site = coverage.setdefault(fault.boundary, [0, 0])
+                    site = coverage.setdefault(policy.name, {}).setdefault(fault.boundary, [0, 0])
                     site[0] += reached > 0
                     site[1] += fired > 0
     ran = _seeds_simulated(monkeypatch)
@@ -391,7 +391,7 @@ def test_a_job_s_counts_are_the_sums_over_its_cases_and_each_finding_is_a_shrunk
     assert {seed for _, seed in ran} == set(seeds)
     assert (job.scenario, job.schedules) == (template.name, len(every))
     assert (job.cases, job.violating, job.violations) == (cases, violating, violations)
-    assert job.coverage == coverage and len(coverage) > 3
+    assert job.coverage == coverage and all(len(sites) > 3 for sites in coverage.values())
     assert violating["retry_new_key"] > len(job.findings) > 0
     own = frozenset(e.key for e in elements_of(template))
     for f in job.findings:

@@ -73,16 +73,22 @@ def test_run_metrics_are_the_explorations_counts(explored: tuple[Path, dict[str,
 def test_run_artifacts_are_its_explore_json_and_its_findings(
     explored: tuple[Path, dict[str, Any], list[dict[str, Any]]],
 ) -> None:
-    """Each run keeps its own explore.json and exactly its policy's finding files, byte for byte."""
-    out, _, runs = explored
+    """Each run keeps its own explore.json and exactly its policy's finding files, byte for byte; its coverage is
+    its policy's, and the two runs' together are the exploration's."""
+    out, summary, runs = explored
+    own_coverage: list[dict[str, dict[str, int]]] = []
     for run in runs:
         policy = run["inputs"]["policy"]
         files = run["files"]
         own = json.loads(files["explore.json"])
         assert [row["policy"] for row in own["explorations"]] == [policy]
+        own_coverage.append(own["coverage"])
         local = {str(p.relative_to(out)): p.read_text() for p in (out / "findings" / policy).glob("*.yaml")}
         assert {k: v for k, v in files.items() if k != "explore.json"} == local
         assert own["explorations"][0]["findings"] == len(local)
+    assert all(c["request_lost"]["fired"] > 0 for c in own_coverage)
+    summed = {b: {k: sum(c[b][k] for c in own_coverage) for k in ("reached", "fired")} for b in own_coverage[0]}
+    assert summed == summary["coverage"]
 
 
 def test_inside_a_managed_job_one_exploration_only(tmp_path: Path) -> None:

@@ -78,6 +78,8 @@ class Exploration:
     simulated: int = 0
     violating: int = 0
     violations: Counter[str] = field(default_factory=Counter)
+    #: Per fault boundary: (cases in which its site was reached, cases in which it fired).
+    coverage: dict[str, list[int]] = field(default_factory=dict)
     #: (finding, the file it was written to)
     findings: list[tuple[Finding, Path]] = field(default_factory=list)
 
@@ -201,10 +203,8 @@ def explore(
                 row.simulated += result.simulated[policy.name]
                 row.violating += result.violating[policy.name]
                 row.violations.update(result.violations.get(policy.name, {}))
-            for boundary, (reached, fired) in result.coverage.items():
-                site = summary.coverage.setdefault(boundary, [0, 0])
-                site[0] += reached
-                site[1] += fired
+                _add_coverage(row.coverage, result.coverage.get(policy.name, {}))
+                _add_coverage(summary.coverage, result.coverage.get(policy.name, {}))
             summary.unfired += [(result.scenario, f) for f in result.unfired]
             summary.errors += [f"{job.scenario_spec}: {e}" for e in result.errors]
             stuck += result.stuck
@@ -233,6 +233,13 @@ def explore(
     finally:
         (out / LOCK_FILE).unlink(missing_ok=True)  # the folder holds the exploration only
         hold.release()
+
+
+def _add_coverage(total: dict[str, list[int]], more: dict[str, list[int]]) -> None:
+    for boundary, (reached, fired) in more.items():
+        site = total.setdefault(boundary, [0, 0])
+        site[0] += reached
+        site[1] += fired
 
 
 def _write_stuck(
@@ -267,6 +274,7 @@ def _track(exploration: Exploration, summary: ExploreSummary, options: ExploreOp
     own = ExploreSummary(
         summary.out,
         explorations=[exploration],
+        coverage=exploration.coverage,
         unfired=[u for u in summary.unfired if u[0] in _case_names(exploration.scenario_spec)],
         elapsed_s=summary.elapsed_s,
     )

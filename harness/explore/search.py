@@ -97,8 +97,8 @@ class JobResult:
     simulated: Counter[str] = field(default_factory=Counter)
     violating: Counter[str] = field(default_factory=Counter)
     violations: dict[str, Counter[str]] = field(default_factory=dict)
-    #: Per fault boundary: (cases in which its site was reached, cases in which it fired).
-    coverage: dict[str, list[int]] = field(default_factory=dict)
+    #: Per policy, per fault boundary: (cases in which its site was reached, cases in which it fired).
+    coverage: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     #: Faults the template declares that fired in no baseline case (shard 0 only).
     unfired: list[str] = field(default_factory=list)
     #: Harness failures on some schedules (the exploration went on).
@@ -404,8 +404,9 @@ def explore_job(job: ExploreJob, on_case: Callable[[int], None] | None = None) -
                 if policy.name in cases.stopped:
                     break
                 out.cases[policy.name] += 1
+                sites = out.coverage.setdefault(policy.name, {})
                 for boundary, (reached, fired) in zip(boundaries, coverage, strict=False):
-                    site = out.coverage.setdefault(boundary, [0, 0])
+                    site = sites.setdefault(boundary, [0, 0])
                     site[0] += reached > 0
                     site[1] += fired > 0
                 if not violated:
