@@ -517,6 +517,10 @@ def test_a_fault_unfired_because_cases_failed_says_so(tmp_path: Path) -> None:
     assert proc.returncode == 1, proc.stderr
     unfired = [line for line in proc.stderr.splitlines() if "fired in no case of this run" in line]
     assert unfired and all("mend the harness errors above first" in line for line in unfired)
+    # coverage.json does not call them unfired either: whether they fire is unknown.
+    coverage = json.loads((tmp_path / "run" / "coverage.json").read_text())
+    assert (coverage["unfired"], coverage["unknown"]) == (0, len(unfired))
+    assert all(f["harness_errors"] == 1 for f in coverage["faults"])
 
 
 def test_a_scenario_given_by_a_relative_path_is_found_again_from_another_folder(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import shutil
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -432,7 +432,11 @@ def _complete(
         cells: list[CellResult] = [results[i] for i in range(len(plan.cells))]
         summary = write_summary(out, [summary_part_path(out, job, cell) for cell, job in jobs])
         coverage = merge_coverage(c for cell in cells for c in cell.coverage)
-        write_atomic(out / "coverage.json", coverage_json(coverage))
+        errors = Counter[str]()
+        for cell_result in cells:
+            for (_, scenario), outcomes in cell_result.counts.items():
+                errors[scenario] += outcomes["harness_error"]
+        write_atomic(out / "coverage.json", coverage_json(coverage, errors))
         tracked = [(cell, tracker.tracked.get(i)) for i, cell in enumerate(plan.cells)]
         note = tracking_note(options.tracking, options.project, out, [t for _, t in tracked if t])
         write_atomic(
@@ -574,13 +578,27 @@ def merge_coverage(parts: Iterable[FaultCoverage]) -> tuple[FaultCoverage, ...]:
     return tuple(merged.values())
 
 
-def coverage_json(coverage: Sequence[FaultCoverage]) -> str:
-    """``coverage.json``: for every declared fault, the cases that reached its site and those it fired in."""
+def coverage_json(coverage: Sequence[FaultCoverage], errors: Mapping[str, int]) -> str:
+    """``coverage.json``: for every declared fault, the cases that reached its site and those it fired in, and
+    the cases of its scenario that ended in ``harness_error`` (counted in neither: their coverage is unknown).
+
+    ``unfired`` counts the faults that fired in no case where every case of their scenario finished;
+    ``unknown`` those that fired in no finished case of a scenario some of whose cases did not finish (they may
+    have fired there)."""
     rows = [
-        {"scenario": c.scenario, "fault": c.fault, "index": c.index, "reached": c.reached, "fired": c.fired}
+        {
+            "scenario": c.scenario,
+            "fault": c.fault,
+            "index": c.index,
+            "reached": c.reached,
+            "fired": c.fired,
+            "harness_errors": errors.get(c.scenario, 0),
+        }
         for c in coverage
     ]
-    return json.dumps({"faults": rows, "unfired": sum(1 for c in coverage if c.fired == 0)}, indent=2) + "\n"
+    unfired = [c for c in coverage if c.fired == 0]
+    unknown = sum(1 for c in unfired if errors.get(c.scenario, 0))
+    return json.dumps({"faults": rows, "unfired": len(unfired) - unknown, "unknown": unknown}, indent=2) + "\n"
 
 
 @dataclass(slots=True)
