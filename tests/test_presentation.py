@@ -350,6 +350,34 @@ def test_the_notebook_finds_the_newest_run_from_its_own_folder(run_dir: Path, tm
     assert cases and printed.startswith(f"{cases} cases from {project / 'reports' / 'runs' / '20260101T000000Z'};")
 
 
+def test_the_notebook_draws_the_timeline_of_an_abandoned_case(tmp_path: Path) -> None:
+    """The timeline cell shows the worst failing case, abandoned ones included (it looked only at incorrect and
+    unresolved ones, and said there was none in a run whose only failure was abandoned)."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    out = tmp_path / "run"
+    assert run_into(out, "--tracking", "none", "--no-report", "--policy", "stop_on_timeout", "--policy",
+                    "reconcile_and_reauthorize", "--scenario", "lost_response", "--seed", "1") == 0  # fmt: skip
+    notebook = nbformat.read(ROOT / "reports" / "compare_policies.ipynb", as_version=4)
+    notebook.cells = [notebook.cells[1]] + [c for c in notebook.cells if "timeline" in c.metadata.get("tags", [])]
+    saved = os.environ.get("HARNESS_RUN")
+    os.environ["HARNESS_RUN"] = str(out)
+    try:
+        NotebookClient(
+            notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
+        ).execute()
+    finally:
+        if saved is None:
+            del os.environ["HARNESS_RUN"]
+        else:
+            os.environ["HARNESS_RUN"] = saved
+    shown = notebook.cells[-1].outputs
+    printed = "".join(o.get("text", "") for o in shown)
+    assert printed.startswith("abandoned python -m harness run --policy stop_on_timeout --scenario lost_response")
+    assert "image/png" in json.dumps(shown)
+
+
 def test_rate_table_of_nothing_loaded_is_an_empty_table() -> None:
     """As outcome_counts and metric_table: load() of a folder without cases gives a table with no cell, not an
     error from pandas."""
