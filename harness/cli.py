@@ -137,6 +137,19 @@ def _shard(text: str) -> tuple[int, int]:
     return int(index), int(count)
 
 
+def _attached(words: list[str]) -> list[str]:
+    """``--shard -1/2`` as ``--shard=-1/2``: argparse takes a value that starts with '-' (and is not a number) for
+    an option, and says only that --shard expected an argument; attached, the value reaches ``_shard``, which
+    says what is wrong with it."""
+    out: list[str] = []
+    for word in words:
+        if out and out[-1] == "--shard" and word.startswith("-") and word != "--":
+            out[-1] = f"--shard={word}"
+        else:
+            out.append(word)
+    return out
+
+
 def _parser(defaults: bool = True) -> argparse.ArgumentParser:
     """The command line's parser; ``defaults`` false: one that leaves out every option not given (its namespace
     holds exactly the options on the command line, whatever their values)."""
@@ -837,7 +850,7 @@ def _schema(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
-    args = _parser().parse_args(words)
+    args = _parser().parse_args(_attached(words))
     previous = signal.getsignal(signal.SIGTERM)
     signal.signal(signal.SIGTERM, _stop)  # a terminated run stops as cleanly as an interrupted one
     try:

@@ -44,6 +44,13 @@ def test_an_abbreviated_option_is_refused_by_its_command(
     assert says in err and f"fix: see 'python -m harness {argv[0]} --help'" in err, err
 
 
+@pytest.mark.parametrize("value", ["-1/2", "-0/2"])
+def test_a_negative_shard_is_refused_for_what_it_is(capsys: pytest.CaptureFixture[str], value: str) -> None:
+    """argparse took '-1/2' for an option and said only that --shard expected one argument."""
+    err = _refused(capsys, ["explore", "--shard", value, "--policy", "retry_new_key"])
+    assert f"shard '{value}' is not I/N with 0 <= I < N" in err
+
+
 def test_run_refuses_a_junit_that_would_replace_one_of_its_own_files(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
