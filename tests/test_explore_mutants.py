@@ -286,7 +286,7 @@ class OwnOrOperator:
     """A stand-in for the job's judge: a schedule violates when it holds the template's own fault or any
     operator event, so the template and every schedule with an operator event violate."""
 
-    def __init__(self, template: Scenario, cases: object = None, *, skip_unreached: bool = True) -> None:
+    def __init__(self, template: Scenario, cases: object = None, **options: object) -> None:
         self.own = {e.key for e in elements_of(template)}
         self.errors: list[str] = []
         self.simulated: Counter[str] = Counter()

@@ -16,6 +16,7 @@ from typing import Literal
 
 import pytest
 
+import harness.explore.search as search
 import harness.sim.world as world
 from harness.explore.schedule import Element, Schedule, apply, declared, element, elements_of, singles
 from harness.explore.search import ExploreJob, JobResult, explore_job, observe
@@ -145,6 +146,16 @@ def test_exploration_answers_the_same_whether_it_skips_or_runs_every_case(
     assert _same_answers(skipping, running)
     for name, cases in skipping.cases.items():
         assert skipping.simulated[name] < cases <= running.simulated[name]
+
+
+def test_past_its_bound_the_judge_runs_what_it_would_have_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With room for only a few small runs' reach, more cases are run, and the answers stay the same."""
+    job = ExploreJob(("retry_same_key",), "lost_response", 2, 20, (1,))
+    free = explore_job(job)
+    monkeypatch.setattr(search, "SMALL_MAX", 4)
+    bounded = explore_job(job)
+    assert _same_answers(bounded, free)
+    assert free.simulated["retry_same_key"] < bounded.simulated["retry_same_key"]
 
 
 # Buggy variants of Reach.reaches: each a plausible change, each unsound somewhere a shipped template shows.

@@ -40,6 +40,9 @@ __all__ = ["ExploreJob", "Finding", "JobResult", "explore_job", "schedules", "sh
 
 #: Swarm schedules draw at most this many elements each.
 SWARM_SIZE_MAX = 4
+#: At most this many small runs' reach is kept per job (a few kilobytes each): a template has a few hundred
+#: one-element schedules, times the policies and the seeds.
+SMALL_MAX = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,11 +235,21 @@ class _Judge:
     about, an operator event whose trigger was never recorded): the run would be the same, so its judgement is
     (``SimResult.reach`` says why). Contract changes always act, so they are never skipped this way."""
 
-    def __init__(self, template: Scenario, cases: _Cases | None = None, *, skip_unreached: bool = True) -> None:
+    def __init__(
+        self,
+        template: Scenario,
+        cases: _Cases | None = None,
+        *,
+        skip_unreached: bool = True,
+        singles: frozenset[str] = frozenset(),
+    ) -> None:
         self._template = template
         self._cases = cases or _Cases((), None)
         self._own = frozenset(e.key for e in elements_of(template))
         self._skip_unreached = skip_unreached
+        #: The elements exploration adds one at a time: a schedule with one of them added is run to skip others,
+        #: if not run yet (any other, shrinking's shorter delays say, would serve too few schedules to pay).
+        self._singles = singles
         #: Harness failures met on the way, one line each.
         self.errors: list[str] = []
         #: Cases run, per policy (the others were judged the same as a smaller schedule's run).
@@ -278,8 +291,7 @@ class _Judge:
         result, judgement = ran
         violated = tuple(name for name, verdict in judgement.checks.items() if verdict == "false")
         judged = (judgement.outcome, violated, result.coverage)
-        if self._added(schedule) <= 1:
-            self._small[(policy.name, schedule.key, seed)] = (judged, result.reach)
+        self._keep(policy, schedule, seed, judged, result)
         return judged
 
     def _same_as_smaller(self, policy: Policy, schedule: Schedule, seed: int) -> Judged | None:
@@ -295,6 +307,8 @@ class _Judge:
                 continue  # only small runs are kept
             known = self._small.get((policy.name, smaller.key, seed))
             if known is None:
+                if len(self._small) >= SMALL_MAX or not self._worth_running(smaller):
+                    continue
                 self(policy, smaller, seed)  # run it (once per policy and seed: it serves every pair it is in)
                 known = self._small.get((policy.name, smaller.key, seed))
                 if known is None:
@@ -306,10 +320,19 @@ class _Judge:
                 at = [f.key for f in schedule.elements if f.kind == "fault"].index(e.key)
                 coverage = (*coverage[:at], (0, 0), *coverage[at:])
             judged = (outcome, violated, coverage)
-            if self._added(schedule) <= 1:
-                self._small[(policy.name, schedule.key, seed)] = (judged, reach)
+            self._keep(policy, schedule, seed, judged, reach)
             return judged
         return None
+
+    def _keep(self, policy: Policy, schedule: Schedule, seed: int, judged: Judged, ran: SimResult | Reach) -> None:
+        """Keep what a small schedule's run reached, up to ``SMALL_MAX`` runs (past that, the schedules that
+        would have needed the others are run, not skipped: the answers are the same)."""
+        if self._added(schedule) <= 1 and len(self._small) < SMALL_MAX:
+            reach = ran.reach if isinstance(ran, SimResult) else ran
+            self._small[(policy.name, schedule.key, seed)] = (judged, reach)
+
+    def _worth_running(self, smaller: Schedule) -> bool:
+        return all(e.key in self._own or e.key in self._singles for e in smaller.elements)
 
     def _added(self, schedule: Schedule) -> int:
         return sum(1 for e in schedule.elements if e.key not in self._own)
@@ -385,7 +408,8 @@ def explore_job(job: ExploreJob, on_case: Callable[[int], None] | None = None) -
     cases = _Cases(job.failed, on_case)
     seen, unfired = observe(template, [p for _, p in policies], job.seeds, cases)
     out = JobResult(scenario=template.name, unfired=unfired if job.shard == 0 and not cases.stopped else [])
-    judge = _Judge(template, cases, skip_unreached=job.skip_unreached)
+    added = frozenset(e.key for e in singles(template, seen))
+    judge = _Judge(template, cases, skip_unreached=job.skip_unreached, singles=added)
     found: dict[tuple[str, str], Finding] = {}
     own = frozenset(e.key for e in elements_of(template))
     memos: dict[tuple[str, int], dict[str, Schedule]] = {(p.name, seed): {} for _, p in policies for seed in job.seeds}

@@ -90,7 +90,7 @@ class Connector:
         return (yield from self._dispatch(request))
 
     def _crash_at(self, phase: str, request: Request) -> bool:
-        fault = self._injector.hit(ConnectorCrash, request.action_id, request.n, lambda f: f.phase == phase)
+        fault = self._injector.hit(ConnectorCrash, request.action_id, request.n, ("phase", phase))
         if fault is None:
             return False
         self._up = False

@@ -8,7 +8,7 @@ by elapsed time.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, TypeVar, cast
 
 from harness.model.events import FaultInjected
@@ -20,16 +20,16 @@ __all__ = ["Injector", "Question", "applies"]
 F = TypeVar("F", bound=FaultBase)
 
 #: A question asked of the injector: a boundary, an action, the occurrence, and which of the boundary's points
-#: (``None``: it has one).
-Question = tuple[type[FaultBase], str, int, Callable[[Any], bool] | None]
+#: as (the fault's field that names it, its value) (``None``: the boundary has one point).
+Question = tuple[type[FaultBase], str, int, tuple[str, Any] | None]
 
 
 def applies(fault: FaultBase, default_action_id: str, question: Question) -> bool:
     """Whether ``fault`` applies to ``question`` (a fault without an action is the scenario's first action's)."""
-    boundary, action_id, occurrence, where = question
+    boundary, action_id, occurrence, point = question
     return (
         isinstance(fault, boundary)
-        and (where is None or where(fault))
+        and (point is None or getattr(fault, point[0]) == point[1])
         and (fault.action_id or default_action_id) == action_id
         and fault.hits(occurrence)
     )
@@ -46,12 +46,10 @@ class Injector:
         #: Every question asked, in order.
         self.asked: list[Question] = []
 
-    def hit(
-        self, boundary: type[F], action_id: str, occurrence: int, where: Callable[[F], bool] | None = None
-    ) -> F | None:
+    def hit(self, boundary: type[F], action_id: str, occurrence: int, point: tuple[str, Any] | None = None) -> F | None:
         """Return the fault of class ``boundary`` that applies to this occurrence for ``action_id`` (and that
-        ``where`` accepts, for a boundary with several points), recording it."""
-        question: Question = (boundary, action_id, occurrence, where)
+        is at ``point``, for a boundary with several: ``("phase", "after_started")``), recording it."""
+        question: Question = (boundary, action_id, occurrence, point)
         self.asked.append(question)
         chosen: F | None = None
         for i, fault in enumerate(self._faults):
