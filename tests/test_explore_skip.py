@@ -109,6 +109,49 @@ def test_a_run_reaches_what_it_asked_about_and_the_triggers_it_recorded(lost_res
     # An event at a time is always taken to reach (it acts whatever the run records).
     timed = declared(_element("operator", {"do": "request_cancel", "when": {"at_s": 999.0}}))
     assert reach.reaches(timed)
+    with pytest.raises(ValueError, match="declares no fault or event"):
+        declared(_element("contract", {"fencing": True}))
+
+
+def test_an_unreached_change_that_would_start_an_action_changes_nothing(lost_response: Scenario) -> None:
+    """A change of task that would dispatch an action of its own, after a record the run never makes: the action
+    is never started, and the run is the same as without it."""
+    policy = load_policy("reconcile_and_reauthorize")
+    ran = simulate(lost_response, policy, 1)
+    change = {"do": "change_task", "model": "m9", "digest": "sha256:d9d9d9", "approved": True, "action_id": "b2"}
+    event = declared(_element("operator", change | {"when": {"after": _ref("controller", "cancel_requested", 1)}}))
+    assert not ran.reach.reaches(event)
+    other = simulate(lost_response.model_copy(update={"operator": (event,)}), policy, 1)
+    assert (other.evidence, other.attempts, other.coverage) == (ran.evidence, ran.attempts, ran.coverage)
+
+
+def test_a_judge_keeps_what_the_template_and_one_element_schedules_reached_only(lost_response: Scenario) -> None:
+    """Asked about a schedule of two added faults, the judge runs the template and each one-element schedule
+    first (to see whether it can skip the pair), and keeps what those reached, not the pair's."""
+    policy = load_policy("retry_same_key")
+    seen, _ = observe(lost_response, [policy], (1,))
+    own = elements_of(lost_response)
+    added = singles(lost_response, seen)
+    a, b = [e for e in added if e.kind == "fault"][:2]
+    judge = search._Judge(lost_response, singles=frozenset(e.key for e in added))
+    judge(policy, Schedule.of([*own, a, b]), 1)
+    kept = {key for _, key, _ in judge._small}
+    assert kept == {Schedule.of(own).key, Schedule.of([*own, a]).key, Schedule.of([*own, b]).key}
+
+
+def test_a_shard_skips_as_much_as_the_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shard runs the one-element schedules the other shard holds when it needs them (once each), so that the
+    two shards together run at most those more than the whole exploration does."""
+    template = "connector_crash_points@after_started"
+    whole = explore_job(ExploreJob(("reconcile_and_reauthorize",), template, 2, 20, (1,)))
+    halves = [explore_job(ExploreJob(("reconcile_and_reauthorize",), template, 2, 20, (1,), shard=i, shards=2))
+              for i in (0, 1)]  # fmt: skip
+    ((_, scenario),) = scenario_cases(template)
+    policy = load_policy("reconcile_and_reauthorize")
+    one_element = len(singles(scenario, observe(scenario, [policy], (1,))[0]))
+    name = policy.name
+    assert sum(h.cases[name] for h in halves) == whole.cases[name]
+    assert sum(h.simulated[name] for h in halves) <= whole.simulated[name] + one_element + 1 < whole.cases[name]
 
 
 def _element(kind: Literal["fault", "operator"], data: dict[str, object]) -> Element:

@@ -75,12 +75,12 @@ class Reach:
 
         When it did not, the scenario with ``item`` added runs exactly as this one did (the same evidence, the
         same coverage of the other faults, none of the item's own): a fault acts only through the injector's
-        answer at its site, and an event after a history record only once that record is made. An event at a
-        time, or one that starts an action of its own, is taken to reach (the action exists from the start)."""
+        answer at its site, and an event after a history record only once that record is made (an event at a
+        time is taken to reach: it acts whatever the run records)."""
         if isinstance(item, FaultBase):
             return any(applies(item, self.default_action_id, question) for question in self.asked)
         after = item.when.after
-        if after is None or getattr(item, "action_id", None) is not None:
+        if after is None:
             return True
         return self.recorded[(after.actor, after.event)] >= after.nth
 
