@@ -297,14 +297,13 @@ class _Judge:
     def _same_as_smaller(self, policy: Policy, schedule: Schedule, seed: int) -> Judged | None:
         """The judgement of ``schedule`` without one of its added elements, when that run never reached the
         element (with the element's coverage, nothing, put in its place); ``None`` when no such run is known."""
-        if self._added(schedule) == 0:
-            return None
+        added = self._added(schedule)
+        if not 1 <= added <= 2:
+            return None  # only the template's own run and one-element runs are kept
         for e in schedule.elements:
             if e.key in self._own or e.kind == "contract":
                 continue
             smaller = schedule.without(e)
-            if self._added(smaller) > 1:
-                continue  # only small runs are kept
             known = self._small.get((policy.name, smaller.key, seed))
             if known is None:
                 if len(self._small) >= SMALL_MAX or not self._worth_running(smaller):

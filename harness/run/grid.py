@@ -150,12 +150,17 @@ class GridSummary:
         """How many cases of ``scenario`` (over every policy run on it) finished, and how many ended in
         ``harness_error``. The latter count toward no fault's ``reached`` or ``fired``: their worker may have died
         after a fault fired, so their coverage is unknown and a fault's counts are over the cases that finished."""
-        cases = errors = 0
-        for (_, name), outcomes in self.counts.items():
-            if name == scenario:
-                cases += sum(outcomes.values())
-                errors += outcomes["harness_error"]
+        errors = harness_errors(self.counts)[scenario]
+        cases = sum(sum(outcomes.values()) for (_, name), outcomes in self.counts.items() if name == scenario)
         return cases - errors, errors
+
+
+def harness_errors(counts: Mapping[tuple[str, str], Counter[str]]) -> Counter[str]:
+    """Per scenario, the cases (over every policy run on it) that ended in ``harness_error``."""
+    errors = Counter[str]()
+    for (_, scenario), outcomes in counts.items():
+        errors[scenario] += outcomes["harness_error"]
+    return errors
 
 
 def check_project(project: str) -> None:
@@ -431,12 +436,12 @@ def _complete(
                 finished(index, execute_cell(job, cell))
         cells: list[CellResult] = [results[i] for i in range(len(plan.cells))]
         summary = write_summary(out, [summary_part_path(out, job, cell) for cell, job in jobs])
+        counts: dict[tuple[str, str], Counter[str]] = {}
+        for merged in cells:
+            for key, counter in merged.counts.items():
+                counts.setdefault(key, Counter()).update(counter)
         coverage = merge_coverage(c for cell in cells for c in cell.coverage)
-        errors = Counter[str]()
-        for cell_result in cells:
-            for (_, scenario), outcomes in cell_result.counts.items():
-                errors[scenario] += outcomes["harness_error"]
-        write_atomic(out / "coverage.json", coverage_json(coverage, errors))
+        write_atomic(out / "coverage.json", coverage_json(coverage, harness_errors(counts)))
         tracked = [(cell, tracker.tracked.get(i)) for i, cell in enumerate(plan.cells)]
         note = tracking_note(options.tracking, options.project, out, [t for _, t in tracked if t])
         write_atomic(
@@ -479,10 +484,6 @@ def _complete(
             f"folder, then resume: python -m harness run --resume {shlex.quote(str(out))}"
         ) from None
     shutil.rmtree(out / ".parts", ignore_errors=True)
-    counts: dict[tuple[str, str], Counter[str]] = {}
-    for merged in cells:
-        for key, counter in merged.counts.items():
-            counts.setdefault(key, Counter()).update(counter)
     return GridSummary(
         out,
         grid.policies,
