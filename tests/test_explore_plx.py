@@ -193,6 +193,7 @@ def test_explore_component_passes_polyaxon_check() -> None:
         "seed_count": "int",
         "shard": "int",
         "shards": "int",
+        "concurrency": "int",
     }
 
 
@@ -212,7 +213,7 @@ def test_a_cell_of_the_explore_grid_runs_as_the_component_says(tmp_path: Path) -
     cell = next(
         c for c in grid.cells if (c["policy"], c["scenario"], c["shard"]) == ("retry_new_key", "request_lost", 1)
     )
-    cell = {**cell, "depth": 1, "swarm": 2}
+    cell = {**cell, "depth": 1, "swarm": 2, "concurrency": 2}
     container = yaml.safe_load((FILES / "explore-component.yaml").read_text())["run"]["container"]
     args = [re.sub(r"\{\{ (\w+) \}\}", lambda m: str(cell[m.group(1)]), a) for a in container["args"]]
     assert container["command"][-3:] == ["-m", "harness", "explore"]
@@ -221,3 +222,8 @@ def test_a_cell_of_the_explore_grid_runs_as_the_component_says(tmp_path: Path) -
     assert main(["explore", *args, "--tracking", "none"]) == 1  # retry_new_key has findings
     summary = json.loads((out / "explore.json").read_text())
     assert (summary["shard"], summary["shards"], summary["policies"]) == (1, cell["shards"], ["retry_new_key"])
+    # The shard was split among the cell's processes, and answered as one process does.
+    alone = tmp_path / "alone"
+    args[args.index("--concurrency") + 1], args[args.index("--out") + 1] = "1", str(alone)
+    assert main(["explore", *args, "--tracking", "none"]) == 1
+    assert json.loads((alone / "explore.json").read_text())["findings"] == summary["findings"]
