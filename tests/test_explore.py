@@ -343,6 +343,42 @@ def test_replay_of_a_recovery_json_is_byte_identical_and_a_tampered_one_is_not(
     assert "outcome: recorded" in capsys.readouterr().err
 
 
+def test_replay_names_the_deepest_place_each_difference_is(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A difference deep in a long value (one field of a late timeline entry, one metric) is shown where it is,
+    with both values: cutting the whole value to its first characters hid it, the two halves alike."""
+    out = tmp_path / "run"
+    args = ["--policy", "retry_same_key", "--scenario", "changed_task", "--seed", "2", "--tracking", "none"]
+    main(["run", *args, "--no-report", "--quiet", "--out", str(out)])
+    (case,) = out.rglob("recovery.json")
+    tampered = json.loads(case.read_text())
+    last = len(tampered["timeline"]) - 1
+    tampered["timeline"][last]["data"]["planted"] = "r9"
+    tampered["metrics"]["dispatches"] += 1
+    tampered["attempts"].append("planted-x9")
+    case.write_text(json.dumps(tampered, indent=2) + "\n")
+    assert main(["replay", str(case)]) == 1
+    lines = capsys.readouterr().err.splitlines()
+    dispatches = tampered["metrics"]["dispatches"]
+    assert lines == [
+        f"harness: replay differs: attempts: recorded {len(tampered['attempts'])} entries, now {len(tampered['attempts']) - 1}",
+        f"harness: replay differs: metrics.dispatches: recorded {dispatches}, now {dispatches - 1}",
+        f'harness: replay differs: timeline[{last}].data.planted: recorded "r9", now nothing',
+    ]
+
+
+def test_replay_lists_ten_differences_then_how_many_more() -> None:
+    from harness.run.replay import DIFFERENCES_SHOWN, _differences, _listed
+
+    recorded = {"metrics": {f"m{i}": i for i in range(15)}, "timeline": [], "outcome": "correct"}
+    now = {"metrics": {f"m{i}": i + 1 for i in range(15)}, "timeline": [{"index": 0}], "outcome": "correct"}
+    found = list(_differences(recorded, now, ""))
+    assert found[:2] == ["metrics.m0: recorded 0, now 1", "metrics.m1: recorded 1, now 2"]
+    assert found[-1] == 'timeline: recorded [], now [{"index": 0}]' and len(found) == 16
+    assert _listed(found) == [*found[:DIFFERENCES_SHOWN], f"and {16 - DIFFERENCES_SHOWN} more differences"]
+    assert _listed(found[:DIFFERENCES_SHOWN]) == found[:DIFFERENCES_SHOWN]
+    assert list(_differences({"a": 1}, {"a": True}, "")) == ["a: recorded 1, now true"]
+
+
 def test_replay_refuses_a_file_that_names_no_case(tmp_path: Path) -> None:
     """A scenario without `reproduces`, or a file that is not a case, is one line and exit 2."""
     assert main(["replay", str(SCENARIOS / "lost_response.yaml")]) == 2

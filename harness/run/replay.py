@@ -23,7 +23,7 @@ import gzip
 import json
 import math
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -137,12 +137,43 @@ def _replay_report(
     again = encode(report)
     if again == text:
         return Replay(report, True, ())
-    differences = tuple(
-        printable(f"{key}: recorded {json.dumps(recorded.get(key))[:120]}, now {json.dumps(value)[:120]}")
-        for key, value in json.loads(again).items()
-        if recorded.get(key) != value
-    ) or ("the bytes differ (formatting, or keys in another order)",)
+    found = _listed(list(_differences(recorded, json.loads(again), "")))
+    differences = tuple(printable(d) for d in found) or ("the bytes differ (formatting, or keys in another order)",)
     return Replay(report, False, differences)
+
+
+#: At most this many differences are listed, then how many more there are.
+DIFFERENCES_SHOWN = 10
+
+
+def _listed(found: list[str]) -> list[str]:
+    if len(found) <= DIFFERENCES_SHOWN:
+        return found
+    return [*found[:DIFFERENCES_SHOWN], f"and {len(found) - DIFFERENCES_SHOWN} more differences"]
+
+
+def _differences(recorded: object, now: object, where: str) -> Iterator[str]:
+    """One line per value that differs, at the deepest place it differs (``timeline[20].data.receipt_id``), so
+    that the line shows the difference itself, not the first 120 characters of a long value both share. An
+    empty side is shown whole (a timeline that is now empty is one line, not one per entry)."""
+    if isinstance(recorded, dict) and isinstance(now, dict) and recorded and now:
+        for key in [*now, *(k for k in recorded if k not in now)]:
+            inner = f"{where}.{key}" if where else str(key)
+            yield from _differences(recorded.get(key, _MISSING), now.get(key, _MISSING), inner)
+    elif isinstance(recorded, list) and isinstance(now, list) and recorded and now:
+        for i in range(min(len(recorded), len(now))):
+            yield from _differences(recorded[i], now[i], f"{where}[{i}]")
+        if len(recorded) != len(now):
+            yield f"{where}: recorded {len(recorded)} entries, now {len(now)}"
+    elif recorded != now or type(recorded) is not type(now):
+        yield f"{where}: recorded {_shown(recorded)}, now {_shown(now)}"
+
+
+_MISSING = object()
+
+
+def _shown(value: object) -> str:
+    return "nothing" if value is _MISSING else json.dumps(value)[:120]
 
 
 def _flag(args: list[str], name: str) -> str | None:
