@@ -320,3 +320,21 @@ def test_a_refused_later_write_retries_that_write_alone(monkeypatch: pytest.Monk
 
     tracking._push_offline_run(Client(), "/nowhere")
     assert calls == ["sync", "lineage", "lineage", "upload"]
+
+
+@pytest.mark.parametrize(("project", "given"), [("acme/proj", "acme/proj"), ("recovery-harness", "recovery-harness")])
+def test_the_push_command_names_the_project_with_its_owner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, project: str, given: str
+) -> None:
+    """The printed `polyaxon ops push` sends the runs to the project the run was given, owner included: with the
+    owner dropped, the CLI would send them to its own default owner's project of that name."""
+    import shlex
+
+    from harness.plx.tracking import Tracked
+    from harness.run.grid import tracking_note
+
+    monkeypatch.delenv("POLYAXON_IS_MANAGED", raising=False)
+    note = tracking_note("offline", project, tmp_path, [Tracked("u1", "succeeded")])
+    assert note.ok and note.message is not None
+    command = shlex.split(note.message.split("send to a server: ", 1)[1])
+    assert command == ["polyaxon", "ops", "push", "-p", given, "--path", str(tmp_path / "polyaxon"), "-a"]

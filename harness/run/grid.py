@@ -34,7 +34,6 @@ from harness.plx.tracking import (
     is_managed,
     offline_root,
     push_runs,
-    split_project,
 )
 from harness.run.cell import (
     CaseLine,
@@ -646,7 +645,8 @@ def tracking_note(tracking: TrackingMode, project: str, out: Path, tracked: Sequ
     if tracking == "none":
         return TrackingNote(True, None)
     root = offline_root(out)
-    push_later = f"polyaxon ops push -p {split_project(project)[1]} --path {shlex.quote(str(root))} -a"
+    # The project as given, owner and all: without its owner, the CLI would send them to its default owner's.
+    push_later = f"polyaxon ops push -p {shlex.quote(project)} --path {shlex.quote(str(root))} -a"
     broken = [t for t in tracked if t.status == "error"]
     if broken:
         return TrackingNote(
