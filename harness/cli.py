@@ -369,8 +369,11 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             hold = claim(args.resume, fresh=False)
             os.chdir(request.cwd)
             return _plan_and_run(_parser().parse_args(request.argv), hold, created=False)
-        if args.junit:
-            check_junit_path(args.junit, args.resume)
+        # The JUnit path the run began with is checked again too: it is written when the run completes, and a
+        # file put there meanwhile (or a path edited into the manifest) is not to be written over.
+        junit = args.junit or begun_as(args.resume)[1].junit
+        if junit:
+            check_junit_path(junit, args.resume)
         resumed = resume_grid(
             args.resume,
             progress=None if args.quiet else _progress,

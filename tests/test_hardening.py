@@ -270,6 +270,15 @@ def stopped_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (lambda m: m["options"].update(records=None), "options field 'records': Input should be 'auto', 'full'"),
         (lambda m: m["options"].update(junit=7), "options field 'junit': Input should be a valid string"),
         (lambda m: m["options"].update(case_timeout_s="x"), "options field 'case_timeout_s': Input should be a"),
+        # Values the command line would refuse are refused here too (they were run: a budget of -1 s made every
+        # case a harness_error, ten million seeds ran past the limit, no cells blamed a policy that had not changed).
+        (lambda m: m["options"].update(case_timeout_s=-1), "options field 'case_timeout_s': Input should be greater"),
+        (lambda m: m["options"].update(project="Not A/name"), "options field 'project': 'Not A/name' is not a Pol"),
+        (lambda m: m.update(cells=[]), "field 'cells': List should have at least 1 item"),
+        (lambda m: m["cells"][0].update(seeds=[]), "field 'cells.0.seeds': List should have at least 1 item"),
+        (lambda m: m["cells"][0].update(seeds=[2**63]), "field 'cells.0.seeds.0': Input should be less than or"),
+        (lambda m: m["cells"][0].update(seeds={"first": 1, "last": 10**7}), "field 'cells.0.seeds': 10,000,000 seeds"),
+        (lambda m: m["cells"][0].update(seeds={"first": 5, "last": 1}), "field 'cells.0.seeds': 0 seeds, outside 1.."),
     ],
 )
 def test_a_manifest_edited_by_hand_is_refused_naming_the_field(
@@ -659,6 +668,28 @@ def test_a_resumed_run_writes_the_junit_it_began_with(tmp_path: Path) -> None:
     resumed = harness("run", "--resume", str(out), "--no-report", "--quiet", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert junit.read_text() == written and 'failures="1"' in written
+
+
+@pytest.mark.parametrize("where", ["a text file", "the run's own summary.csv"])
+def test_a_resumed_run_checks_the_junit_path_it_began_with(
+    stopped_run: Path, tmp_path: Path, where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The JUnit path kept in the manifest is checked as --junit is before anything runs: a file that is not a
+    JUnit report (put there while the run was stopped, or a path edited in) is not written over. A resume
+    replaced both with JUnit XML, the run's own summary.csv included."""
+    from harness.cli import main
+
+    out = tmp_path / "run"
+    shutil.copytree(stopped_run, out)
+    precious = tmp_path / "precious.txt" if where == "a text file" else out / "summary.csv"
+    precious.write_text("mine\n")
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["options"]["junit"] = str(precious)
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    assert main(["run", "--resume", str(out), "--quiet"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"harness: --junit {precious}: ") and "fix:" in line
+    assert precious.read_text() == "mine\n" and not (out / "run.json").exists()
 
 
 @pytest.mark.parametrize(

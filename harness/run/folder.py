@@ -25,8 +25,10 @@ from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_confi
 from typing_extensions import TypedDict
 
 from harness.errors import wrong_field
+from harness.limits import SEED_COUNT_MAX
 from harness.model import MANIFEST
 from harness.run.plan import Cell, Grid, UsageError
+from harness.seeds import SEED_MAX
 from harness.version import __version__
 
 __all__ = [
@@ -138,7 +140,7 @@ class Request:
             ) from None
 
 
-_Seed = Annotated[int, Field(ge=0)]
+_Seed = Annotated[int, Field(ge=0, le=SEED_MAX)]
 
 
 @with_config(ConfigDict(strict=True))
@@ -151,7 +153,7 @@ class _SeedRange(TypedDict):
 class _CellShape(TypedDict):
     policy: str
     scenario: str
-    seeds: list[_Seed] | _SeedRange
+    seeds: Annotated[list[_Seed], Field(min_length=1)] | _SeedRange
 
 
 @with_config(ConfigDict(strict=True))
@@ -159,7 +161,7 @@ class _ManifestShape(TypedDict):
     """What a manifest holds, typed: one edited or damaged by hand is refused naming the field, not read into a
     run that fails later with a traceback (the options are checked where they are read, ``harness.run.grid``)."""
 
-    cells: list[_CellShape]
+    cells: Annotated[list[_CellShape], Field(min_length=1)]
     concurrency: Annotated[int, Field(ge=1)]
     options: dict[str, Any]
     fingerprints: dict[str, str]
@@ -225,6 +227,12 @@ class Manifest:
         except (OSError, ValueError) as exc:
             raise UsageError(f"{path}: unreadable ({exc}); fix: start the run anew with another --out") from None
         cells = tuple(Cell(c["policy"], c["scenario"], _seeds_of(c["seeds"])) for c in data["cells"])
+        for i, cell in enumerate(cells):
+            if not 1 <= len(cell.seeds) <= SEED_COUNT_MAX:
+                raise UsageError(
+                    f"{path}: field 'cells.{i}.seeds': {len(cell.seeds):,} seeds, outside 1..{SEED_COUNT_MAX:,}; fix: "
+                    "start the run anew with another --out (the manifest was edited or damaged)"
+                )
         return cls(cells, data["concurrency"], data["options"], data["fingerprints"])
 
 

@@ -19,13 +19,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypedDict
 
 from harness.errors import RunFailed, wrong_field
-from harness.limits import COMPACT_ABOVE, DEFAULT_CASE_TIMEOUT_S
+from harness.limits import CASE_TIMEOUT_MAX_S, COMPACT_ABOVE, DEFAULT_CASE_TIMEOUT_S
 from harness.model import MANIFEST, REPORT_HTML, RUN_RECORD
 from harness.plx.tracking import (
     DEFAULT_PROJECT,
@@ -347,7 +347,7 @@ class _OptionsShape(TypedDict, total=False):
     project: str
     report: bool
     records: RecordsMode
-    case_timeout_s: float | None
+    case_timeout_s: Annotated[float, Field(ge=0, le=CASE_TIMEOUT_MAX_S)] | None
     junit: str | None
 
 
@@ -362,6 +362,12 @@ def _options_of(data: dict[str, Any], out: Path) -> GridOptions:
             f"{out / MANIFEST}: options {wrong_field(exc)}; fix: start the run anew with another --out (the "
             "manifest was edited or damaged)"
         ) from None
+    project = checked.get("project")
+    if project is not None and not _PROJECT.match(project):
+        raise UsageError(
+            f"{out / MANIFEST}: options field 'project': '{project}' is not a Polyaxon project name; fix: start "
+            "the run anew with another --out (the manifest was edited or damaged)"
+        )
     values: dict[str, Any] = {name: checked[name] for name in _PERSISTED if name in checked}  # type: ignore[literal-required]
     junit = checked.get("junit")
     values["junit"] = Path(junit) if junit else None
