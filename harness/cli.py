@@ -369,6 +369,10 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             hold = claim(args.resume, fresh=False)
             os.chdir(request.cwd)
             return _plan_and_run(_parser().parse_args(request.argv), hold, created=False)
+        started_in = Request.folder(args.resume)
+        if started_in is not None and started_in not in sys.path:
+            # A user's policy (package.module:attr) imports as it did when the run began, from wherever it resumes.
+            sys.path.append(started_in)
         # The JUnit path the run began with is checked again too: it is written when the run completes, and a
         # file put there meanwhile (or a path edited into the manifest) is not to be written over.
         junit = args.junit or begun_as(args.resume)[1].junit

@@ -304,8 +304,12 @@ def load_policy(spec: str) -> Policy:
         raise
     except BaseException as exc:  # a user's module can fail to import in any way (sys.exit too): one line
         reason = one_line(exc)
+        fix = "check the module"
+        if isinstance(exc, ModuleNotFoundError) and exc.name is not None and module_name.startswith(exc.name):
+            # The module itself (or its package) is not on the path, as from another folder than usual.
+            fix = f"run from the folder that holds '{module_name.split('.')[0]}', or put that folder on PYTHONPATH"
         raise PolicyError(
-            f"policy '{where}': cannot import '{module_name}' ({type(exc).__name__}: {reason}); fix: check the module"
+            f"policy '{where}': cannot import '{module_name}' ({type(exc).__name__}: {reason}); fix: {fix}"
         ) from exc
     try:
         policy = getattr(module, attr, None)

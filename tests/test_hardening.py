@@ -670,6 +670,25 @@ def test_a_resumed_run_writes_the_junit_it_began_with(tmp_path: Path) -> None:
     assert junit.read_text() == written and 'failures="1"' in written
 
 
+def test_a_run_of_a_users_policy_resumes_from_another_folder(tmp_path: Path) -> None:
+    """A run of ``package.module:attr`` started in the policy's folder resumes from anywhere: the module imports
+    from the folder the run began in. It was refused ("cannot import ... fix: check the module")."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "mypol.py").write_text("from policies.stop_on_timeout import POLICY\n")
+    out = tmp_path / "run"
+    args = ["--scenario", "lost_response", "--seed", "1", "--tracking", "none", "--no-report", "--quiet"]
+    first = harness("run", "--policy", "mypol:POLICY", *args, "--out", str(out), cwd=mine)
+    assert first.returncode == 0, first.stderr
+    written = (out / "summary.csv").read_text()
+    (out / "run.json").unlink()  # as a run stopped before its end leaves it
+    elsewhere = harness("run", "--policy", "mypol:POLICY", *args, "--out", str(tmp_path / "other"), cwd=tmp_path)
+    assert elsewhere.returncode == 2 and "fix: run from the folder that holds 'mypol'" in elsewhere.stderr
+    resumed = harness("run", "--resume", str(out), "--no-report", "--quiet", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert (out / "run.json").is_file() and (out / "summary.csv").read_text() == written
+
+
 @pytest.mark.parametrize("where", ["a text file", "the run's own summary.csv"])
 def test_a_resumed_run_checks_the_junit_path_it_began_with(
     stopped_run: Path, tmp_path: Path, where: str, capsys: pytest.CaptureFixture[str]

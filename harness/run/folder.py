@@ -126,6 +126,15 @@ class Request:
 
         write_atomic(out / REQUEST, json.dumps({"argv": list(self.argv), "cwd": self.cwd}, indent=2) + "\n")
 
+    @staticmethod
+    def folder(out: Path) -> str | None:
+        """The folder the run in ``out`` was started from, if its request says (whether or not it was planned)."""
+        try:
+            cwd = json.loads((out / REQUEST).read_text(encoding="utf-8"))["cwd"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return cwd if isinstance(cwd, str) else None
+
     @classmethod
     def read(cls, out: Path) -> Request | None:
         """The request of a run folder that has no manifest yet (it was stopped before its grid was planned)."""
