@@ -160,13 +160,15 @@ def _parser(defaults: bool = True) -> argparse.ArgumentParser:
         "--policy",
         action="append",
         metavar="NAME|MODULE:ATTR",
-        help="a shipped policy or package.module:attr (repeatable; default: the grid file's)",
+        help="a shipped policy or package.module:attr (repeatable; default: the grid file's, or every shipped "
+        "policy by name when only --scenario is given)",
     )
     run.add_argument(
         "--scenario",
         action="append",
         metavar="NAME|PATH",
-        help="a shipped scenario or a YAML file (repeatable; default: the grid file's)",
+        help="a shipped scenario or a YAML file (repeatable; default: the grid file's, or every shipped scenario "
+        "by name when only --policy is given)",
     )
     seeds = run.add_mutually_exclusive_group()
     seeds.add_argument("--seed", action="append", type=_seed, metavar="N", help="a seed (repeatable)")
