@@ -667,8 +667,9 @@ def _explore(args: argparse.Namespace) -> int:
     )
     rate = summary.schedules / summary.elapsed_s if summary.elapsed_s else 0.0
     print(
-        f"{summary.schedules:,} schedules, {summary.cases:,} cases ({summary.simulated:,} run, the others judged "
-        f"the same as a smaller schedule that never reached what they add) in {summary.elapsed_s:.1f} s "
+        f"{summary.schedules:,} schedules, {summary.cases:,} cases judged with {summary.simulated:,} simulations "
+        "(shrinking's included; a schedule that adds what a smaller schedule's run never reached is judged from "
+        f"that run) in {summary.elapsed_s:.1f} s "
         f"({rate:,.0f} schedules/s); {summary.violating:,} violating cases, {len(summary.findings)} findings in "
         f"{summary.out}"
     )
