@@ -155,15 +155,17 @@ def test_offline_runs_pushed_with_the_cli_arrive_whole(server: dict[str, str], t
     proc = run([sys.executable, "-m", "harness", "run", "--out", str(out), "--quiet", *CELLS], server)
     assert proc.returncode == 0, proc.stderr
     hint = shlex.split(proc.stdout.split("send to a server: ", 1)[1].splitlines()[0])
-    assert hint[:5] == ["polyaxon", "ops", "push", "-p", "recovery-harness"]
+    # The project the run was given, owner included (the CLI would otherwise use its own default owner's).
+    assert hint[:5] == ["polyaxon", "ops", "push", "-p", "default/recovery-harness"]
+    owner, name = hint[4].split("/")
     for attempt in range(3):
-        project = hint[4] if attempt == 0 else f"{hint[4]}-{attempt + 1}"
+        project = name if attempt == 0 else f"{name}-{attempt + 1}"
         create_project(project, server)
-        push = polyaxon(*hint[1:4], project, *hint[5:], env=server)
+        push = polyaxon(*hint[1:4], f"{owner}/{project}", *hint[5:], env=server)
         if "Status: 405" not in push.stdout:
             break
     assert push.returncode == 0 and push.stdout.count("Finished pushing") >= 4, push.stdout + push.stderr
-    assert_arrived(out, read("server", f"default/{project}", str(tmp_path / "dl"), env=server))
+    assert_arrived(out, read("server", f"{owner}/{project}", str(tmp_path / "dl"), env=server))
 
 
 def test_server_mode_pushes_every_cell(server: dict[str, str], tmp_path: Path) -> None:
