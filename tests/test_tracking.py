@@ -338,3 +338,90 @@ def test_the_push_command_names_the_project_with_its_owner(
     assert note.ok and note.message is not None
     command = shlex.split(note.message.split("send to a server: ", 1)[1])
     assert command == ["polyaxon", "ops", "push", "-p", given, "--path", str(tmp_path / "polyaxon"), "-a"]
+
+
+def _polyaxons_summaries(run: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The lineage summaries and last values Polyaxon itself makes of a run's metric files (pandas), as JSON."""
+    from polyaxon._client.run import RunClient  # type: ignore[attr-defined]
+
+    client = RunClient(owner="default", project="p", run_uuid=run.name, is_offline=True)
+    summaries, last = client._collect_events_summaries(str(run / "events"), "metric", None)
+    return json.loads(json.dumps([s.to_dict() for s in summaries])), json.loads(json.dumps(last))
+
+
+@pytest.mark.parametrize(
+    "metrics",
+    [
+        {"dispatches": 1.0, "reads": 0.0, "time_to_account_s": 12.345678, "duplicate_effects": 2.0 / 3.0},
+        {"dispatches": 1e-7, "reads": -0.0, "time_to_account_s": 1.5e20, "duplicate_effects": 123456789.125},
+    ],
+)
+def test_a_cell_ends_with_the_summaries_polyaxon_makes_without_reading_them_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, metrics: dict[str, float]
+) -> None:
+    """A run's metrics each hold one value; as it ends, their lineage summaries and last values are the ones
+    Polyaxon itself makes by reading every file back with pandas (30 ms a cell), without reading them back. A
+    value Python writes in another form (1e-07) is left to Polyaxon, with the same result."""
+    import traceml.events
+
+    reads: list[str] = []
+    real = traceml.events.V1Events.read
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        reads.append(kwargs.get("name", ""))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(traceml.events.V1Events, "read", counted)
+    tracked = track_cell(_record(metrics=metrics), tmp_path, "default/p")
+    assert tracked.status == "succeeded", tracked.error
+    (run,) = (tmp_path / "polyaxon" / "runs").iterdir()
+    if all("e" not in repr(v) for v in metrics.values()):
+        assert reads == []
+    else:  # the folder holds a value written as 1e-07: Polyaxon read it back, every file
+        assert sorted(reads) == sorted(metrics)
+    monkeypatch.setattr(traceml.events.V1Events, "read", real)
+    lineage = json.loads((run / "lineages.plx.json").read_text())
+    theirs, last = _polyaxons_summaries(run)
+    assert sorted(lineage, key=lambda a: a["name"]) == sorted(theirs, key=lambda a: a["name"])
+    assert {a["name"] for a in lineage} == set(metrics)
+    (offline,) = read_offline(tmp_path / "polyaxon")
+    assert {k: offline["outputs"][k] for k in last} == last
+
+
+def test_a_metric_file_of_another_form_is_polyaxons_to_summarize(tmp_path: Path) -> None:
+    from harness.plx.tracking import _collect_events_summaries, _one_value
+
+    header = "step|timestamp|metric\n"
+    at = "2026-12-04 19:29:49.301351+00:00"
+    cases = {
+        "one.plx": (f"{header}0|{at}|2.5", (0, at.replace(" ", "T"), 2.5)),
+        "whole.plx": (f"{header}3|2026-12-04 19:29:49+00:00|0.0\n", (3, "2026-12-04T19:29:49+00:00", 0.0)),
+        "two.plx": (f"{header}0|{at}|2.5\n1|{at}|3.5\n", None),
+        "exp.plx": (f"{header}0|{at}|1e-07", None),
+        "nan.plx": (f"{header}0|{at}|nan", None),
+        "int.plx": (f"{header}0|{at}|1", None),
+        "tz.plx": (f"{header}0|2026-12-04 19:29:49.301351+02:00|2.5", None),
+        "empty.plx": ("", None),
+    }
+    for name, (text, expected) in cases.items():
+        (tmp_path / name).write_text(text)
+        assert _one_value(str(tmp_path / name)) == expected, name
+    folder = tmp_path / "events" / "metric"
+    folder.mkdir(parents=True)
+    (folder / "a.plx").write_text(cases["one.plx"][0])
+
+    class Run:
+        @staticmethod
+        def _sanitize_filepath(filepath: str) -> str:
+            return filepath
+
+    def polyaxons(*args: Any) -> tuple[list[Any], dict[str, Any]]:
+        return ["Polyaxon's"], {}
+
+    events = str(tmp_path / "events")
+    summaries, last = _collect_events_summaries(Run(), polyaxons, events, "metric", None)
+    assert last == {"a": 2.5} and summaries[0].summary["metric"]["last"] == 2.5
+    assert _collect_events_summaries(Run(), polyaxons, events, "metric", "since")[0] == ["Polyaxon's"]
+    assert _collect_events_summaries(Run(), polyaxons, events, "image", None)[0] == ["Polyaxon's"]
+    (folder / "b.plx").write_text(cases["two.plx"][0])
+    assert _collect_events_summaries(Run(), polyaxons, events, "metric", None)[0] == ["Polyaxon's"]

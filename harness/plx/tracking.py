@@ -24,6 +24,7 @@ exploration's ``explore.json`` with every finding's scenario file under ``output
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 import uuid
@@ -249,6 +250,84 @@ def _end_once_without_sleep(run: Any) -> None:
 
     if callable(getattr(run, "_log_end_status", None)):  # the method this replaces, as polyaxon 2.18 names it
         run._log_end_status = log_end_status
+    if callable(getattr(run, "_collect_events_summaries", None)):  # likewise
+        run._collect_events_summaries = partial(_collect_events_summaries, run, run._collect_events_summaries)
+
+
+def _collect_events_summaries(
+    run: Any,
+    polyaxons: Callable[..., tuple[list[Any], dict[str, Any]]],
+    events_path: str,
+    events_kind: str,
+    last_check: Any,
+    is_system_resource: bool = False,
+) -> tuple[list[Any], dict[str, Any]]:
+    """What Polyaxon (2.18) collects as a run ends, for a folder of metrics that each hold one value (as a cell's
+    and an exploration's do): the same lineage summaries and last values, built from the one line of each file.
+
+    Polyaxon reads every metric's file back with ``pandas.read_csv`` and summarizes it with ``describe()``: about
+    1.7 ms per metric, 30 ms per cell, two thirds of what tracking a default grid cost. Any other folder (a
+    metric logged at several steps, a value that is not a plain finite number, another kind of event) is
+    Polyaxon's own to summarize. tests/test_tracking.py compares both summaries, file by file."""
+    from clipped.utils.paths import get_files_in_path
+    from polyaxon._env_vars.getters import get_artifacts_store_name  # type: ignore[attr-defined]
+    from traceml.artifacts import V1ArtifactKind, V1RunArtifact  # type: ignore[attr-defined]
+
+    if events_kind != V1ArtifactKind.METRIC or last_check is not None or is_system_resource:
+        return polyaxons(events_path, events_kind, last_check, is_system_resource)
+    # The files in the order Polyaxon lists them (its get_files_in_path_context yields this list).
+    files: list[str] = get_files_in_path(os.path.join(events_path, events_kind))
+    read = [(f, _one_value(f)) for f in files]
+    if any(value is None for _, value in read):
+        return polyaxons(events_path, events_kind, last_check, is_system_resource)
+    connection = get_artifacts_store_name(default=None)
+    summaries: list[Any] = []
+    last_values: dict[str, Any] = {}
+    for f, one in read:
+        assert one is not None
+        step, at, value = one
+        name = os.path.basename(f).split(".plx")[0]
+        summary = {
+            "is_event": True,
+            "step": {"count": 1, "min": step, "max": step},
+            "timestamp": {"min": at, "max": at},
+            "metric": {
+                **{"count": 1.0, "mean": value, "std": None, "min": value},
+                **{"25%": value, "50%": value, "75%": value, "max": value, "last": value},
+            },
+        }
+        summaries.append(  # kind: a str, as Polyaxon passes it
+            V1RunArtifact.model_construct(
+                name=name,
+                kind=events_kind,  # type: ignore[arg-type]
+                connection=connection,
+                summary=summary,
+                path=run._sanitize_filepath(filepath=f),
+                is_input=False,
+            )
+        )
+        last_values[name] = value
+    return summaries, last_values
+
+
+#: One metric's file with one line: ``step|timestamp|value``, the value a float as Python writes it.
+_ONE_VALUE = re.compile(
+    r"step\|timestamp\|metric\n(\d+)\|(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{6})?\+00:00)\|(-?\d+\.\d+(?:e[+-]\d+)?)\n?"
+)
+
+
+def _one_value(path: str) -> tuple[int, str, float] | None:
+    """A metric file's one (step, ISO time, value), as pandas would read them; None for any other file."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read(4096)
+    except OSError:
+        return None
+    match = _ONE_VALUE.fullmatch(text)
+    if match is None:
+        return None
+    step, at, value = match.groups()
+    return int(step), at.replace(" ", "T", 1), float(value)
 
 
 def _log_exploration(tracking: ModuleType, record: ExplorationRecord, write: Callable[[Path, str], None]) -> None:
