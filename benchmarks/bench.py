@@ -8,8 +8,9 @@ It prints, in one run: the skeleton's cases per second on one core (``benchmarks
 shipped scenario (with ``reconcile_and_reauthorize``), the rates of simulate, simulate + check and the whole
 case path (run the case, serialize its record, write it) and their ratios to the skeleton; the end-to-end rate
 of ``harness run --seed-count N --concurrency 2`` (start-up included); peak memory at N/10 and N cases; the
-speedup of two processes over one; what offline Polyaxon tracking costs per cell; how long ``harness list``
-takes to start; then each target and whether it is met. Machines here are shared and noisy: the skeleton is
+speedup of two processes over one; what offline Polyaxon tracking costs per cell; what a failing case's
+timeline picture costs, and how long the default grid (the README's first command) takes; how long
+``harness list`` takes to start; then each target and whether it is met. Machines here are shared and noisy: the skeleton is
 timed before every group and the ratio uses the median, so compare ratios, not raw rates.
 """
 
@@ -298,6 +299,34 @@ def tracking_cost(cells: int, out: Path) -> tuple[float, float]:
     return figures[0], figures[1]
 
 
+def picture_ms(count: int = 12) -> float:
+    """Milliseconds to draw and encode one timeline.png, over failing cases of the first shipped scenarios."""
+    from harness.present.pictures import png_bytes, timeline
+    from harness.run.files import recovery_json
+
+    reports = []
+    for name in list_scenarios():
+        (case,) = load_grid(["retry_same_key"], [name], [1]).cases
+        report, _ = run_case(case)
+        if report.outcome not in ("correct", "escalated"):
+            reports.append(json.loads(recovery_json(report)))
+        if len(reports) == count:
+            break
+    png_bytes(timeline(reports[0]))  # matplotlib's first figure loads its fonts
+    started = time.perf_counter()
+    for report in reports:
+        png_bytes(timeline(report))
+    return (time.perf_counter() - started) / len(reports) * 1000
+
+
+def default_grid_s(out: Path) -> float:
+    """Seconds for ``python -m harness run`` with no options but --out: cases, offline tracking and report."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "harness", "run", "--out", str(out), "--quiet"], check=True, cwd=ROOT,
+                   capture_output=True)  # fmt: skip
+    return time.perf_counter() - started
+
+
 def startup(args: list[str]) -> float:
     """Best of three: seconds for ``python -m harness ARGS`` to start, do its work and exit."""
     times = []
@@ -450,6 +479,11 @@ def main() -> None:
         small_cell, large_cell = tracking_cost(5, work / "plx")
         print(f"\noffline Polyaxon tracking per cell: {small_cell:.3f} s for 3 seeds, {large_cell:.3f} s for 100,000")
         targets.append(Target("tracking per cell, 100,000 seeds / 3 seeds", large_cell / small_cell, 1.5, "max", "x"))
+
+        per_picture = picture_ms()
+        print(f"\na failing case's timeline.png, drawn and encoded: {per_picture:.0f} ms (a default grid draws 160)")
+        grid_s = default_grid_s(work / "grid")
+        print(f"python -m harness run (the default grid, the README's first command): {grid_s:.1f} s")
 
         listing = startup(["list"])
         print(f"\npython -m harness list: {listing:.2f} s (best of 3)")
