@@ -264,3 +264,30 @@ def test_what_a_policy_prints_goes_to_stderr_and_leaves_the_outcome_table_alone(
     assert proc.returncode == 0, proc.stderr
     assert "DEBUG" not in proc.stdout and proc.stdout.startswith("policy \\ scenario")
     assert proc.stderr.count("DEBUG from the policy") == 4  # two decisions in each of two cases
+
+
+def test_what_a_failing_policy_prints_goes_to_stderr_under_check_too(tmp_path: Path) -> None:
+    """`harness check` replays each failing case in its own process to show it; the policy's prints came out on
+    stdout there, between the gate's own lines. They go to stderr, as from the workers."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "chatty.py").write_text(
+        "from harness.policy import Stop\n"
+        "class Gives:\n    name, revision = 'gives', '1'\n"
+        "    def decide(self, situation):\n        print('DEBUG from the policy')\n        return Stop()\n"
+        "POLICY = Gives()\n"
+    )
+    args = ["--policy", "chatty:POLICY", "--scenario", "lost_response", "--seed-count", "1", "--out", "o"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "check", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        timeout=300,
+    )
+    assert proc.returncode == 1, proc.stderr  # it gives up on a lost reply: abandoned
+    assert "abandoned" in proc.stdout and "DEBUG" not in proc.stdout
+    assert "DEBUG from the policy" in proc.stderr

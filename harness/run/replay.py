@@ -19,10 +19,12 @@ its own.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import math
 import shlex
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -236,7 +238,10 @@ def _run(case: Case, runs: int, budget_s: float | None, supervised: bool) -> tup
     """Run ``case`` ``runs`` times: in a worker process under ``budget_s`` (else the default budget) when
     ``supervised``; the reports up to the first run that failed (a ``harness_error`` report with the reason)."""
     if not supervised:
-        return tuple(run_case(case)[0] for _ in range(runs))
+        # What the policy prints goes to standard error, as from a worker process: standard output is the
+        # harness's own (a gate replays its failing cases here, between the lines it prints).
+        with contextlib.redirect_stdout(sys.stderr):
+            return tuple(run_case(case)[0] for _ in range(runs))
     job = _ReplayJob(case.policy_spec, case.scenario_spec, case.seed, runs, budget_s)
     results: list[object] = []
     supervise([job], 1, budget_s or DEFAULT_CASE_TIMEOUT_S, lambda _, result: results.append(result))
