@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import InputError, RunFailed
+from harness.errors import InputError, RunFailed, one_line
 from harness.limits import CASE_TIMEOUT_MAX_S, COMPACT_ABOVE, DEFAULT_CASE_TIMEOUT_S, SEED_COUNT_MAX
 from harness.plx import DEFAULT_PROJECT, TRACKING_MODES
 from harness.seeds import DEFAULT_SEEDS, SEED_MAX
@@ -497,8 +497,12 @@ def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> i
             worst.append(n)
     if worst:
         print("\nreproduce a failing case (the first of each failing cell, worst outcome first):")
+        from harness.run.replay import printable
+
         for n in worst[:_NAMED_CELLS_MAX]:
-            print(f"  {n.outcome:<13} {n.reproduce}")
+            # A shell comment: the line still runs as it is, pasted whole.
+            crashed = f"  # the policy failed: {printable(one_line(n.policy_error, 120))}" if n.policy_error else ""
+            print(f"  {n.outcome:<13} {n.reproduce}{crashed}")
         if len(worst) > _NAMED_CELLS_MAX:
             print(
                 f"  ... and {len(worst) - _NAMED_CELLS_MAX} more failing cells; {summary.summary_csv} has every "

@@ -291,3 +291,37 @@ def test_what_a_failing_policy_prints_goes_to_stderr_under_check_too(tmp_path: P
     assert proc.returncode == 1, proc.stderr  # it gives up on a lost reply: abandoned
     assert "abandoned" in proc.stdout and "DEBUG" not in proc.stdout
     assert "DEBUG from the policy" in proc.stderr
+
+
+def test_the_line_naming_a_case_whose_policy_failed_says_what_it_raised(
+    policies: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An abandoned case whose policy raised read as one whose policy gave up: `harness run` named it with its
+    outcome and reproduce command only. The line now ends with what the policy raised, as a shell comment (the
+    line still runs pasted whole), and a resumed run's tally keeps it."""
+    from harness.run.cell import CellResult, _note
+
+    out = tmp_path / "out"
+    args = ["--policy", f"{MODULE}:LONG", "--scenario", "lost_response", "--seed", "1", "--tracking", "none"]
+    assert main(["run", *args, "--no-report", "--out", str(out)]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("  abandoned ")]
+    command, comment = line.split("  # ")
+    assert command.split() == ["abandoned", "python", "-m", "harness", "run", *args[:6]]
+    assert comment.startswith("the policy failed: RuntimeError: line line line") and len(comment) < 160
+    (case,) = load_grid([f"{MODULE}:BOOM"], ["lost_response"], [1]).cases
+    result = CellResult()
+    _note(result, run_case(case)[0])
+    (noted,) = CellResult.from_json(result.to_json()).notable
+    assert noted.policy_error == "ValueError: boom"
+    (case,) = load_grid(["stop_on_timeout"], ["lost_response"], [1]).cases
+    gave_up = CellResult()
+    _note(gave_up, run_case(case)[0])
+    assert [n.policy_error for n in gave_up.notable] == [None]
+
+
+def test_a_timeline_picture_labels_a_policy_failure_with_what_it_raised() -> None:
+    from harness.model.events import PolicyFailed
+    from harness.present.pictures import _label
+
+    label = _label(PolicyFailed(action_id="a73", error="ValueError: boom"))
+    assert label == "policy_error error=ValueError: boom"

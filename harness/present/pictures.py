@@ -98,7 +98,7 @@ def _label(event: Event) -> str:
         case ReplyReceived() | ReplyUndeliverable():
             return f"reply {event.kind} #{event.n}: {event.status}"
     data = event_data(event)
-    keys = ("revision", "model", "ok", "receipt_id", "effect", "reason", "claimed")
+    keys = ("revision", "model", "ok", "receipt_id", "effect", "reason", "claimed", "error")
     detail = " ".join(f"{k}={data[k]}" for k in keys if data.get(k) is not None)
     return f"{event.event} {detail}"[:70]
 

@@ -106,6 +106,9 @@ class CaseLine:
     outcome: str
     reproduce: str
     error: str | None = None
+    #: What the policy raised (or returned that was not a command), when it failed so: an abandoned case whose
+    #: policy crashed is not one whose policy gave up, and the line that names the case says which.
+    policy_error: str | None = None
 
 
 @dataclass(slots=True)
@@ -340,7 +343,17 @@ def _note(result: CellResult, report: CaseReport) -> None:
         n.policy == report.policy and n.scenario == report.scenario and n.outcome == report.outcome
         for n in result.notable
     ):
-        result.notable.append(CaseLine(report.policy, report.scenario, report.seed, report.outcome, report.reproduce))
+        failed = next((e.data.get("error") for e in report.timeline if e.event == "policy_error"), None)
+        result.notable.append(
+            CaseLine(
+                report.policy,
+                report.scenario,
+                report.seed,
+                report.outcome,
+                report.reproduce,
+                policy_error=None if failed is None else str(failed),
+            )
+        )
 
 
 def cell_scenario(scenarios: Sequence[str]) -> str:
