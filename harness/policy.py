@@ -291,6 +291,13 @@ def load_policy(spec: str) -> Policy:
     if ":" in spec:
         module_name, _, attr = spec.partition(":")
         where = spec
+        if attr and ("/" in module_name or "\\" in module_name):
+            parts = module_name.removesuffix(".py").replace("\\", "/").split("/")
+            dotted = ".".join(part for part in parts if part not in ("", ".", ".."))
+            raise PolicyError(
+                f"policy '{spec}': '{module_name}' is a file's path, not a module's name; fix: name the module with "
+                f"dots and without '.py', as in {dotted}:{attr} (run from the folder its package is in)"
+            )
         if not module_name or not attr or module_name.startswith("."):
             raise PolicyError(f"policy '{spec}': expected package.module:attr; fix: name an importable module")
     else:
@@ -308,6 +315,8 @@ def load_policy(spec: str) -> Policy:
         if isinstance(exc, ModuleNotFoundError) and exc.name is not None and module_name.startswith(exc.name):
             # The module itself (or its package) is not on the path, as from another folder than usual.
             fix = f"run from the folder that holds '{module_name.split('.')[0]}', or put that folder on PYTHONPATH"
+            if module_name.endswith(".py"):  # a file's name given for the module's
+                fix = f"name the module without '.py', as in {module_name.removesuffix('.py')}:{attr}"
         raise PolicyError(
             f"policy '{where}': cannot import '{module_name}' ({type(exc).__name__}: {reason}); fix: {fix}"
         ) from exc

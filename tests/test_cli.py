@@ -221,6 +221,11 @@ def test_committed_schema_is_current() -> None:
     [
         (["run", "--policy", ":"], "expected package.module:attr"),
         (["run", "--policy", "..x:y"], "expected package.module:attr"),
+        # A file's path for a module's name, and a module not on the path: the fix says which.
+        (["run", "--policy", "sc/my_pol:P"], "file's path, not a module's name; fix: name the module with dots"),
+        (["run", "--policy", "./my_pol.py:P"], "as in my_pol:P"),
+        (["run", "--policy", "no_such_pol.py:P"], "fix: name the module without '.py', as in no_such_pol:P"),
+        (["run", "--policy", "no_such_pol:P"], "fix: run from the folder that holds 'no_such_pol', or put that"),
         (["run", "--seed-count", "100000000"], "outside 1..10000"),
         (["run", "--project", "", "--policy", "stop_on_timeout"], "not a Polyaxon project name"),
         (["run", "--policy", "stop_on_timeout", "--polyaxonfile", "polyaxonfiles/grid.yaml"], "not both"),
