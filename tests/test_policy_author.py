@@ -325,3 +325,35 @@ def test_a_timeline_picture_labels_a_policy_failure_with_what_it_raised() -> Non
 
     label = _label(PolicyFailed(action_id="a73", error="ValueError: boom"))
     assert label == "policy_error error=ValueError: boom"
+
+
+def test_a_policy_that_changes_its_situation_fails_in_one_line_naming_the_field() -> None:
+    """A Situation is frozen: assigning to it raised pydantic's four-line error, and the policy's failure was
+    recorded with a link to pydantic's site and the field on a line of its own. It is one line now."""
+    from harness.model.events import PolicyFailed
+    from harness.policy import Wait
+    from harness.sim import simulate
+
+    class Changes:
+        name, revision = "changes", "1"
+
+        def decide(self, situation: Situation) -> object:
+            situation.escalated = True  # type: ignore[misc]
+            return LookUp()
+
+    class WaitsBackwards:
+        name, revision = "waits_backwards", "1"
+
+        def decide(self, situation: Situation) -> object:
+            return Wait(duration_s=-5)
+
+    scenario = load_grid(["stop_on_timeout"], ["lost_response"], [1]).cases[0].scenario
+    errors = []
+    for policy in (Changes(), WaitsBackwards()):
+        (failed,) = [e for e in simulate(scenario, policy, 1).evidence.history if isinstance(e, PolicyFailed)]
+        errors.append(failed.error)
+    assert errors[0] == (
+        "ValidationError: Situation: field 'escalated': Instance is frozen (a Situation is read-only: "
+        "model_copy(update={...}) gives a changed copy)"
+    )
+    assert errors[1] == "ValidationError: Wait: field 'duration_s': Input should be greater than 0"

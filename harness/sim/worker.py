@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, assert_never
 
 import simpy
+from pydantic import ValidationError
 
 from harness.limits import cut
 from harness.model import Artifact, validated
@@ -169,6 +170,20 @@ def _unanswered(
         job_id=None,
         do_not_replay=False,
     )
+
+
+def _policy_error(exc: Exception) -> str:
+    """What a policy raised, as its record keeps it: pydantic's several lines (a Situation changed in place, a
+    command built with a wrong value) as one, naming the model, the field and what is wrong."""
+    if isinstance(exc, ValidationError) and exc.error_count():
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        text = f"{exc.title}: field '{where}': {first['msg']}" if where else f"{exc.title}: {first['msg']}"
+        if first["type"] == "frozen_instance":
+            text += f" (a {exc.title} is read-only: model_copy(update={{...}}) gives a changed copy)"
+        more = exc.error_count() - 1
+        return cut(f"{type(exc).__name__}: {text}" + (f" (+{more} more)" if more else ""))
+    return cut(f"{type(exc).__name__}: {exc}")
 
 
 class Worker:
@@ -486,7 +501,7 @@ class Worker:
             try:
                 command = validated(self._policy.decide(situation))
             except Exception as exc:  # a policy bug is a recovery failure, recorded, not a harness crash
-                self._history.record(PolicyFailed(action_id=self._action_id, error=cut(f"{type(exc).__name__}: {exc}")))
+                self._history.record(PolicyFailed(action_id=self._action_id, error=_policy_error(exc)))
                 self._report(me, finished=False, claimed="policy error")
                 return
             self._history.record(CommandGiven(action_id=self._action_id, command=command))
