@@ -204,6 +204,26 @@ def test_a_setting_at_the_wrong_level_says_where_it_belongs(tmp_path: Path, new:
 
 
 @pytest.mark.parametrize(
+    ("new", "expected"),
+    [
+        ("recovery_deadlin_s: 60", "field 'recovery_deadlin_s': Extra inputs are not permitted; fix: rename it"
+         " 'recovery_deadline_s' (a field of this entry)"),
+        ("destination: {lookup_lag: 3}", "field 'destination.lookup_lag': Extra inputs are not permitted; fix: rename"
+         " it 'lookup_lag_s' (a field of this entry)"),
+        ("worker: {recoverer: 2}", "field 'worker.recoverer': Extra inputs are not permitted; fix: rename it"
+         " 'recoverers' (a field of this entry)"),
+        # Nothing of the entry is close: no guess.
+        ("worker: {retries: 2}", "field 'worker.retries': Extra inputs are not permitted; fix: remove it or check its"
+         " spelling"),
+    ],
+)  # fmt: skip
+def test_a_misspelt_optional_field_is_named(tmp_path: Path, new: str, expected: str) -> None:
+    """A key that nearly spells a field of its entry, required or optional, is told its name; it was told only
+    to check its spelling unless the field was required and missing."""
+    assert error_for(write(tmp_path, "action_id: a73", f"action_id: a73\n{new}")) == expected
+
+
+@pytest.mark.parametrize(
     "new",
     [
         # The entry has its do: already (it is how pydantic knew the entry's kind).

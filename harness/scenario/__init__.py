@@ -217,7 +217,7 @@ def _one_line(path: Path, error: ValidationError) -> str:
     value = None if is_secret(Scenario, first["loc"]) else first.get("input")
     if first["type"] == "extra_forbidden":
         missing = [locate(Scenario, e["loc"])[0] for e in error.errors() if e["type"] == "missing"]
-        fix = placement_fix(where, models, missing) or fix
+        fix = placement_fix(where, models, missing) or _respelled(where, models) or fix
     elif first["type"] in ("float_type", "int_type"):
         fix = number_fix(first["type"], value) or fix
     elif first["type"] == "string_type":
@@ -255,6 +255,15 @@ def _misspelled(error: ValidationError) -> tuple[Any, str] | None:
             if close:
                 return e, close[0]
     return None
+
+
+def _respelled(where: tuple[Any, ...], models: Any) -> str | None:
+    """For a key that is not a field of its entry: the fix naming a field of that entry it nearly spells
+    (``recovery_deadlin_s``, ``lookup_lag``), required or optional; ``None`` when none is close."""
+    if not where or not isinstance(where[-1], str) or not models or models[-1][0] != where[:-1]:
+        return None
+    close = difflib.get_close_matches(where[-1], list(models[-1][1].model_fields), n=1, cutoff=0.8)
+    return f"rename it '{close[0]}' (a field of this entry)" if close else None
 
 
 #: A path is quoted in an error message up to this many characters.
