@@ -43,8 +43,8 @@ Exit statuses:
      by another run, a --resume whose inputs changed); nothing was written
   3  the cases are complete on disk, but Polyaxon tracking or the push to the server failed (the message says
      how to send the runs later)
-  4  everything is written, but a fault a scenario declares fired in no case (the scenario tested nothing it
-     claims to; the message names the scenario and the fault)
+  4  everything is written, but a fault or operator event a scenario declares fired in no case (the scenario
+     tested nothing it claims to; the message names the scenario and the fault or event)
   130 interrupted (Ctrl-C, SIGTERM): the folder is resumable with 'harness run --resume DIR'
 explore: 0 no finding, 1 findings (each a runnable file) or harness errors on some schedules (a case over
   --case-timeout or a worker that died stops that policy's exploration of that template), 2 bad usage or
@@ -525,14 +525,18 @@ def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> i
     for c in summary.unfired:
         # A case the harness could not run reached no fault: that, not the scenario, may be why this one never fired.
         _, failed = summary.finished(c.scenario)
-        fix = (
-            "fix: mend the harness errors above first; a case that did not run reached no fault"
-            if failed
-            else "fix: make the fault reachable, or run a policy that reaches it"
-        )
+        if failed:
+            fix = "fix: mend the harness errors above first; a case that did not run reached no fault"
+        elif c.kind == "fault":
+            fix = "fix: make the fault reachable, or run a policy that reaches it"
+        else:
+            fix = (
+                "fix: give it a trigger the run reaches (an entry it records, a time before it ends), or run a "
+                "policy that gets there"
+            )
         print(
-            f"harness: scenario {c.scenario} declares fault {c.fault}, which fired in no case of this run (its site "
-            f"was reached in {c.reached}); {fix}",
+            f"harness: scenario {c.scenario} declares {c.what}, which fired in no case of this run ({c.reach} "
+            f"in {c.reached}); {fix}",
             file=sys.stderr,
         )
     if summary.error_count:

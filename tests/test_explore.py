@@ -307,6 +307,59 @@ def test_every_shipped_scenario_fires_every_fault_it_declares(tmp_path: Path) ->
     assert main(["run", "--tracking", "none", "--no-report", "--quiet", "--seed", "1", "--out", str(out)]) == 0
     coverage = json.loads((out / "coverage.json").read_text())
     assert coverage["unfired"] == 0 and len(coverage["faults"]) >= 45
+    # And every operator event: each acted in some case.
+    assert len(coverage["operator_events"]) >= 15 and all(e["fired"] for e in coverage["operator_events"])
+
+
+def test_a_declared_operator_event_that_never_acts_fails_the_run_and_is_noted_by_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An operator event whose trigger never comes (a record no case makes, a time past the end) or that comes
+    too late to act before the end tests nothing, as an unfired fault does: it was silent, and check passed."""
+    from harness.run.cell import CellResult, FaultCoverage
+
+    doc = yaml.safe_load((SCENARIOS / "lost_response.yaml").read_text())
+    doc["name"] = "quiet_operator"
+    doc["operator"] = [
+        {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "crashed", "nth": 1}}},
+        {"do": "expire_approval", "when": {"at_s": 500}},
+        {"do": "expire_approval", "when": {"at_s": 100, "delay_s": 300}},
+        {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "timeout", "nth": 1}}},
+    ]
+    path = tmp_path / "quiet_operator.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    out = tmp_path / "run"
+    args = ["--policy", "reconcile_and_reauthorize", "--scenario", str(path), "--seed", "1", "--seed", "2"]
+    assert main(["run", *args, "--tracking", "none", "--no-report", "--quiet", "--out", str(out)]) == 4
+    err = capsys.readouterr().err
+    said = "harness: scenario quiet_operator declares operator event"
+    assert (
+        f"{said} request_cancel after=worker.crashed nth=1, which fired in no case of this run (its trigger came in 0)"
+        in err
+    )
+    assert (
+        f"{said} expire_approval at_s=100.0 delay_s=300.0, which fired in no case of this run (its trigger came in 2)"
+        in err
+    )
+    assert "worker.timeout" not in err
+    coverage = json.loads((out / "coverage.json").read_text())
+    assert [(f["fault"], f["index"], f["fired"]) for f in coverage["faults"]] == [("response_lost", 0, 2)]
+    assert [(e["event"], e["index"], e["reached"], e["fired"]) for e in coverage["operator_events"]] == [
+        ("request_cancel after=worker.crashed nth=1", 1, 0, 0),
+        ("expire_approval at_s=500.0", 2, 0, 0),
+        ("expire_approval at_s=100.0 delay_s=300.0", 3, 2, 0),
+        ("request_cancel after=worker.timeout nth=1", 4, 2, 2),
+    ]
+    assert coverage["unfired"] == 3
+    # A resumed run's tally keeps which is which.
+    tally = CellResult(coverage=(FaultCoverage("s", 1, "expire_approval at_s=1.0", 1, 0, "operator"),))
+    assert CellResult.from_json(tally.to_json()).coverage == tally.coverage
+    assert main(["check", *args[:4], "--seed-count", "1", "--out", str(tmp_path / "gate")]) == 0
+    printed = capsys.readouterr().err
+    assert (
+        "note: scenario quiet_operator declares operator event request_cancel after=worker.crashed nth=1, which "
+        "fired in no case of reconcile_and_reauthorize (its trigger came in 0 cases)" in printed
+    )
 
 
 def test_replay_of_a_recovery_json_is_byte_identical_and_a_tampered_one_is_not(

@@ -275,3 +275,31 @@ def test_run_junit_has_a_failure_per_failing_case_and_keeps_its_exit_status(
     }
     assert (out / "repro" / "retry_same_key" / "seed-1" / "changed_task.yaml").is_file()
     assert f"junit: {junit}" in capsys.readouterr().out
+
+
+def test_the_pytest_plugin_says_which_declared_faults_and_events_fired_in_no_case(tmp_path: Path) -> None:
+    """As `harness check` notes them: a fault no case reaches, an operator event whose trigger never comes. The
+    plugin passed such a scenario's items without a word (the scenario tested nothing of them)."""
+    root = Path(__file__).resolve().parent.parent
+    doc = yaml.safe_load((root / "scenarios" / "lost_response.yaml").read_text())
+    doc["name"] = "quiet"
+    doc["faults"] = [*doc["faults"], {"boundary": "lookup_unavailable", "nth": 9}]
+    doc["operator"] = [{"do": "expire_approval", "when": {"after": {"actor": "worker", "event": "crashed"}}}]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "quiet.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    args = ["--harness-policy", "reconcile_and_reauthorize", "--harness-scenario", str(empty / "quiet.yaml")]
+    proc = pytest_in(empty, *args, "--harness-seed-count", "1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    section = proc.stdout.split("recovery harness: coverage", 1)[1]
+    notes = [line for line in section.splitlines() if line.startswith("note: ")]
+    assert notes == [
+        "note: scenario quiet declares fault lookup_unavailable nth=9, which fired in no case of "
+        "reconcile_and_reauthorize (its site was reached in 0 cases): that scenario tested nothing of this fault "
+        "for this policy",
+        "note: scenario quiet declares operator event expire_approval after=worker.crashed nth=1, which fired in "
+        "no case of reconcile_and_reauthorize (its trigger came in 0 cases): that scenario tested nothing of this "
+        "operator event for this policy",
+    ]
+    quiet = pytest_in(empty, "--harness-policy", "reconcile_and_reauthorize", "--harness-scenario", "lost_response")
+    assert quiet.returncode == 0 and "recovery harness: coverage" not in quiet.stdout

@@ -38,6 +38,8 @@ _REPROS: pytest.StashKey[ReproFolder] = pytest.StashKey()
 #: Every selected case's report by (policy, scenario, seed), once they have run; or why they could not.
 _REPORTS: pytest.StashKey[Mapping[tuple[str, str, int], CaseReport] | str] = pytest.StashKey()
 _DEFAULT_CASE_TIMEOUT_S = 60.0
+#: What ``harness check`` notes about the cases run: declared faults and operator events that fired in none.
+_NOTES: pytest.StashKey[list[str]] = pytest.StashKey()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -186,6 +188,7 @@ def _reports(session: pytest.Session) -> Mapping[tuple[str, str, int], CaseRepor
     if found is not None:
         return found
     from harness.errors import InputError, RunFailed
+    from harness.gate.runner import coverage_notes
     from harness.run.files import read_reports
     from harness.run.grid import GridOptions, run_grid
     from harness.run.plan import Cell, Plan
@@ -198,11 +201,23 @@ def _reports(session: pytest.Session) -> Mapping[tuple[str, str, int], CaseRepor
     out = Path(tempfile.mkdtemp(prefix="harness-pytest-cases-"))
     budget: float = config.getoption("harness_case_timeout")
     try:
-        run_grid(plan, GridOptions(out=out, tracking="none", report=False, case_timeout_s=budget or None))
+        summary = run_grid(plan, GridOptions(out=out, tracking="none", report=False, case_timeout_s=budget or None))
         found = read_reports(out)
+        policies = dict.fromkeys(item.case.policy.name for item in session.items if isinstance(item, ScenarioSeed))
+        config.stash[_NOTES] = coverage_notes(summary, ", ".join(policies))
     except (InputError, RunFailed, OSError) as exc:
         found = f"harness: the cases could not be run: {exc}"
     finally:
         shutil.rmtree(out, ignore_errors=True)
     config.stash[_REPORTS] = found
     return found
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """Say, as ``harness check`` does, which declared faults and operator events fired in no case run: the
+    scenario tested nothing of them, whatever the items say."""
+    notes = config.stash.get(_NOTES, None)
+    if notes:
+        terminalreporter.section("recovery harness: coverage")
+        for note in notes:
+            terminalreporter.write_line(note)

@@ -164,15 +164,16 @@ def coverage_notes(summary: GridSummary, policy: str) -> list[str]:
         finished, failed = summary.finished(c.scenario)
         if not finished:
             continue
+        noun = "fault" if c.kind == "fault" else "operator event"
         if not failed:
             notes.append(
-                f"note: scenario {c.scenario} declares fault {c.fault}, which fired in no case of {policy} (its site "
-                f"was reached in {c.reached} cases): that scenario tested nothing of this fault for this policy"
+                f"note: scenario {c.scenario} declares {c.what}, which fired in no case of {policy} ({c.reach} in "
+                f"{c.reached} cases): that scenario tested nothing of this {noun} for this policy"
             )
             continue
         notes.append(
-            f"note: scenario {c.scenario} declares fault {c.fault}, which fired in none of the {finished} cases of "
-            f"{policy} that finished (its site was reached in {c.reached} of them); not counted: {failed} that ended "
+            f"note: scenario {c.scenario} declares {c.what}, which fired in none of the {finished} cases of "
+            f"{policy} that finished ({c.reach} in {c.reached} of them); not counted: {failed} that ended "
             "in harness_error, whose coverage is unknown"
         )
     return notes

@@ -33,7 +33,7 @@ from harness.run.files import (
 )
 from harness.run.pictures import draw_timelines
 from harness.run.plan import Grid, load_grid
-from harness.scenario import FaultBase
+from harness.scenario import FaultBase, OperatorEvent
 from harness.scenario.faults import CONNECTOR_PHASES
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "MetricTally",
     "cell_scenario",
     "describe",
+    "describe_event",
     "execute_cell",
 ]
 
@@ -80,20 +81,34 @@ class CellJob:
 
 @dataclass(frozen=True, slots=True)
 class FaultCoverage:
-    """How one declared fault of a scenario fared over a set of cases."""
+    """How one declared fault of a scenario, or one of its operator events, fared over a set of cases."""
 
     scenario: str
+    #: Its place among what the scenario declares: its faults first, then its operator events.
     index: int
+    #: The fault or event in one line (``describe``, ``describe_event``).
     fault: str
-    #: Cases in which the fault's site (its boundary, action and occurrence) was reached.
+    #: Cases in which the fault's site (its boundary, action and occurrence) was reached; for an operator event,
+    #: in which its trigger came (its time, or the nth record it waits for).
     reached: int
-    #: Cases in which it fired.
+    #: Cases in which it fired (an operator event: acted).
     fired: int
+    kind: Literal["fault", "operator"] = "fault"
 
     def plus(self, other: FaultCoverage) -> FaultCoverage:
         return FaultCoverage(
-            self.scenario, self.index, self.fault, self.reached + other.reached, self.fired + other.fired
+            self.scenario, self.index, self.fault, self.reached + other.reached, self.fired + other.fired, self.kind
         )
+
+    @property
+    def what(self) -> str:
+        """``fault <it>`` or ``operator event <it>``, as messages name it."""
+        return f"{'fault' if self.kind == 'fault' else 'operator event'} {self.fault}"
+
+    @property
+    def reach(self) -> str:
+        """What ``reached`` counts, in words."""
+        return "its site was reached" if self.kind == "fault" else "its trigger came"
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +237,16 @@ class _TallyShape(TypedDict):
 _TALLY = TypeAdapter(_TallyShape)
 
 
+def describe_event(event: OperatorEvent) -> str:
+    """An operator event in one line: what it does, its trigger and the fields it sets
+    (``request_cancel after=worker.crashed nth=1``, ``expire_approval at_s=30.0 delay_s=5.0``)."""
+    when, after = event.when, event.when.after
+    trigger = f"at_s={when.at_s}" if after is None else f"after={after.actor}.{after.event} nth={after.nth}"
+    fields = event.model_dump(exclude={"do", "when"}, exclude_defaults=True)
+    delay = [f"delay_s={when.delay_s}"] if when.delay_s else []
+    return " ".join([event.do, trigger, *delay, *(f"{k}={'null' if v is None else v}" for k, v in fields.items())])
+
+
 def describe(fault: FaultBase) -> str:
     """A fault in one line: its boundary and the fields it sets (``request_delayed nth=2 delay_s=30.0``)."""
     fields = fault.model_dump(exclude={"boundary"}, exclude_defaults=True)
@@ -267,13 +292,17 @@ def execute_cell(job: CellJob, cell: int = 0, on_case: Callable[[int], None] | N
     shown: dict[tuple[str, str], tuple[int, Path]] = {}
     with ExitStack() as stack:
         compact: dict[str, RecordWriter] = {}
-        for report, faults in _cases(grid, dict(job.failed), on_case, job.case_timeout_s):
+        for report, faults, events in _cases(grid, dict(job.failed), on_case, job.case_timeout_s):
             result.identity = result.identity or _identity(report)
             counter = result.counts.setdefault((report.policy, report.scenario), Counter())
             counter[report.outcome] += 1
             _note(result, report)
             for i, (fault, reached, fired) in enumerate(faults):
                 seen = coverage.setdefault((report.scenario, i, fault), [0, 0])
+                seen[0] += reached > 0
+                seen[1] += fired > 0
+            for i, (event, reached, fired) in enumerate(events, start=len(faults)):
+                seen = coverage.setdefault((report.scenario, i, event), [0, 0])
                 seen[0] += reached > 0
                 seen[1] += fired > 0
             for name, tally in metrics.items():
@@ -294,7 +323,11 @@ def execute_cell(job: CellJob, cell: int = 0, on_case: Callable[[int], None] | N
                     shown[report.scenario, report.outcome] = (report.seed, path)
     if shown:
         draw_timelines([path for _, path in shown.values()], 1)  # what it cannot draw is left to the report
-    result.coverage = tuple(FaultCoverage(sc, i, fault, n[0], n[1]) for (sc, i, fault), n in coverage.items())
+    declared = {name: len(c.scenario.faults) for c in grid.cases for name in [c.scenario.name]}
+    result.coverage = tuple(
+        FaultCoverage(sc, i, fault, n[0], n[1], "fault" if i < declared[sc] else "operator")
+        for (sc, i, fault), n in coverage.items()
+    )
     result.summary_part = summary_part_path(job.out, job, cell)
     write_atomic(result.summary_part, rows.getvalue())
     write_atomic(result.summary_part.with_suffix(".json"), result.to_json())
@@ -303,9 +336,11 @@ def execute_cell(job: CellJob, cell: int = 0, on_case: Callable[[int], None] | N
 
 def _cases(
     grid: Grid, failed: dict[int, str], on_case: Callable[[int], None] | None, case_timeout_s: float | None = None
-) -> Iterator[tuple[CaseReport, list[tuple[str, int, int]]]]:
-    """Each case's report, with (fault, reached, fired) for every fault its scenario declares."""
+) -> Iterator[tuple[CaseReport, list[tuple[str, int, int]], list[tuple[str, int, int]]]]:
+    """Each case's report, with (fault, reached, fired) for every fault its scenario declares, and the same
+    for every operator event."""
     described: dict[str, list[str]] = {}
+    events_described: dict[str, list[str]] = {}
     for position, case in enumerate(grid.cases):
         if position in failed:
             report, sim = failed_report(case, failed[position], case_timeout_s), None
@@ -319,7 +354,15 @@ def _cases(
         if names is None:
             names = described[case.scenario.name] = [describe(f) for f in case.scenario.faults]
         counts = sim.coverage if sim is not None else [(0, 0)] * len(names)
-        yield report, [(name, reached, fired) for name, (reached, fired) in zip(names, counts, strict=True)]
+        events = events_described.get(case.scenario.name)
+        if events is None:
+            events = events_described[case.scenario.name] = [describe_event(e) for e in case.scenario.operator]
+        acted = sim.operator_coverage if sim is not None else [(0, 0)] * len(events)
+        yield (
+            report,
+            [(name, reached, fired) for name, (reached, fired) in zip(names, counts, strict=True)],
+            [(name, reached, fired) for name, (reached, fired) in zip(events, acted, strict=True)],
+        )
 
 
 def _identity(report: CaseReport) -> dict[str, str]:

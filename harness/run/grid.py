@@ -140,7 +140,8 @@ class GridSummary:
 
     @property
     def unfired(self) -> tuple[FaultCoverage, ...]:
-        """Declared faults that fired in no case of the run: scenarios that tested nothing they claim to. Counted
+        """Declared faults (and operator events) that fired in no case of the run: scenarios that tested nothing
+        they claim to. Counted
         over the cases that finished (``finished``): a fault listed here may have fired in a case that ended in
         harness_error, which is why a run with any exits 1 (before 4) and says to mend those first."""
         return tuple(c for c in self.coverage if c.fired == 0)
@@ -586,25 +587,36 @@ def merge_coverage(parts: Iterable[FaultCoverage]) -> tuple[FaultCoverage, ...]:
 
 def coverage_json(coverage: Sequence[FaultCoverage], errors: Mapping[str, int]) -> str:
     """``coverage.json``: for every declared fault, the cases that reached its site and those it fired in, and
-    the cases of its scenario that ended in ``harness_error`` (counted in neither: their coverage is unknown).
+    the cases of its scenario that ended in ``harness_error`` (counted in neither: their coverage is unknown);
+    for every declared operator event, the cases in which its trigger came and those in which it acted.
 
-    ``unfired`` counts the faults that fired in no case where every case of their scenario finished;
-    ``unknown`` those that fired in no finished case of a scenario some of whose cases did not finish (they may
-    have fired there)."""
-    rows = [
-        {
-            "scenario": c.scenario,
-            "fault": c.fault,
-            "index": c.index,
-            "reached": c.reached,
-            "fired": c.fired,
-            "harness_errors": errors.get(c.scenario, 0),
-        }
-        for c in coverage
-    ]
+    ``unfired`` counts the faults and operator events that fired in no case where every case of their scenario
+    finished; ``unknown`` those that fired in no finished case of a scenario some of whose cases did not finish
+    (they may have fired there)."""
+
+    def rows(kind: str, name: str) -> list[dict[str, object]]:
+        return [
+            {
+                "scenario": c.scenario,
+                name: c.fault,
+                "index": c.index,
+                "reached": c.reached,
+                "fired": c.fired,
+                "harness_errors": errors.get(c.scenario, 0),
+            }
+            for c in coverage
+            if c.kind == kind
+        ]
+
     unfired = [c for c in coverage if c.fired == 0]
     unknown = sum(1 for c in unfired if errors.get(c.scenario, 0))
-    return json.dumps({"faults": rows, "unfired": len(unfired) - unknown, "unknown": unknown}, indent=2) + "\n"
+    document = {
+        "faults": rows("fault", "fault"),
+        "operator_events": rows("operator", "event"),
+        "unfired": len(unfired) - unknown,
+        "unknown": unknown,
+    }
+    return json.dumps(document, indent=2) + "\n"
 
 
 @dataclass(slots=True)

@@ -38,14 +38,23 @@ class Operator:
         self._waiting: list[tuple[OperatorEvent, int]] = []
         #: Where in ``_waiting`` the events that wait for each (actor, event) sit, in order.
         self._by_ref: dict[tuple[str, str], list[int]] = {}
-        for event in events:
+        #: Per declared event, in the scenario's order: whether its trigger came (its time, or the nth record it
+        #: waits for), and whether it acted (the run may end in its delay): its coverage, as a fault's.
+        self.reached = [0] * len(events)
+        self.fired = [0] * len(events)
+        #: Each waiting event's place among the declared ones.
+        self._declared: list[int] = []
+        #: The time of each event that fires at one (``None``: it waits for a record).
+        self._at_s = [event.when.at_s for event in events]
+        for i, event in enumerate(events):
             if event.when.at_s is not None:
-                env.process(self._fire(event, event.when.at_s + event.when.delay_s))
+                env.process(self._fire(i, event, event.when.at_s + event.when.delay_s))
             else:  # a trigger gives exactly one of at_s and after
                 ref = event.when.after
                 assert ref is not None
                 self._by_ref.setdefault((ref.actor, ref.event), []).append(len(self._waiting))
                 self._waiting.append((event, 0))
+                self._declared.append(i)
         if self._waiting:
             # Only the records some event waits for reach the operator.
             history.listen(self._on_entry, [t for ref in self._by_ref for t in types_named(*ref)])
@@ -57,10 +66,21 @@ class Operator:
             assert ref is not None
             self._waiting[i] = (event, seen + 1)
             if seen + 1 == ref.nth:  # once: the count only grows
-                self._env.process(self._fire(event, event.when.delay_s))
+                self.reached[self._declared[i]] = 1
+                self._env.process(self._fire(self._declared[i], event, event.when.delay_s))
 
-    def _fire(self, event: OperatorEvent, delay_s: float) -> Generator[simpy.Event, Any, None]:
+    def coverage(self) -> tuple[tuple[int, int], ...]:
+        """Per declared event, in the scenario's order: (its trigger came, it acted), each 0 or 1. An event at a
+        time is reached when the run gets to that time, whether or not its delay ran out before the end."""
+        now = self._env.now
+        return tuple(
+            (int(reached or (at_s is not None and now >= at_s)), fired)
+            for reached, fired, at_s in zip(self.reached, self.fired, self._at_s, strict=True)
+        )
+
+    def _fire(self, declared: int, event: OperatorEvent, delay_s: float) -> Generator[simpy.Event, Any, None]:
         yield self._env.timeout(delay_s)
+        self.fired[declared] = 1
         match event:
             case ChangeTask():
                 self._history.record(ChangeTaskFired())

@@ -43,6 +43,8 @@ class SimResult:
     #: what ``reach`` reads.
     injector: Injector | None = None
     recorded: Sequence[Event] = ()
+    #: Per declared operator event, in the scenario's order: (its trigger came, it acted), each 0 or 1.
+    operator_coverage: tuple[tuple[int, int], ...] = ()
 
     @property
     def truth(self) -> GroundTruth:
@@ -115,7 +117,7 @@ def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
         worker = Worker(env, scenario, policy, history, controller, transport, injector, auditor, action_id)
         workers.append(env.process(worker.run(start_at_s)))
 
-    Operator(env, scenario.operator, history, controller, dispatch)
+    operator = Operator(env, scenario.operator, history, controller, dispatch)
     dispatch(scenario.action_id, scenario.worker.dispatch_at_s)
     env.run(until=scenario.recovery_deadline_s)
     horizon = scenario.horizon_s
@@ -142,6 +144,7 @@ def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
         coverage=coverage,
         injector=injector,
         recorded=history.entries,
+        operator_coverage=operator.coverage(),
     )
 
 
