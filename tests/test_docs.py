@@ -5,14 +5,17 @@ from __future__ import annotations
 import argparse
 import re
 from pathlib import Path
+from typing import Any, get_args
 
 import pytest
+from pydantic import BaseModel, SecretStr
 
 from harness.check.registry import METRICS
 from harness.cli import _parser
 from harness.model import OUTCOMES
 from harness.policy import builtin_policy_names
-from harness.scenario import BOUNDARIES, list_scenarios
+from harness.scenario import BOUNDARIES, Scenario, list_scenarios
+from harness.scenario.specs import DestinationSpec
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 
@@ -110,3 +113,46 @@ def test_every_situation_field_and_command_is_in_the_policy_tables() -> None:
     assert fields <= named, sorted(fields - named)
     commands = {c.__name__ for c in COMMAND_TYPES}
     assert commands <= named, sorted(commands - named)
+
+
+def _shown_default(info: Any) -> str:
+    """A field's default as the scenario field table writes it."""
+    if info.is_required():
+        return "required"
+    value = info.get_default(call_default_factory=True)
+    if value is None:
+        return "`null`"
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    if isinstance(value, tuple):
+        return "`[]`"
+    if isinstance(value, SecretStr):
+        return f"`{value}`"
+    return f"`{value}`"
+
+
+def test_the_scenario_field_table_is_the_model() -> None:
+    """Every field of a scenario file, section by section, has its row with the model's own default; no row names a
+    field the model lacks; the destination's fields are in its contract table. An author could not find
+    worker.timeout_s, transport.latency_s or owner anywhere but in an error message."""
+    section = README.split("Every field a scenario file can hold", 1)[1].split("\n\n", 2)[1]
+    rows = {m.group(1): m.group(2).strip() for m in re.finditer(r"^\| `([a-z_.]+)` \|([^|]*)\|", section, re.M)}
+    expected: dict[str, str] = {}
+    for name, info in Scenario.model_fields.items():
+        section_model = next(
+            (
+                a
+                for a in (info.annotation, *get_args(info.annotation))
+                if isinstance(a, type) and issubclass(a, BaseModel)
+            ),
+            None,
+        )
+        if section_model is None or name in ("destination", "reproduces"):
+            expected[name] = "" if name == "destination" else _shown_default(info)
+            continue
+        for inner, inner_info in section_model.model_fields.items():
+            expected[f"{name}.{inner}"] = _shown_default(inner_info)
+    assert rows == expected
+    contract = README.split("### The destination's contract", 1)[1].split("Shipped scenarios", 1)[0]
+    for name in DestinationSpec.model_fields:
+        assert f"`{name}`" in contract, name
