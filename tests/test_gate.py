@@ -133,6 +133,14 @@ def test_explored_findings_fail_the_gate_with_their_files(tmp_path: Path, capsys
     good = ET.parse(tmp_path / "good.xml").getroot()
     assert [c.get("name") for c in good.iter("testcase")][-1] == "explored lost_response seed 1"
     assert failures(tmp_path / "good.xml") == []
+    # A scenario given as a file: both suites name it by its name (the explored one used the path as given).
+    mine = tmp_path / "files" / "lost_response.yaml"
+    mine.parent.mkdir()
+    mine.write_text((Path(__file__).resolve().parent.parent / "scenarios" / "lost_response.yaml").read_text())
+    given = ["--scenario", str(mine), *args[2:-1], str(tmp_path / "file.xml")]
+    assert check("--policy", "reconcile_and_reauthorize", *given, "--out", str(tmp_path / "file")) == 0
+    names = [c.get("name") for c in ET.parse(tmp_path / "file.xml").getroot().iter("testcase")]
+    assert names == ["lost_response seed 1", "explored lost_response seed 1"]
     capsys.readouterr()
 
 

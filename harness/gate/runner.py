@@ -197,7 +197,10 @@ def judge_exploration(summary: ExploreSummary, seeds: Sequence[int]) -> tuple[Ga
         for seed in seeds:
             findings = [(f, path) for f, path in exploration.findings if f.seed == seed]
             if not findings:
-                name = case_name(f"explored {exploration.scenario_spec}", seed)
+                # A scenario given as a file is named by its name, as the grid's own cases are.
+                spec = exploration.scenario_spec
+                shown = Path(spec).stem if spec.endswith((".yaml", ".yml")) else spec
+                name = case_name(f"explored {shown}", seed)
                 out.append(GateCase(exploration.policy, name, "no_violation", "passed"))
             out += [judge_finding(f, path) for f, path in findings]
     if summary.errors:
