@@ -531,7 +531,7 @@ def test_past_the_deadline_a_waiting_worker_still_reaches_it() -> None:
 def test_the_operator_counts_per_declared_event_whether_its_trigger_came_and_whether_it_acted() -> None:
     """Each declared event's (trigger came, acted), in the scenario's order: a trigger on a record no case makes,
     a time past the end, a time in the run whose delay outlasts it, a record made, a record made too few times, a
-    record made whose delay outlasts the run, and a time in the run."""
+    record made whose delay outlasts the run, a time in the run, and the run's last instant."""
     base = shipped("lost_response").model_dump()
     events: list[dict[str, Any]] = [
         {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "crashed"}}},
@@ -541,10 +541,12 @@ def test_the_operator_counts_per_declared_event_whether_its_trigger_came_and_whe
         {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "timeout", "nth": 2}}},
         {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "start"}, "delay_s": 900}},
         {"do": "expire_approval", "when": {"at_s": 119}},
+        # At the very instant the run ends (its deadline): its time came, its delay did not run out.
+        {"do": "expire_approval", "when": {"at_s": 120, "delay_s": 5}},
     ]
     scenario = Scenario.model_validate({**base, "operator": events})
     result = simulate(scenario, load_policy("reconcile_and_reauthorize"), 1)
-    assert result.operator_coverage == ((0, 0), (0, 0), (1, 0), (1, 1), (0, 0), (1, 0), (1, 1))
+    assert result.operator_coverage == ((0, 0), (0, 0), (1, 0), (1, 1), (0, 0), (1, 0), (1, 1), (1, 0))
     # The events that acted left their records; the faults' coverage is its own.
     fired = [e.event for e in result.evidence.history if e.actor == "operator"]
     assert fired == ["request_cancel", "expire_approval"]
