@@ -10,8 +10,8 @@ case path (run the case, serialize its record, write it) and their ratios to the
 of ``harness run --seed-count N --concurrency 2`` (start-up included); peak memory at N/10 and N cases; the
 speedup of two processes over one; what offline Polyaxon tracking costs per cell; what a failing case's
 timeline picture costs, and how long the default grid (the README's first command) takes; how long
-``harness list`` takes to start; then each target and whether it is met. Machines here are shared and noisy: the skeleton is
-timed before every group and the ratio uses the median, so compare ratios, not raw rates.
+``harness list`` takes to start; then each target and whether it is met. Machines here are shared and noisy:
+the skeleton is timed before every group and the ratio uses the median, so compare ratios, not raw rates.
 """
 
 from __future__ import annotations
