@@ -312,7 +312,9 @@ def load_policy(spec: str) -> Policy:
     except BaseException as exc:  # a user's module can fail to import in any way (sys.exit too): one line
         reason = one_line(exc)
         fix = "check the module"
-        if isinstance(exc, ModuleNotFoundError) and exc.name is not None and module_name.startswith(exc.name):
+        missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
+        # The module itself, or a package it is in: not one of its own imports, whatever their names.
+        if missing is not None and (missing == module_name or module_name.startswith(f"{missing}.")):
             # The module itself (or its package) is not on the path, as from another folder than usual.
             fix = f"run from the folder that holds '{module_name.split('.')[0]}', or put that folder on PYTHONPATH"
             if module_name.endswith(".py"):  # a file's name given for the module's

@@ -4,6 +4,7 @@ replays under that budget."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
@@ -325,6 +326,27 @@ def test_a_timeline_picture_labels_a_policy_failure_with_what_it_raised() -> Non
 
     label = _label(PolicyFailed(action_id="a73", error="ValueError: boom"))
     assert label == "policy_error error=ValueError: boom"
+    # Text a policy wrote, drawn as it is: on one line, and a pair of '$' is not math (it stopped the picture).
+    from harness.present.pictures import png_bytes, timeline
+    from harness.run.files import recovery_json
+
+    said = "KeyError: 'cost $\\frac$'\nsecond line"
+    assert (
+        _label(PolicyFailed(action_id="a73", error=said)) == "policy_error error=KeyError: 'cost $\\frac$' second line"
+    )
+
+    class Raises:
+        name, revision = "raises_dollars", "1"
+
+        def decide(self, situation: Situation) -> object:
+            raise KeyError("cost $\\frac$")
+
+    from harness.run.plan import Case
+
+    (shipped,) = load_grid(["stop_on_timeout"], ["lost_response"], [1]).cases
+    case = Case("x:RAISES", "lost_response", 1, Raises(), shipped.scenario)
+    report = json.loads(recovery_json(run_case(case)[0]))
+    assert png_bytes(timeline(report)).startswith(b"\x89PNG")
 
 
 def test_a_policy_that_changes_its_situation_fails_in_one_line_naming_the_field() -> None:
@@ -357,3 +379,18 @@ def test_a_policy_that_changes_its_situation_fails_in_one_line_naming_the_field(
         "model_copy(update={...}) gives a changed copy)"
     )
     assert errors[1] == "ValidationError: Wait: field 'duration_s': Input should be greater than 0"
+
+
+def test_a_module_whose_own_import_is_missing_is_told_to_check_the_module(tmp_path: Path) -> None:
+    """`depmod_pol` imports `depmod`, which is not installed: the fix is in the module, not in the folder it is
+    run from (the name of the missing module only begins the policy module's)."""
+    import sys
+
+    (tmp_path / "depmod_pol.py").write_text("import depmod\nPOLICY = None\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        with pytest.raises(PolicyError) as raised:
+            load_policy("depmod_pol:POLICY")
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert str(raised.value).endswith("(ModuleNotFoundError: No module named 'depmod'); fix: check the module")

@@ -20,6 +20,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from harness.errors import one_line
 from harness.limits import TIMELINE_DRAWN_MAX
 from harness.model import events
 from harness.model.events import (
@@ -99,7 +100,8 @@ def _label(event: Event) -> str:
             return f"reply {event.kind} #{event.n}: {event.status}"
     data = event_data(event)
     keys = ("revision", "model", "ok", "receipt_id", "effect", "reason", "claimed", "error")
-    detail = " ".join(f"{k}={data[k]}" for k in keys if data.get(k) is not None)
+    # A policy's text (a reason, an error) on one line, whatever it holds.
+    detail = " ".join(f"{k}={one_line(data[k], 70)}" for k in keys if data.get(k) is not None)
     return f"{event.event} {detail}"[:70]
 
 
@@ -151,14 +153,32 @@ def timeline(report: dict[str, Any]) -> Figure:
             ax.annotate(
                 "", xy=(end, y), xytext=(start, y), arrowprops={"arrowstyle": "->", "color": colour, "linewidth": 1.2}
             )
-            ax.text((start + end) / 2, y - 0.12, _label(entry), ha="center", va="bottom", fontsize=7, color=colour)
+            ax.text(
+                (start + end) / 2,
+                y - 0.12,
+                _label(entry),
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                color=colour,
+                parse_math=False,
+            )
             continue
         if isinstance(entry, FaultInjected):
             ax.plot(x[lane], y, marker="X", markersize=10, color="#d50000", zorder=3)
-            ax.text(x[lane] + 0.08, y, _label(entry), va="center", fontsize=7, color="#d50000", fontweight="bold")
+            ax.text(
+                x[lane] + 0.08,
+                y,
+                _label(entry),
+                va="center",
+                fontsize=7,
+                color="#d50000",
+                fontweight="bold",
+                parse_math=False,
+            )
             continue
         ax.plot(x[lane], y, marker="o", markersize=4, color="#37474f", zorder=3)
-        ax.text(x[lane] + 0.08, y, _label(entry), va="center", fontsize=7)
+        ax.text(x[lane] + 0.08, y, _label(entry), va="center", fontsize=7, parse_math=False)
     ax.set_xlim(left, right)
     ax.set_ylim(rows - 0.3, -1.6)
     ax.axis("off")

@@ -166,6 +166,7 @@ class CellResult:
         """The tally as JSON, so a resumed run can add up the pieces that finished before it was stopped."""
         return json.dumps(
             {
+                "format": TALLY_FORMAT,
                 "counts": [[p, s, dict(c)] for (p, s), c in self.counts.items()],
                 "notable": [asdict(n) for n in self.notable],
                 "errors": self.errors,
@@ -222,9 +223,15 @@ class CellResult:
         self.identity = self.identity or other.identity
 
 
+#: The tally's format. A tally of another (an earlier version's, which counted no operator events) no longer
+#: reads as one, so its piece runs again on resume rather than leave its cases out of the coverage.
+TALLY_FORMAT = 2
+
+
 class _TallyShape(TypedDict):
     """What ``CellResult.to_json`` writes, typed."""
 
+    format: Literal[2]
     counts: list[tuple[str, str, dict[str, int]]]
     notable: list[CaseLine]
     errors: int
