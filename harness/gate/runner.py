@@ -164,11 +164,10 @@ def coverage_notes(summary: GridSummary, policy: str) -> list[str]:
         finished, failed = summary.finished(c.scenario)
         if not finished:
             continue
-        noun = "fault" if c.kind == "fault" else "operator event"
         if not failed:
             notes.append(
                 f"note: scenario {c.scenario} declares {c.what}, which fired in no case of {policy} ({c.reach} in "
-                f"{c.reached} cases): that scenario tested nothing of this {noun} for this policy"
+                f"{c.reached} cases): that scenario tested nothing of this {c.noun} for this policy"
             )
             continue
         notes.append(

@@ -101,9 +101,13 @@ class FaultCoverage:
         )
 
     @property
+    def noun(self) -> str:
+        return "fault" if self.kind == "fault" else "operator event"
+
+    @property
     def what(self) -> str:
         """``fault <it>`` or ``operator event <it>``, as messages name it."""
-        return f"{'fault' if self.kind == 'fault' else 'operator event'} {self.fault}"
+        return f"{self.noun} {self.fault}"
 
     @property
     def reach(self) -> str:
@@ -290,8 +294,8 @@ def execute_cell(job: CellJob, cell: int = 0, on_case: Callable[[int], None] | N
     """
     grid = load_grid([job.policy_spec], [job.scenario_spec], job.seeds)
     result = CellResult()
-    # Per (scenario, fault index): [cases that reached the fault's site, cases in which it fired].
-    coverage: dict[tuple[str, int, str], list[int]] = {}
+    # Per (scenario, index, fault or event, kind): [cases that reached its site or trigger, cases it fired in].
+    coverage: dict[tuple[str, int, str, Literal["fault", "operator"]], list[int]] = {}
     metrics = {name: result.metrics.setdefault(name, MetricTally()) for name in _LOGGED}
     rows = io.StringIO()
     writer = csv.writer(rows, lineterminator="\n")
@@ -304,12 +308,13 @@ def execute_cell(job: CellJob, cell: int = 0, on_case: Callable[[int], None] | N
             counter = result.counts.setdefault((report.policy, report.scenario), Counter())
             counter[report.outcome] += 1
             _note(result, report)
-            for i, (fault, reached, fired) in enumerate(faults):
-                seen = coverage.setdefault((report.scenario, i, fault), [0, 0])
-                seen[0] += reached > 0
-                seen[1] += fired > 0
-            for i, (event, reached, fired) in enumerate(events, start=len(faults)):
-                seen = coverage.setdefault((report.scenario, i, event), [0, 0])
+            # The scenario's faults, then its operator events, numbered in that order.
+            declared: list[tuple[Literal["fault", "operator"], str, int, int]] = [
+                *(("fault", name, reached, fired) for name, reached, fired in faults),
+                *(("operator", name, reached, fired) for name, reached, fired in events),
+            ]
+            for i, (kind, name, reached, fired) in enumerate(declared):
+                seen = coverage.setdefault((report.scenario, i, name, kind), [0, 0])
                 seen[0] += reached > 0
                 seen[1] += fired > 0
             for name, tally in metrics.items():
@@ -330,11 +335,7 @@ def execute_cell(job: CellJob, cell: int = 0, on_case: Callable[[int], None] | N
                     shown[report.scenario, report.outcome] = (report.seed, path)
     if shown:
         draw_timelines([path for _, path in shown.values()], 1)  # what it cannot draw is left to the report
-    declared = {name: len(c.scenario.faults) for c in grid.cases for name in [c.scenario.name]}
-    result.coverage = tuple(
-        FaultCoverage(sc, i, fault, n[0], n[1], "fault" if i < declared[sc] else "operator")
-        for (sc, i, fault), n in coverage.items()
-    )
+    result.coverage = tuple(FaultCoverage(sc, i, name, n[0], n[1], kind) for (sc, i, name, kind), n in coverage.items())
     result.summary_part = summary_part_path(job.out, job, cell)
     write_atomic(result.summary_part, rows.getvalue())
     write_atomic(result.summary_part.with_suffix(".json"), result.to_json())

@@ -141,9 +141,9 @@ class GridSummary:
     @property
     def unfired(self) -> tuple[FaultCoverage, ...]:
         """Declared faults (and operator events) that fired in no case of the run: scenarios that tested nothing
-        they claim to. Counted
-        over the cases that finished (``finished``): a fault listed here may have fired in a case that ended in
-        harness_error, which is why a run with any exits 1 (before 4) and says to mend those first."""
+        they claim to. Counted over the cases that finished (``finished``): a fault listed here may have fired in
+        a case that ended in harness_error, which is why a run with any exits 1 (before 4) and says to mend those
+        first."""
         return tuple(c for c in self.coverage if c.fired == 0)
 
     def finished(self, scenario: str) -> tuple[int, int]:

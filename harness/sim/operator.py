@@ -34,16 +34,14 @@ class Operator:
         self._history = history
         self._controller = controller
         #: The events that wait for the nth occurrence of a history entry, in the scenario's order, each with
-        #: how many of those entries it has seen.
-        self._waiting: list[tuple[OperatorEvent, int]] = []
+        #: its place among the declared events and how many of those entries it has seen.
+        self._waiting: list[tuple[int, OperatorEvent, int]] = []
         #: Where in ``_waiting`` the events that wait for each (actor, event) sit, in order.
         self._by_ref: dict[tuple[str, str], list[int]] = {}
         #: Per declared event, in the scenario's order: whether its trigger came (its time, or the nth record it
         #: waits for), and whether it acted (the run may end in its delay): its coverage, as a fault's.
         self.reached = [0] * len(events)
         self.fired = [0] * len(events)
-        #: Each waiting event's place among the declared ones.
-        self._declared: list[int] = []
         #: The time of each event that fires at one (``None``: it waits for a record).
         self._at_s = [event.when.at_s for event in events]
         for i, event in enumerate(events):
@@ -53,21 +51,20 @@ class Operator:
                 ref = event.when.after
                 assert ref is not None
                 self._by_ref.setdefault((ref.actor, ref.event), []).append(len(self._waiting))
-                self._waiting.append((event, 0))
-                self._declared.append(i)
+                self._waiting.append((i, event, 0))
         if self._waiting:
             # Only the records some event waits for reach the operator.
             history.listen(self._on_entry, [t for ref in self._by_ref for t in types_named(*ref)])
 
     def _on_entry(self, entry: Event) -> None:
         for i in self._by_ref[entry.actor, entry.event]:
-            event, seen = self._waiting[i]
+            declared, event, seen = self._waiting[i]
             ref = event.when.after
             assert ref is not None
-            self._waiting[i] = (event, seen + 1)
+            self._waiting[i] = (declared, event, seen + 1)
             if seen + 1 == ref.nth:  # once: the count only grows
-                self.reached[self._declared[i]] = 1
-                self._env.process(self._fire(self._declared[i], event, event.when.delay_s))
+                self.reached[declared] = 1
+                self._env.process(self._fire(declared, event, event.when.delay_s))
 
     def coverage(self) -> tuple[tuple[int, int], ...]:
         """Per declared event, in the scenario's order: (its trigger came, it acted), each 0 or 1. An event at a
