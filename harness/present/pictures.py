@@ -199,7 +199,7 @@ def png_bytes(fig: Figure) -> bytes:
     import io
 
     buffer = io.BytesIO()
-    # Glyphs drawn unhinted: a fifth less time for a timeline (most of it goes into drawing its text), the
+    # Glyphs drawn unhinted: a sixth less time for a timeline (most of it goes into drawing its text), the
     # text as legible at this size.
     with matplotlib.rc_context({"text.hinting": "none"}):
         fig.savefig(buffer, format="png")
