@@ -551,3 +551,35 @@ def test_the_operator_counts_per_declared_event_whether_its_trigger_came_and_whe
     fired = [e.event for e in result.evidence.history if e.actor == "operator"]
     assert fired == ["request_cancel", "expire_approval"]
     assert result.coverage == ((1, 1),)
+
+
+def test_a_policys_validation_error_is_recorded_in_one_line_whatever_its_shape() -> None:
+    """The model, the first error's field path (nested ones dotted), its message, and how many more; an error of
+    the whole model names no field."""
+    from pydantic import BaseModel, ValidationError, model_validator
+
+    from harness.sim.worker import _policy_error
+
+    class Inner(BaseModel):
+        n: int
+
+    class Outer(BaseModel):
+        inner: Inner
+        m: int
+
+        @model_validator(mode="after")
+        def never(self) -> Outer:
+            raise ValueError("never valid")
+
+    errors = []
+    for given in ({"inner": {"n": "x"}, "m": "y"}, {"inner": {"n": 1}, "m": 2}):
+        try:
+            Outer.model_validate(given)
+        except ValidationError as exc:
+            errors.append(_policy_error(exc))
+    assert errors == [
+        "ValidationError: Outer: field 'inner.n': Input should be a valid integer, unable to parse string as an "
+        "integer (+1 more)",
+        "ValidationError: Outer: Value error, never valid",
+    ]
+    assert _policy_error(KeyError("k")) == "KeyError: 'k'"
