@@ -148,24 +148,26 @@ def test_offline_runs_pushed_with_the_cli_arrive_whole(server: dict[str, str], t
 
     The sandbox server answers 405 to a write that comes while it makes another (sqlite: one writer at a time),
     and Polyaxon's own CLI does not retry; a run it then leaves half-sent cannot be pushed again under its uuid.
-    So a push that met a 405 is tried again, the same command into a new project (it failed one clean-clone CI
-    run); the harness's own push (--tracking server) retries each write instead.
+    So a push that met a 405 is tried again with runs the server has not seen: the grid is run again into a new
+    folder (new run uuids) for a new project, and its printed command sent (pushing the same runs again into
+    another project met "a run with uuid ... already exists"); the harness's own push (--tracking server)
+    retries each write instead.
     """
-    out = tmp_path / "run"
-    proc = run([sys.executable, "-m", "harness", "run", "--out", str(out), "--quiet", *CELLS], server)
-    assert proc.returncode == 0, proc.stderr
-    hint = shlex.split(proc.stdout.split("send to a server: ", 1)[1].splitlines()[0])
-    # The project the run was given, owner included (the CLI would otherwise use its own default owner's).
-    assert hint[:5] == ["polyaxon", "ops", "push", "-p", "default/recovery-harness"]
-    owner, name = hint[4].split("/")
     for attempt in range(3):
-        project = name if attempt == 0 else f"{name}-{attempt + 1}"
-        create_project(project, server)
-        push = polyaxon(*hint[1:4], f"{owner}/{project}", *hint[5:], env=server)
+        out = tmp_path / f"run-{attempt}"
+        project = "default/recovery-harness" if attempt == 0 else f"default/recovery-harness-{attempt + 1}"
+        given = [] if attempt == 0 else ["--project", project]
+        proc = run([sys.executable, "-m", "harness", "run", "--out", str(out), "--quiet", *given, *CELLS], server)
+        assert proc.returncode == 0, proc.stderr
+        hint = shlex.split(proc.stdout.split("send to a server: ", 1)[1].splitlines()[0])
+        # The project the run was given, owner included (the CLI would otherwise use its own default owner's).
+        assert hint[:5] == ["polyaxon", "ops", "push", "-p", project]
+        create_project(project.split("/")[1], server)
+        push = polyaxon(*hint[1:], env=server)
         if "Status: 405" not in push.stdout:
             break
     assert push.returncode == 0 and push.stdout.count("Finished pushing") >= 4, push.stdout + push.stderr
-    assert_arrived(out, read("server", f"{owner}/{project}", str(tmp_path / "dl"), env=server))
+    assert_arrived(out, read("server", project, str(tmp_path / "dl"), env=server))
 
 
 def test_server_mode_pushes_every_cell(server: dict[str, str], tmp_path: Path) -> None:
