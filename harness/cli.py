@@ -525,18 +525,10 @@ def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> i
     for c in summary.unfired:
         # A case the harness could not run reached no fault: that, not the scenario, may be why this one never fired.
         _, failed = summary.finished(c.scenario)
-        if failed:
-            fix = "fix: mend the harness errors above first; a case that did not run reached no fault"
-        elif c.kind == "fault":
-            fix = "fix: make the fault reachable, or run a policy that reaches it"
-        else:
-            fix = (
-                "fix: give it a trigger the run reaches (an entry it records, a time before it ends), or run a "
-                "policy that gets there"
-            )
+        fix = "fix: mend the harness errors above first; a case that did not run reached no fault" if failed else c.fix
         print(
-            f"harness: scenario {c.scenario} declares {c.what}, which fired in no case of this run ({c.reach} "
-            f"in {c.reached}); {fix}",
+            f"harness: scenario {c.scenario} declares {c.what}, which fired in no case of this run "
+            f"({c.reached_in}); {fix}",
             file=sys.stderr,
         )
     if summary.error_count:
@@ -698,10 +690,10 @@ def _explore(args: argparse.Namespace) -> int:
         print(f"  ... and {len(summary.findings) - len(shown)} more, listed in {summary.out / 'explore.json'}")
     for error in summary.errors:
         print(f"harness error (exploration went on): {error}", file=sys.stderr)
-    for scenario, fault in summary.unfired:
+    for u in summary.unfired:
         print(
-            f"harness: scenario {scenario} declares fault {fault}, which fired in no case of the policies explored;"
-            " fix: make it reachable, or explore it with a policy that reaches it",
+            f"harness: scenario {u.scenario} declares {u.what}, which fired in no case of the policies explored "
+            f"({u.reached_in}); {u.fix}",
             file=sys.stderr,
         )
     if summary.tracking.message:

@@ -166,6 +166,9 @@ def test_user_policy_by_module_attr(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert report["policy_revision"] == "0.1" and report["outcome"] == "abandoned"
     assert any(e["event"] == "policy_error" and "bug in my policy" in e["data"]["error"] for e in report["timeline"])
     assert "mypolicies:POLICY" in report["reproduce"]
+    # summary.csv says so too: its error column, one line; a policy that did not fail leaves it empty.
+    (row,) = csv.DictReader((out / "summary.csv").open())
+    assert row["error"] == "RuntimeError: bug in my policy"
 
 
 def test_list_shows_policies_scenarios_and_boundaries(capsys: pytest.CaptureFixture[str]) -> None:

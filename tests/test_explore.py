@@ -333,14 +333,9 @@ def test_a_declared_operator_event_that_never_acts_fails_the_run_and_is_noted_by
     assert main(["run", *args, "--tracking", "none", "--no-report", "--quiet", "--out", str(out)]) == 4
     err = capsys.readouterr().err
     said = "harness: scenario quiet_operator declares operator event"
-    assert (
-        f"{said} request_cancel after=worker.crashed nth=1, which fired in no case of this run (its trigger came in 0)"
-        in err
-    )
-    assert (
-        f"{said} expire_approval at_s=100.0 delay_s=300.0, which fired in no case of this run (its trigger came in 2)"
-        in err
-    )
+    came = "which fired in no case of this run (its trigger came in"
+    assert f"{said} request_cancel after=worker.crashed nth=1, {came} 0 cases); fix: give it a trigger" in err
+    assert f"{said} expire_approval at_s=100.0 delay_s=300.0, {came} 2 cases)" in err
     assert "worker.timeout" not in err
     coverage = json.loads((out / "coverage.json").read_text())
     assert [(f["fault"], f["index"], f["fired"]) for f in coverage["faults"]] == [("response_lost", 0, 2)]
@@ -360,6 +355,20 @@ def test_a_declared_operator_event_that_never_acts_fails_the_run_and_is_noted_by
         "note: scenario quiet_operator declares operator event request_cancel after=worker.crashed nth=1, which "
         "fired in no case of reconcile_and_reauthorize (its trigger came in 0 cases)" in printed
     )
+    # Exploration judges the template as written the same way: exit 4, each event named, explore.json keying
+    # them as coverage.json does. It counted faults only, and exited 0.
+    ex = tmp_path / "ex"
+    assert main(["explore", *args[:4], "--depth", "1", "--swarm", "0", "--quiet", "--out", str(ex)]) == 4
+    err = capsys.readouterr().err
+    explored = "which fired in no case of the policies explored (its trigger came in"
+    assert f"{said} request_cancel after=worker.crashed nth=1, {explored} 0 cases); fix: give it a trigger" in err
+    assert f"{said} expire_approval at_s=100.0 delay_s=300.0, {explored} 1 case)" in err
+    assert "worker.timeout" not in err
+    assert json.loads((ex / "explore.json").read_text())["unfired"] == [
+        {"scenario": "quiet_operator", "event": "request_cancel after=worker.crashed nth=1"},
+        {"scenario": "quiet_operator", "event": "expire_approval at_s=500.0"},
+        {"scenario": "quiet_operator", "event": "expire_approval at_s=100.0 delay_s=300.0"},
+    ]
 
 
 def test_replay_of_a_recovery_json_is_byte_identical_and_a_tampered_one_is_not(

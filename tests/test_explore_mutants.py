@@ -50,7 +50,7 @@ from harness.explore.search import (
 )
 from harness.model.events import DispatchSent
 from harness.policy import Policy, load_policy
-from harness.run.cell import describe
+from harness.run.cell import describe, describe_event
 from harness.scenario import BOUNDARIES, DestinationSpec, Scenario
 from harness.scenario.faults import CONNECTOR_PHASES
 from harness.sim import simulate
@@ -99,7 +99,30 @@ def test_a_declared_fault_is_unfired_only_when_no_policy_and_seed_fired_it(monke
     ran = _seeds_simulated(monkeypatch)
     _, unfired = search.observe(template, [RETRY, RECONCILE], (2, 5))
     assert ran == [(p.name, seed) for p in (RETRY, RECONCILE) for seed in (2, 5)]
-    assert unfired == [describe(next(f for f in template.faults if f.nth == never["nth"]))]
+    assert [(u.fault, u.kind, u.reached, u.fired) for u in unfired] == [
+        (describe(next(f for f in template.faults if f.nth == never["nth"])), "fault", 0, 0)
+    ]
+
+
+def test_a_declared_operator_event_is_unfired_only_when_no_policy_and_seed_made_it_act() -> None:
+    """Operator events count as faults do: one that acted in any run is not reported; one whose trigger came but
+    that acted in no run is, with the runs its trigger came in; one whose trigger never came, with none. Its
+    place follows the template's faults."""
+    cancel = {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "timeout", "nth": 2}}}
+    late = {"do": "expire_approval", "when": {"at_s": 1.0, "delay_s": 10_000.0}}
+    never = {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "crashed", "nth": 1}}}
+    template = _firing_once_for_one_policy()[0]
+    template = apply(
+        template, Schedule.of([*elements_of(template), *(element("operator", e) for e in (cancel, late, never))])
+    )
+    _, unfired = search.observe(template, [RETRY, RECONCILE], (2, 5))
+    events = [u for u in unfired if u.kind == "operator"]
+    assert [(u.fault, u.reached, u.fired) for u in events] == [
+        ("expire_approval at_s=1.0 delay_s=10000.0", 4, 0),
+        ("request_cancel after=worker.crashed nth=1", 0, 0),
+    ]
+    declared = [describe_event(e) for e in template.operator]
+    assert [u.index for u in events] == [len(template.faults) + declared.index(u.fault) for u in events]
 
 
 def test_observe_reports_the_most_dispatches_any_run_reached() -> None:
@@ -351,7 +374,7 @@ def test_a_job_reports_unfired_faults_from_its_first_shard_only(monkeypatch: pyt
     job = _job(monkeypatch, template, depth=0, swarm=0, seeds=(1,))
     whole = job()
     assert whole.scenario == template.name and whole.schedules == 1
-    assert whole.unfired == [describe(next(f for f in template.faults if f.nth == never["nth"]))]
+    assert [u.fault for u in whole.unfired] == [describe(next(f for f in template.faults if f.nth == never["nth"]))]
     assert job(shard=0, shards=2).unfired == whole.unfired and job(shard=1, shards=2).unfired == []
     assert job(failed=((0, "over its budget"),)).unfired == []
 

@@ -123,6 +123,8 @@ def test_bad_policies_become_counted_harness_errors_and_the_grid_goes_on(bad: Pa
     by_policy = {r["policy"]: r["unknown"] for r in errors}
     assert "wall-clock budget of 2 s" in by_policy["loop"]
     assert "exited (status 9)" in by_policy["osexit"] and "exited (status 3)" in by_policy["sysexit"]
+    assert all(r["error"] and r["error"] in r["unknown"] for r in errors)
+    assert all(r["error"] == "" for r in good)
     assert all(r["reproduce"].startswith("python -m harness run --policy badpol:") for r in errors)
     assert len(list((out / "cases").rglob("recovery.json"))) == 16
     assert "harness error in loop x lost_response seed 1" in proc.stderr

@@ -106,14 +106,17 @@ def test_pieces_share_a_cell_and_the_summary_comes_out_in_seed_order(tmp_path: P
     assert not (two / ".parts").exists()
 
 
-@pytest.mark.parametrize("damage", [None, b"", b'{"counts": [', b'{"counts": "x"}', "errors", "earlier format"])
+@pytest.mark.parametrize(
+    "damage", [None, b"", b'{"counts": [', b'{"counts": "x"}', "errors", "earlier format", "summary rows without error"]
+)
 def test_a_finished_piece_whose_tally_is_damaged_runs_again_on_resume(
     damage: bytes | str | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A stopped run keeps each finished piece's tally in .parts/; one that no longer reads as one (cut short,
     not JSON, a field of another type) is not added into the counts: --resume runs that piece again, and the run
     ends as a clean run does. It was a traceback, "internal error: this is a bug of the harness". So does one an
-    earlier version wrote, which counted no operator events: kept, it left its cases out of their coverage."""
+    earlier version wrote, which counted no operator events (kept, it left its cases out of their coverage) or
+    wrote summary rows without their ``error`` column (kept, summary.csv had rows a column short)."""
     from harness.run.cell import execute_cell
 
     clean = run(tmp_path / "clean", "--seed-count", "30", "--concurrency", "2", "--records", "compact")
@@ -131,6 +134,8 @@ def test_a_finished_piece_whose_tally_is_damaged_runs_again_on_resume(
         tally.write_text(json.dumps({**json.loads(tally.read_text()), "errors": "x"}))
     elif damage == "earlier format":  # as a run begun before operator events were counted left it
         tally.write_text(json.dumps({k: v for k, v in json.loads(tally.read_text()).items() if k != "format"}))
+    elif damage == "summary rows without error":  # as a run begun before summary.csv had an error column left it
+        tally.write_text(json.dumps({**json.loads(tally.read_text()), "format": 2}))
     capsys.readouterr()
     assert main(["run", "--resume", str(out), "--no-report"]) == 0
     ran = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[")]

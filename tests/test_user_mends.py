@@ -225,7 +225,7 @@ def summary_of(outcomes: Counter[str], reached: int) -> GridSummary:
 def test_a_fault_is_noted_over_the_cases_that_finished_only() -> None:
     assert coverage_notes(summary_of(Counter(correct=3), 1), "p") == [
         "note: scenario s declares fault response_lost, which fired in no case of p (its site was reached in 1 "
-        "cases): that scenario tested nothing of this fault for this policy"
+        "case): that scenario tested nothing of this fault for this policy"
     ]
     assert coverage_notes(summary_of(Counter(correct=2, incorrect=1, harness_error=4), 1), "p") == [
         "note: scenario s declares fault response_lost, which fired in none of the 3 cases of p that finished (its "

@@ -32,6 +32,7 @@ from harness.plx.tracking import (
     track_exploration,
 )
 from harness.policy import load_policy
+from harness.run.cell import FaultCoverage
 from harness.run.files import write_atomic
 from harness.run.folder import LOCK_FILE, claim
 from harness.run.grid import TrackingNote, check_project, new_out, tracking_note
@@ -89,8 +90,8 @@ class ExploreSummary:
     out: Path
     explorations: list[Exploration] = field(default_factory=list)
     coverage: dict[str, list[int]] = field(default_factory=dict)
-    #: (scenario, fault) for every fault a template declares that fired in no case
-    unfired: list[tuple[str, str]] = field(default_factory=list)
+    #: Every fault and operator event a template declares that fired in no case of the template as written
+    unfired: list[FaultCoverage] = field(default_factory=list)
     #: Harness failures on some schedules (the first few of each job); exploration went on without them.
     errors: list[str] = field(default_factory=list)
     #: The command that re-runs each case over its budget or whose worker died (also in its line of ``errors``).
@@ -205,7 +206,7 @@ def explore(
                 row.violations.update(result.violations.get(policy.name, {}))
                 _add_coverage(row.coverage, result.coverage.get(policy.name, {}))
                 _add_coverage(summary.coverage, result.coverage.get(policy.name, {}))
-            summary.unfired += [(result.scenario, f) for f in result.unfired]
+            summary.unfired += result.unfired
             summary.errors += [f"{job.scenario_spec}: {e}" for e in result.errors]
             stuck += result.stuck
             for finding in result.findings:
@@ -275,7 +276,7 @@ def _track(exploration: Exploration, summary: ExploreSummary, options: ExploreOp
         summary.out,
         explorations=[exploration],
         coverage=exploration.coverage,
-        unfired=[u for u in summary.unfired if u[0] in _case_names(exploration.scenario_spec)],
+        unfired=[u for u in summary.unfired if u.scenario in _case_names(exploration.scenario_spec)],
         elapsed_s=summary.elapsed_s,
     )
     cases = [case for case, _ in scenario_cases(exploration.scenario_spec)]
@@ -420,7 +421,11 @@ def explore_json(
                     for f, path in summary.findings
                 ],
                 "coverage": {b: {"reached": r, "fired": x} for b, (r, x) in sorted(summary.coverage.items())},
-                "unfired": [{"scenario": s, "fault": f} for s, f in summary.unfired],
+                # Keyed as coverage.json keys them: a fault's ``fault``, an operator event's ``event``.
+                "unfired": [
+                    {"scenario": u.scenario, "fault" if u.kind == "fault" else "event": u.fault}
+                    for u in summary.unfired
+                ],
                 "errors": summary.errors,
                 "tracking": options.tracking,
                 "polyaxon_runs": summary.polyaxon_runs,

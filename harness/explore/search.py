@@ -31,7 +31,7 @@ from harness.explore.schedule import (
 )
 from harness.model.events import DispatchSent, JobFollowSent, LookupSent, VerifySent
 from harness.policy import Policy, load_policy
-from harness.run.cell import describe
+from harness.run.cell import FaultCoverage, describe, describe_event
 from harness.scenario import Scenario, scenario_cases
 from harness.seeds import rng
 from harness.sim import Reach, SimResult, simulate
@@ -102,8 +102,8 @@ class JobResult:
     violations: dict[str, Counter[str]] = field(default_factory=dict)
     #: Per policy, per fault boundary: (cases in which its site was reached, cases in which it fired).
     coverage: dict[str, dict[str, list[int]]] = field(default_factory=dict)
-    #: Faults the template declares that fired in no baseline case (shard 0 only).
-    unfired: list[str] = field(default_factory=list)
+    #: Faults and operator events the template declares that fired in no baseline case (shard 0 only).
+    unfired: list[FaultCoverage] = field(default_factory=list)
     #: Harness failures on some schedules (the exploration went on).
     errors: list[str] = field(default_factory=list)
     #: Cases over their wall-clock budget or whose worker died, as findings with outcome ``harness_error`` (the
@@ -144,12 +144,15 @@ class _Cases:
 
 def observe(
     template: Scenario, policies: list[Policy], seeds: tuple[int, ...], cases: _Cases | None = None
-) -> tuple[Observed, list[str]]:
-    """Run the template as it is: what the runs reach, and which declared faults never fired."""
+) -> tuple[Observed, list[FaultCoverage]]:
+    """Run the template as it is: what the runs reach, and which declared faults and operator events fired in
+    none of them (with the runs that reached each: its site, or its trigger)."""
     cases = cases or _Cases((), None)
     dispatches = reads = 0
     kinds: set[tuple[str, str]] = set()
-    fired: set[int] = set()  # the template's faults, by position, that fired in some run
+    # Per declared fault, then per operator event, in the template's order: runs that reached it, that fired it.
+    faults = [(0, 0) for _ in template.faults]
+    events = [(0, 0) for _ in template.operator]
     for policy in policies:  # no two of the same name (the grid refuses them): a policy stops only here
         for seed in seeds:
             result = cases.run(policy, seed, None, partial(simulate, template, policy, seed))
@@ -161,9 +164,18 @@ def observe(
                     dispatches = max(dispatches, event.n)
                 elif isinstance(event, LookupSent | JobFollowSent | VerifySent):
                     reads = max(reads, event.n)
-            fired.update(i for i, (_, times) in enumerate(result.coverage) if times)
-    unfired = [describe(f) for i, f in enumerate(template.faults) if i not in fired]
-    return Observed(dispatches, reads, tuple(sorted(kinds))), unfired
+            for counts, got in ((faults, result.coverage), (events, result.operator_coverage)):
+                counts[:] = [
+                    (r + (now_r > 0), f + (now_f > 0)) for (r, f), (now_r, now_f) in zip(counts, got, strict=True)
+                ]
+    declared = [
+        *(FaultCoverage(template.name, i, describe(f), *faults[i]) for i, f in enumerate(template.faults)),
+        *(
+            FaultCoverage(template.name, len(faults) + i, describe_event(e), *events[i], kind="operator")
+            for i, e in enumerate(template.operator)
+        ),
+    ]
+    return Observed(dispatches, reads, tuple(sorted(kinds))), [c for c in declared if c.fired == 0]
 
 
 def schedules(template: Scenario, seen: Observed, depth: int, swarm: int) -> Iterator[Schedule]:

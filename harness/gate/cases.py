@@ -18,7 +18,7 @@ from typing import Literal
 from harness.errors import one_line
 from harness.explore.search import Finding
 from harness.gate.repro import ReproFolder, replay_command, violated
-from harness.model import PASSING, CaseReport, Entry
+from harness.model import PASSING, CaseReport
 from harness.run.plan import Case
 from harness.run.replay import printable, replay, timeline_text
 
@@ -90,18 +90,12 @@ def case_name(scenario: str, seed: int) -> str:
 POLICY_ERROR_SHOWN = 160
 
 
-def policy_errors(report: CaseReport) -> tuple[Entry, ...]:
-    """The timeline entries that record the policy's own failure (it raised, or returned no valid command)."""
-    return tuple(e for e in report.timeline if e.event == "policy_error")
-
-
 def _policy_failed(report: CaseReport) -> str:
     """``; the policy failed: ValueError: boom`` (its first error, on one line, cut), or nothing: a case the policy
     ended by failing must not read as a flaw of its recovery logic alone."""
-    errors = policy_errors(report)
-    if not errors:
+    if report.policy_error is None:
         return ""
-    error = one_line(errors[0].data.get("error") or "no reason given", POLICY_ERROR_SHOWN + 1)
+    error = one_line(report.policy_error, POLICY_ERROR_SHOWN + 1)
     if len(error) > POLICY_ERROR_SHOWN:
         error = f"{error[:POLICY_ERROR_SHOWN]}..."
     return f"; the policy failed: {printable(error)}"

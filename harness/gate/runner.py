@@ -135,8 +135,8 @@ def check_policy(
         explored = judge_exploration(found, options.seeds)
         explore_elapsed_s, schedules = time.perf_counter() - started, found.schedules
         notes += [
-            f"note: scenario {scenario} declares fault {fault}, which fired in no explored case of {policy.name}"
-            for scenario, fault in found.unfired
+            f"note: scenario {u.scenario} declares {u.what}, which fired in no explored case of {policy.name}"
+            for u in found.unfired
         ]
     failing = any(not c.passed for c in (*cases, *explored))
     if options.out is None and not failing:  # a temporary folder nothing refers to: leave nothing behind
@@ -166,8 +166,8 @@ def coverage_notes(summary: GridSummary, policy: str) -> list[str]:
             continue
         if not failed:
             notes.append(
-                f"note: scenario {c.scenario} declares {c.what}, which fired in no case of {policy} ({c.reach} in "
-                f"{c.reached} cases): that scenario tested nothing of this {c.noun} for this policy"
+                f"note: scenario {c.scenario} declares {c.what}, which fired in no case of {policy} "
+                f"({c.reached_in}): that scenario tested nothing of this {c.noun} for this policy"
             )
             continue
         notes.append(

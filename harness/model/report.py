@@ -150,3 +150,10 @@ class CaseReport(Frozen):
     timeline: tuple[Entry, ...]
     reproduce: str
     error: str | None = None
+
+    @property
+    def policy_error(self) -> str | None:
+        """What the policy raised (or returned that was not a command) the first time it failed, if it did: a
+        case its policy ended by crashing is not one whose recovery logic alone is at fault."""
+        failed = next((e for e in self.timeline if e.event == "policy_error"), None)
+        return None if failed is None else str(failed.data.get("error") or "no reason given")

@@ -114,6 +114,21 @@ class FaultCoverage:
         """What ``reached`` counts, in words."""
         return "its site was reached" if self.kind == "fault" else "its trigger came"
 
+    @property
+    def reached_in(self) -> str:
+        """``its site was reached in 3 cases``."""
+        return f"{self.reach} in {self.reached} case{'' if self.reached == 1 else 's'}"
+
+    @property
+    def fix(self) -> str:
+        """What to do when it fired in no case."""
+        if self.kind == "fault":
+            return "fix: make the fault reachable, or run a policy that reaches it"
+        return (
+            "fix: give it a trigger the run reaches (an entry it records, a time before it ends), or run a policy "
+            "that gets there"
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class CaseLine:
@@ -227,15 +242,16 @@ class CellResult:
         self.identity = self.identity or other.identity
 
 
-#: The tally's format. A tally of another (an earlier version's, which counted no operator events) no longer
-#: reads as one, so its piece runs again on resume rather than leave its cases out of the coverage.
-TALLY_FORMAT = 2
+#: The tally's format. A tally of another (an earlier version's, which counted no operator events, or wrote
+#: summary rows without their ``error`` column) no longer reads as one, so its piece runs again on resume rather
+#: than leave its cases out of the coverage or its rows a column short.
+TALLY_FORMAT = 3
 
 
 class _TallyShape(TypedDict):
     """What ``CellResult.to_json`` writes, typed."""
 
-    format: Literal[2]
+    format: Literal[3]
     counts: list[tuple[str, str, dict[str, int]]]
     notable: list[CaseLine]
     errors: int
@@ -394,7 +410,6 @@ def _note(result: CellResult, report: CaseReport) -> None:
         n.policy == report.policy and n.scenario == report.scenario and n.outcome == report.outcome
         for n in result.notable
     ):
-        failed = next((e.data.get("error") for e in report.timeline if e.event == "policy_error"), None)
         result.notable.append(
             CaseLine(
                 report.policy,
@@ -402,7 +417,7 @@ def _note(result: CellResult, report: CaseReport) -> None:
                 report.seed,
                 report.outcome,
                 report.reproduce,
-                policy_error=None if failed is None else str(failed),
+                policy_error=report.policy_error,
             )
         )
 

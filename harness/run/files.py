@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.check.registry import METRIC_NAMES
+from harness.errors import one_line
 from harness.model import RECORDS_GLOB, CaseReport
 from harness.run.plan import UsageError
 
@@ -147,14 +148,17 @@ SUMMARY_COLUMNS = (
     "verdict",
     *METRIC_NAMES,
     "unknown",
+    "error",
     "reproduce",
 )
 
 
 def summary_row(r: CaseReport) -> list[object]:
-    """One case's row of ``summary.csv``: an unknown metric is an empty cell, its reason in ``unknown``."""
+    """One case's row of ``summary.csv``: an unknown metric is an empty cell, its reason in ``unknown``;
+    ``error`` is why the harness could not judge the case, or what the policy raised, in one line."""
     metrics = [("" if r.metrics.get(m) is None else r.metrics[m]) for m in METRIC_NAMES]
     unknown = "; ".join(f"{k}: {v}" for k, v in r.unknown.items())
+    error = r.error if r.outcome == "harness_error" else r.policy_error
     return [
         r.policy,
         r.policy_revision,
@@ -165,6 +169,7 @@ def summary_row(r: CaseReport) -> list[object]:
         r.verdict,
         *metrics,
         unknown,
+        "" if error is None else one_line(error),
         r.reproduce,
     ]
 
