@@ -7,9 +7,11 @@ policy would never give, so that the checker can catch them.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import pkgutil
+import sys
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol, Self, cast, runtime_checkable
 
@@ -306,7 +308,10 @@ def load_policy(spec: str) -> Policy:
             raise PolicyError(f"unknown policy '{spec}'; fix: use one of {', '.join(known)}, or package.module:attr")
         module_name, attr, where = f"policies.{spec}", "POLICY", spec
     try:
-        module = importlib.import_module(module_name)
+        # What a module prints as it is imported goes where what its policy prints goes: to stderr, never into
+        # the tables and lines the harness prints on stdout.
+        with contextlib.redirect_stdout(sys.stderr):
+            module = importlib.import_module(module_name)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # a user's module can fail to import in any way (sys.exit too): one line
@@ -348,6 +353,11 @@ def load_policy(spec: str) -> Policy:
         raise PolicyError(
             f"policy '{where}': revision is {len(policy.revision)} characters; fix: give 1 to {REVISION_MAX} "
             "(it goes into every report and file name)"
+        )
+    if not policy.revision.isprintable():
+        raise PolicyError(
+            f"policy '{where}': revision {policy.revision!r} has a character that is not printable; fix: give "
+            "text on one line (it goes into every report, table and JUnit line)"
         )
     return cast(Policy, policy)
 

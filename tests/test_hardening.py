@@ -483,10 +483,15 @@ def test_a_page_drawn_while_the_run_was_stopped_is_drawn_again_when_it_resumes(t
         ),
         ("import sys\nsys.exit(5)\n", "cannot import 'broken_policy' (SystemExit: 5)"),
         ("raise BaseException('raw')\n", "cannot import 'broken_policy' (BaseException: raw)"),
+        (  # it broke the line naming the policy, and JUnit's, in two
+            "class P:\n    name, revision = 'p', '1\\n2'\n    def decide(self, s):\n        return None\nPOLICY = P()\n",
+            "revision '1\\n2' has a character that is not printable; fix: give text on one line",
+        ),
     ],
 )
 def test_a_policy_that_fails_while_loading_is_refused_in_one_line(tmp_path: Path, source: str, needle: str) -> None:
-    """A revision property that raises, a module that exits or raises a bare BaseException at import: exit 2
+    """A revision property that raises, a module that exits or raises a bare BaseException at import, a revision
+    with a line break: exit 2
     with one line, and nothing left behind (they gave an internal error, a silent exit 5 or a traceback, and
     left .lock and request.json, so the same --out was then refused as not empty)."""
     (tmp_path / "broken_policy.py").write_text(source)

@@ -248,6 +248,7 @@ def test_what_a_policy_prints_goes_to_stderr_and_leaves_the_outcome_table_alone(
 
     (tmp_path / "chatty.py").write_text(
         "from harness.policy import Escalate, Stop\n"
+        "print('IMPORTED chatty')\n"
         "class Chatty:\n    name, revision = 'chatty', '1'\n"
         "    def decide(self, situation):\n        print('DEBUG from the policy')\n"
         "        return Stop() if situation.escalated else Escalate(reason='x')\n"
@@ -265,6 +266,8 @@ def test_what_a_policy_prints_goes_to_stderr_and_leaves_the_outcome_table_alone(
     assert proc.returncode == 0, proc.stderr
     assert "DEBUG" not in proc.stdout and proc.stdout.startswith("policy \\ scenario")
     assert proc.stderr.count("DEBUG from the policy") == 4  # two decisions in each of two cases
+    # So does what its module prints as it is imported (by the command line itself, before any worker starts).
+    assert "IMPORTED" not in proc.stdout and "IMPORTED chatty" in proc.stderr
 
 
 def test_what_a_failing_policy_prints_goes_to_stderr_under_check_too(tmp_path: Path) -> None:
@@ -276,6 +279,7 @@ def test_what_a_failing_policy_prints_goes_to_stderr_under_check_too(tmp_path: P
 
     (tmp_path / "chatty.py").write_text(
         "from harness.policy import Stop\n"
+        "print('IMPORTED gives')\n"
         "class Gives:\n    name, revision = 'gives', '1'\n"
         "    def decide(self, situation):\n        print('DEBUG from the policy')\n        return Stop()\n"
         "POLICY = Gives()\n"
@@ -290,8 +294,8 @@ def test_what_a_failing_policy_prints_goes_to_stderr_under_check_too(tmp_path: P
         timeout=300,
     )
     assert proc.returncode == 1, proc.stderr  # it gives up on a lost reply: abandoned
-    assert "abandoned" in proc.stdout and "DEBUG" not in proc.stdout
-    assert "DEBUG from the policy" in proc.stderr
+    assert "abandoned" in proc.stdout and "DEBUG" not in proc.stdout and "IMPORTED" not in proc.stdout
+    assert "DEBUG from the policy" in proc.stderr and "IMPORTED gives" in proc.stderr
 
 
 def test_the_line_naming_a_case_whose_policy_failed_says_what_it_raised(
