@@ -45,10 +45,13 @@ Exit statuses:
      how to send the runs later)
   4  everything is written, but a fault or operator event a scenario declares fired in no case (the scenario
      tested nothing it claims to; the message names the scenario and the fault or event)
-  130 interrupted (Ctrl-C, SIGTERM): the folder is resumable with 'harness run --resume DIR'
+  130 interrupted (Ctrl-C, SIGTERM): a run's folder is resumable with 'harness run --resume DIR' (a check is
+     not: run it again)
+  141 the program reading the output went away (as in 'harness list | head -1')
 explore: 0 no finding, 1 findings (each a runnable file) or harness errors on some schedules (a case over
   --case-timeout or a worker that died stops that policy's exploration of that template), 2 bad usage or
-  input, 3 Polyaxon tracking failed, 4 a declared fault fired in no case of the policies explored.
+  input, 3 Polyaxon tracking failed, 4 a declared fault or operator event fired in no case of the template
+  as written, for the policies explored.
 replay: 0 the case came out the same as recorded, 1 it did not, 2 bad input.
 check: 0 every case is correct or escalated, 1 some case is not (each printed with its reproduce command and
   repro file), 2 bad usage or input.

@@ -311,3 +311,40 @@ def test_the_pytest_plugin_says_which_declared_faults_and_events_fired_in_no_cas
     ]
     quiet = pytest_in(empty, "--harness-policy", "reconcile_and_reauthorize", "--harness-scenario", "lost_response")
     assert quiet.returncode == 0 and "recovery harness: coverage" not in quiet.stdout
+
+
+@pytest.mark.parametrize("named", [False, True])
+def test_an_interrupted_check_says_to_run_it_again_not_to_resume_it_as_a_run(
+    named: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C during check said 'resumable: python -m harness run --resume DIR'; that finished the cases as a
+    plain run (exit 4, no FAIL lines, no repro files, no JUnit report) and left the temporary folder behind for
+    good. A check is not resumable: it says to run it again, and its temporary folder goes."""
+    import tempfile
+
+    import harness.gate.runner as runner
+    from harness.run.grid import RunInterrupted
+
+    real = runner.run_grid
+
+    def stopped(plan: object, options: object) -> object:
+        summary = real(plan, options)  # type: ignore[arg-type]
+        raise RunInterrupted(summary.out)  # as the grid raises it on Ctrl-C, with cases on disk
+
+    monkeypatch.setattr(runner, "run_grid", stopped)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    out = tmp_path / "gate"
+    named_out = ["--out", str(out)] if named else []
+    junit = tmp_path / "check.xml"
+    args = ["--policy", "retry_new_key", "--scenario", "lost_response", "--seed-count", "1", "--junit", str(junit)]
+    assert check(*args, *named_out) == 130
+    err = capsys.readouterr().err.strip()
+    assert "resume" not in err and len(err.splitlines()) == 1 and "a check is not resumable" in err
+    assert not junit.exists()
+    if named:
+        assert f"({out} holds the cases it ran): run the same command again with a new --out" in err
+        assert len(list(out.rglob("recovery.json"))) == 1
+    else:
+        assert err == "harness: interrupted; a check is not resumable: run the same command again"
+        assert list((tmp_path / "tmp").iterdir()) == []

@@ -114,10 +114,33 @@ def check_policy(
     if policy is None:
         raise UsageError("no case to run; fix: give at least one --scenario and one seed")
     out = options.out if options.out is not None else Path(tempfile.mkdtemp(prefix="harness-check-"))
+    try:
+        return _checked(policy_spec, policy, grid.cases, scenarios, out, options, progress)
+    except KeyboardInterrupt:
+        # A check is not resumable: ``run --resume`` would finish its cases as a plain run, without the gate's
+        # verdict, repro files or JUnit report. A temporary folder goes; one the user named keeps what ran.
+        if options.out is None:
+            shutil.rmtree(out, ignore_errors=True)
+            raise KeyboardInterrupt("interrupted; a check is not resumable: run the same command again") from None
+        raise KeyboardInterrupt(
+            f"interrupted; a check is not resumable ({out} holds the cases it ran): run the same command again "
+            "with a new --out"
+        ) from None
+
+
+def _checked(
+    policy_spec: str,
+    policy: Policy,
+    cases_run: Sequence[Case],
+    scenarios: list[str],
+    out: Path,
+    options: CheckOptions,
+    progress: Callable[[int, int, JobResult], None] | None,
+) -> CheckSummary:
     plan = plan_cells([policy_spec], scenarios, options.seeds, None, options.concurrency)
     started = time.perf_counter()
     summary = run_grid(plan, GridOptions(out=out, tracking="none", report=False, case_timeout_s=options.case_timeout_s))
-    cases = judge_reports(read_reports(summary.out), grid.cases, ReproFolder(out / "repro"))
+    cases = judge_reports(read_reports(summary.out), cases_run, ReproFolder(out / "repro"))
     elapsed_s = time.perf_counter() - started
     notes = coverage_notes(summary, policy.name)
     explored: tuple[GateCase, ...] = ()
