@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import os
 import re
@@ -883,20 +884,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
-    except Exception as exc:  # a bug of the harness: one line with where to look, not a traceback
-        import traceback
-
-        where = Path(tempfile.gettempdir()) / f"harness-error-{os.getpid()}.txt"
-        with contextlib.suppress(OSError):
-            where.write_text(traceback.format_exc(), encoding="utf-8")
+    except OSError as exc:
+        if exc.errno not in _NO_ROOM:  # a file missing, say: maybe a bug of the harness, as below
+            return _internal_error(exc)
+        where = f" ({exc.filename})" if exc.filename else ""
         print(
-            f"harness: internal error: {type(exc).__name__}: {_line(exc)[:300]}; this is a bug of the harness "
-            f"(traceback in {where}); fix: report it with that file",
+            f"harness: cannot write a file{where}: {exc.strerror or exc}; fix: make room or give a writable "
+            "folder, then run the command again",
             file=sys.stderr,
         )
         return EXIT_HARNESS_ERROR
+    except Exception as exc:
+        return _internal_error(exc)
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+#: What the system answers when a file cannot be written: no room, no quota, no permission, a read-only disk.
+_NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO})
+
+
+def _internal_error(exc: Exception) -> int:
+    """A bug of the harness: one line with where to look, not a traceback."""
+    import traceback
+
+    where = Path(tempfile.gettempdir()) / f"harness-error-{os.getpid()}.txt"
+    with contextlib.suppress(OSError):
+        where.write_text(traceback.format_exc(), encoding="utf-8")
+    print(
+        f"harness: internal error: {type(exc).__name__}: {_line(exc)[:300]}; this is a bug of the harness "
+        f"(traceback in {where}); fix: report it with that file",
+        file=sys.stderr,
+    )
+    return EXIT_HARNESS_ERROR
 
 
 def _line(message: object) -> str:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import csv
+import errno
 import json
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import jsonschema
@@ -466,3 +468,32 @@ def test_a_quiet_run_says_nothing_of_reading_its_report(
     assert main(["run", "--policy", "stop_on_timeout", "--scenario", "lost_response", "--seed-count", "2",
                  "--tracking", "none", "--quiet", "--out", str(out)]) == 0  # fmt: skip
     assert (out / "report.html").is_file() and "report: read" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (
+            OSError(errno.ENOSPC, "No space left on device", "/full/schema.json"),
+            "harness: cannot write a file (/full/schema.json): No space left on device; fix: make room or give a "
+            "writable folder, then run the command again",
+        ),
+        (OSError(errno.EROFS, "Read-only file system"), "harness: cannot write a file: Read-only file system; fix:"),
+        (FileNotFoundError(errno.ENOENT, "No such file or directory", "/gone"), "harness: internal error:"),
+    ],
+)
+def test_a_file_the_system_will_not_write_is_one_line_not_a_bug(
+    error: OSError, said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Any command that meets a full disk or a read-only one says so in one line, exit 1; it was "internal
+    error: OSError ... this is a bug of the harness". A missing file may well be a bug, and is still said so."""
+    import harness.run.files as files
+
+    def refused(path: Path, text: str) -> None:
+        raise error
+
+    monkeypatch.setattr(files, "write_atomic", refused)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert main(["schema", "--out", str(tmp_path / "schema.json")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(said) and len(err.splitlines()) == 1

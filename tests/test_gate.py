@@ -7,6 +7,7 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -348,3 +349,37 @@ def test_an_interrupted_check_says_to_run_it_again_not_to_resume_it_as_a_run(
     else:
         assert err == "harness: interrupted; a check is not resumable: run the same command again"
         assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_a_check_that_cannot_write_its_files_says_to_run_it_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A full disk under check said "cannot write the run's files (No space left on device): " (a dangling colon,
+    no folder, no fix); said as a run's, it would point at `run --resume`, which a check is not. One line, exit
+    1, and the temporary folder is gone."""
+    import tempfile
+
+    import harness.gate.runner as runner
+    from harness.run.grid import RunNotWritten
+
+    def full(plan: object, options: Any) -> object:
+        (options.out / "cases").mkdir(parents=True)
+        raise RunNotWritten(options.out, "No space left on device")
+
+    monkeypatch.setattr(runner, "run_grid", full)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert check("--policy", "retry_new_key", "--scenario", "lost_response", "--seed-count", "1") == 1
+    err = capsys.readouterr().err.strip()
+    (folder,) = [line.split(" in ", 1)[1].split(" (")[0] for line in err.splitlines()]
+    assert err == (
+        f"harness: cannot write the check's files in {folder} (No space left on device); fix: make room or give a "
+        "writable folder, then run the same command again"
+    )
+    assert folder.startswith(str(tmp_path)) and list(tmp_path.iterdir()) == []
+    # A folder given with --out keeps what was written: the same --out would be refused as not empty.
+    named = tmp_path / "named"
+    assert (
+        check("--policy", "retry_new_key", "--scenario", "lost_response", "--seed-count", "1", "--out", str(named)) == 1
+    )
+    assert capsys.readouterr().err.strip().endswith("then run the same command again with a new --out")
+    assert (named / "cases").is_dir()

@@ -3,6 +3,7 @@ load, replay byte for byte and hold every field of recovery.json, and seed count
 
 from __future__ import annotations
 
+import errno
 import gzip
 import json
 import shutil
@@ -323,3 +324,26 @@ def test_only_a_sweep_s_progress_lines_carry_its_rate(
     head, sweep = lines[0].split("; ")
     assert head == "[1/1] retry_same_key x connector_no_record_yet: incorrect 2, correct 1"
     assert sweep.startswith("3 of 3 cases, ") and sweep.endswith(" cases/s") and "left" not in sweep
+
+
+def test_a_run_that_cannot_write_its_files_says_whose_and_how_to_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk as a cell writes its cases: one line naming the run's folder, the system's reason and the
+    resume command (a worker's error reaches the parent as this same OSError: tests/test_supervised.py)."""
+    import harness.run.cell as cell
+    from harness.errors import RunFailed
+    from harness.run import GridOptions, plan_cells, run_grid
+
+    def full(path: Path, text: str) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(cell, "write_atomic", full)
+    out = tmp_path / "run"
+    plan = plan_cells(["stop_on_timeout"], ["lost_response"], [1], None, 1)
+    with pytest.raises(RunFailed) as failed:
+        run_grid(plan, GridOptions(out=out, tracking="none", report=False, isolate=False))
+    assert str(failed.value) == (
+        f"cannot write the run's files in {out} (No space left on device); fix: make room or give a writable "
+        f"folder, then resume: python -m harness run --resume {out}"
+    )

@@ -4,11 +4,14 @@ exploration, and never hangs or kills `harness check`, `harness run --junit` or 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -234,3 +237,67 @@ def test_a_worker_ignores_ctrl_c_from_its_first_instruction() -> None:
         assert signal.getsignal(signal.SIGINT) is before
     finally:
         pool.close()
+
+
+@dataclass(frozen=True)
+class NoRoom:
+    """A job whose files cannot be written, as on a full disk."""
+
+    filename: str | None
+
+    def execute(self, on_case: Callable[[int], None]) -> object:
+        raise OSError(errno.ENOSPC, "No space left on device", *([self.filename] if self.filename else []))
+
+    def without(self, position: int, reason: str) -> NoRoom:
+        return self
+
+
+@pytest.mark.parametrize("filename", ["/full/cases/x.json", None])
+def test_a_worker_that_cannot_write_its_files_raises_the_systems_error_in_the_parent(filename: str | None) -> None:
+    """The worker sent 'cannot write the run's files (No space left on device): ', which the run printed as it
+    was: no folder, no fix, a dangling colon. The parent now gets the OSError itself, and the command that
+    began the work says whose files they are and how to go on."""
+    from harness.run.pool import supervise
+
+    with pytest.raises(OSError) as raised:
+        supervise([NoRoom(filename)], 1, None, lambda _index, _result: None)
+    assert (raised.value.errno, raised.value.strerror, raised.value.filename) == (
+        errno.ENOSPC,
+        "No space left on device",
+        filename,
+    )
+
+
+def test_an_exploration_that_cannot_write_says_so_in_one_line_and_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A full disk while exploration wrote its findings gave "internal error: OSError ... a bug of the harness"
+    and left a half-written findings/ folder. It is one line naming the folder and the fix, exit 1, and the
+    folder is gone (an exploration cannot be resumed); so is an interrupted one's, which stayed empty."""
+    import harness.explore as exploration
+    from harness.cli import main
+
+    def full(path: Path, text: str) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text[:10])  # as far as it got
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(exploration, "write_atomic", full)
+    out = tmp_path / "ex"
+    args = ["explore", "--policy", "retry_new_key", "--scenario", "lost_response", "--depth", "1", "--swarm", "0"]
+    assert main([*args, "--tracking", "none", "--quiet", "--out", str(out)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        f"harness: cannot write the exploration's files in {out} (No space left on device); fix: make room or give "
+        "a writable folder, then explore again"
+    )
+    assert not out.exists()
+
+    def stopped(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(exploration, "_run", stopped)
+    given = tmp_path / "given"
+    given.mkdir()  # a folder the user made stays, empty
+    assert main([*args, "--tracking", "none", "--quiet", "--out", str(given)]) == 130
+    assert given.is_dir() and list(given.iterdir()) == []

@@ -425,3 +425,29 @@ def test_a_metric_file_of_another_form_is_polyaxons_to_summarize(tmp_path: Path)
     assert _collect_events_summaries(Run(), polyaxons, events, "image", None)[0] == ["Polyaxon's"]
     (folder / "b.plx").write_text(cases["two.plx"][0])
     assert _collect_events_summaries(Run(), polyaxons, events, "metric", None)[0] == ["Polyaxon's"]
+
+
+def test_a_polyaxon_thread_that_fails_fails_the_run_in_one_line(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Polyaxon writes events from threads of its own; on a full disk one failed and printed a screen of
+    traceback ("Exception in thread Thread-1: ... OSError: [Errno 28]") before the harness's own line. The
+    thread's failure is the tracked run's reason, and nothing else is printed; the caller's hook comes back."""
+    import threading
+
+    from harness.plx.tracking import _track_run
+
+    def log(tracking: Any) -> None:
+        def write() -> None:
+            raise OSError(28, "No space left on device")
+
+        thread = threading.Thread(target=write)
+        thread.start()
+        thread.join()
+
+    before = threading.excepthook
+    tracked = _track_run(tmp_path, "recovery-harness", "a-run", [], log)
+    assert tracked.status == "failed" and tracked.error == "OSError: [Errno 28] No space left on device"
+    assert threading.excepthook is before
+    captured = capfd.readouterr()
+    assert "Traceback" not in captured.err and "Exception in thread" not in captured.err

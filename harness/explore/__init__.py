@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -20,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from harness.errors import RunFailed
 from harness.explore.schedule import apply, element_dict
 from harness.explore.search import ExploreJob, Finding, JobResult, explore_job, shape
 from harness.limits import DEFAULT_CASE_TIMEOUT_S
@@ -157,10 +159,12 @@ def explore(
             "one --scenario (as polyaxonfiles/explore-component.yaml does)"
         )
     check_project(options.project)
+    given = options.out is not None and options.out.is_dir()  # an empty folder the user made: it stays
     out = new_out(options.out)
     # Held until the exploration is written: a second exploration into the same folder is refused (both wrote
     # their files at the end, and the later explore.json listed only its own policies).
     hold = claim(out, fresh=True)
+    finished = False
     try:
         started = time.perf_counter()
         # Each process takes every `split`-th schedule of this shard's: schedule i is in shard I of N when i % N
@@ -230,10 +234,30 @@ def explore(
             summary.polyaxon_runs = {f"{e.policy_spec} x {e.scenario_spec}": t.run_uuid for e, t in tracked}
             summary.tracking = tracking_note(options.tracking, options.project, out, [t for _, t in tracked])
         write_atomic(out / "explore.json", explore_json(summary, options, specs, list(templates)))
+        finished = True
         return summary
+    except OSError as exc:
+        raise RunFailed(
+            f"cannot write the exploration's files in {out} ({exc.strerror or exc}); fix: make room or give a "
+            "writable folder, then explore again"
+        ) from None
     finally:
         (out / LOCK_FILE).unlink(missing_ok=True)  # the folder holds the exploration only
         hold.release()
+        if not finished:  # stopped or failed: an exploration cannot be resumed, and its files say nothing yet
+            _discard(out, keep_folder=given)
+
+
+def _discard(out: Path, keep_folder: bool) -> None:
+    """Remove what an unfinished exploration wrote (the folder was new or empty when it began)."""
+    if not keep_folder:
+        shutil.rmtree(out, ignore_errors=True)
+        return
+    for child in out.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
 
 
 def _add_coverage(total: dict[str, list[int]], more: dict[str, list[int]]) -> None:

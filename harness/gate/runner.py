@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import InputError, one_line
+from harness.errors import InputError, RunFailed, one_line
 from harness.explore import ExploreOptions, ExploreSummary, explore
 from harness.explore.search import JobResult
 from harness.gate.cases import GateCase, PolicyDoesNotRecover, case_name, judge, judge_finding
@@ -27,6 +27,7 @@ from harness.model import CaseReport
 from harness.policy import Policy, builtin_policy_names, load_policy
 from harness.run import GridOptions, GridSummary, load_grid, plan_cells, run_case, run_grid
 from harness.run.files import read_reports
+from harness.run.grid import RunNotWritten
 from harness.run.plan import Case, UsageError
 from harness.scenario import list_scenarios
 from harness.seeds import DEFAULT_SEEDS, SEED_MAX
@@ -116,6 +117,16 @@ def check_policy(
     out = options.out if options.out is not None else Path(tempfile.mkdtemp(prefix="harness-check-"))
     try:
         return _checked(policy_spec, policy, grid.cases, scenarios, out, options, progress)
+    except RunNotWritten as exc:  # as an interrupted check: not resumable
+        again = "run the same command again"
+        if options.out is None:
+            shutil.rmtree(out, ignore_errors=True)
+        else:  # the folder keeps what was written, so the same --out would be refused
+            again += " with a new --out"
+        raise RunFailed(
+            f"cannot write the check's files in {out} ({exc.reason}); fix: make room or give a writable folder, "
+            f"then {again}"
+        ) from None
     except KeyboardInterrupt:
         # A check is not resumable: ``run --resume`` would finish its cases as a plain run, without the gate's
         # verdict, repro files or JUnit report. A temporary folder goes; one the user named keeps what ran.

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import threading
 import time
 import uuid
 import warnings
@@ -188,6 +189,11 @@ def _track_run(
     saved = (sys.excepthook, sys.stdout, sys.stderr)
     saved_env = {key: os.environ.get(key) for key in _ENV_KEYS}
     run_uuid = None if managed else (run_uuid or uuid.uuid4().hex)
+    # Polyaxon writes events from threads of its own: one that fails (a full disk) printed its traceback, a
+    # screen of it before the harness's own line. Its failure is this run's, in one line.
+    thread_failed: list[str] = []
+    saved_thread_hook = threading.excepthook
+    threading.excepthook = lambda hook: thread_failed.append(f"{hook.exc_type.__name__}: {hook.exc_value}")
     try:
         tracking = _polyaxon_tracking(root)
         owner, project_name = split_project(project)
@@ -221,10 +227,12 @@ def _track_run(
             tracking.log_failed(reason="TrackingError", message=failed[:500])
         finally:
             tracking.end()
+        failed = failed or next(iter(thread_failed), None)
         return Tracked(run_uuid, "failed" if failed else "succeeded", failed)
     except Exception as exc:
         return Tracked(run_uuid, "error", f"{type(exc).__name__}: {exc}")
     finally:
+        threading.excepthook = saved_thread_hook
         sys.excepthook, sys.stdout, sys.stderr = saved
         for key, value in saved_env.items():
             if value is None:

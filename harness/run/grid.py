@@ -67,6 +67,7 @@ __all__ = [
     "GridSummary",
     "Progress",
     "RunInterrupted",
+    "RunNotWritten",
     "TrackingNote",
     "abandon",
     "begin",
@@ -188,6 +189,17 @@ def new_out(out: Path | None) -> Path:
         except FileExistsError:
             continue
     raise UsageError(f"too many runs named {stamp} in {base}; fix: pass --out")
+
+
+class RunNotWritten(RunFailed):
+    """The run's files could not be written (a full disk, a folder made read-only): it can be resumed."""
+
+    def __init__(self, out: Path, reason: str) -> None:
+        super().__init__(
+            f"cannot write the run's files in {out} ({reason}); fix: make room or give a writable folder, then "
+            f"resume: python -m harness run --resume {shlex.quote(str(out))}"
+        )
+        self.out, self.reason = out, reason
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -485,10 +497,7 @@ def _complete(
     except KeyboardInterrupt:
         raise RunInterrupted(out) from None
     except OSError as exc:
-        raise RunFailed(
-            f"cannot write the run's files in {out} ({exc.strerror or exc}); fix: make room or give a writable "
-            f"folder, then resume: python -m harness run --resume {shlex.quote(str(out))}"
-        ) from None
+        raise RunNotWritten(out, exc.strerror or str(exc)) from None
     shutil.rmtree(out / ".parts", ignore_errors=True)
     return GridSummary(
         out,

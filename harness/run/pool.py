@@ -114,7 +114,8 @@ def supervise(
 ) -> None:
     """Run every job in ``concurrency`` worker processes; call ``finished(index, result)`` as each ends.
 
-    Raises ``RunFailed`` when a job cannot be run at all; on any exit (Ctrl-C included) every worker is stopped.
+    Raises ``RunFailed`` when a job cannot be run at all, and the ``OSError`` of a worker that could not write
+    its files; on any exit (Ctrl-C included) every worker is stopped.
     """
     pending: deque[tuple[int, Supervised]] = deque(enumerate(jobs))
     # spawn, not fork: Polyaxon's tracking keeps threads and process-wide state that must not be forked.
@@ -141,8 +142,9 @@ def supervise(
                         message = None
                     if message is not None:
                         kind, payload = message
-                        if kind == "error":
-                            raise RunFailed(str(payload))
+                        if kind == "oserror":  # a worker could not write its files (a full disk, say)
+                            errno, strerror, filename = payload
+                            raise OSError(errno, strerror) if filename is None else OSError(errno, strerror, filename)
                         worker.task = None
                         finished(index, payload)
                         continue
@@ -208,8 +210,8 @@ def _serve(conn: Connection, where: Any) -> None:
         _, job = task
         try:
             result = job.execute(on_case)
-        except OSError as exc:
-            conn.send(("error", f"cannot write the run's files ({exc.strerror or exc}): {exc.filename or ''}"))
+        except OSError as exc:  # raised again in the parent, which knows whose files they are
+            conn.send(("oserror", (exc.errno, exc.strerror or str(exc), exc.filename)))
             return
         where[0] = -1.0
         conn.send(("done", result))
