@@ -314,6 +314,24 @@ def test_view_refuses_bad_port_and_folders_without_runs(tmp_path: Path) -> None:
     assert "a run tracked offline" in proc.stderr
 
 
+def test_view_refuses_a_port_in_use(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """On a port another program listens on (another `harness view`, over another run), the viewer failed to bind
+    it, yet view said "ready" at that address, where the other run's pages were served, and exited 0."""
+    import socket
+
+    (tmp_path / "polyaxon" / "runs").mkdir(parents=True)
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        assert main(["view", str(tmp_path), "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err
+        == f"harness: --port {port}: 127.0.0.1:{port} is in use (Address already in use); fix: give another --port, or stop what listens there\n"
+    )
+
+
 def test_progress_is_a_line_per_piece_saying_which_seeds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A cell split over two processes prints two lines: each names its seeds and which piece of the cell it is,
     so that they do not read as two cells; a cell in one piece prints one line without them."""

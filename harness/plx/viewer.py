@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -40,6 +41,7 @@ def view(run_dir: Path, port: int) -> int:
             f"{run_dir}: no Polyaxon runs in {root} (a run with --tracking none has none); fix: give the folder of "
             "a run tracked offline, the default of 'harness run'"
         )
+    _check_port_free(port)
     command = [
         haupt_command(),
         "viewer",
@@ -80,6 +82,19 @@ def view(run_dir: Path, port: int) -> int:
             process.wait(timeout=10)
         shutil.rmtree(home, ignore_errors=True)
     return 0
+
+
+def _check_port_free(port: int) -> None:
+    """Refuse a port something already listens on: the viewer would fail to bind it, and the page at that
+    address, served by the other program (another viewer, say, over another run), would pass for this one."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise ViewError(
+                f"--port {port}: 127.0.0.1:{port} is in use ({exc.strerror or exc}); fix: give another --port, or "
+                "stop what listens there"
+            ) from None
 
 
 def _interrupt(signum: int, frame: object) -> None:
