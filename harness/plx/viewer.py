@@ -88,6 +88,8 @@ def _check_port_free(port: int) -> None:
     """Refuse a port something already listens on: the viewer would fail to bind it, and the page at that
     address, served by the other program (another viewer, say, over another run), would pass for this one."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # As the viewer's server binds: a port whose last connections are closing is free, one listened on is not.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(("127.0.0.1", port))
         except OSError as exc:
