@@ -53,6 +53,7 @@ __all__ = [
     "order_policies",
     "outcome_counts",
     "pass_k",
+    "percent",
     "policy_verdicts",
     "rate_table",
     "rates",
@@ -449,7 +450,7 @@ def rate_table(frame: pd.DataFrame, outcome: str = "correct", k: int = 3) -> pd.
             if row["unknown"]:
                 text += f" · {row['unknown']} unknown"
             return text
-        text = f"{row['rate']:.0%} [{row['wilson_low']:.0%}-{row['wilson_high']:.0%}]"
+        text = f"{percent(row['rate'])} [{percent(row['wilson_low'])}-{percent(row['wilson_high'])}]"
         value = row[f"pass^{k}"]
         text += f" pass^{k} {value:.2f}" if not math.isnan(value) else f" pass^{k} n<{k}"
         if row["unknown"]:
@@ -458,6 +459,16 @@ def rate_table(frame: pd.DataFrame, outcome: str = "correct", k: int = 3) -> pd.
 
     r["cell"] = r.apply(cell, axis=1)
     return _pivot(r, frame)
+
+
+def percent(x: float) -> str:
+    """``x`` as a whole percentage, or with as many decimals (up to 3) as it takes not to read as 0% or 100% when
+    it is neither: the interval of 3,000 correct cases of 3,000 is ``[99.9%-100%]``, not ``[100%-100%]``."""
+    for decimals in range(4):
+        text = f"{x:.{decimals}%}"
+        if not 0 < x < 1 or text not in (f"{0:.{decimals}%}", f"{1:.{decimals}%}"):
+            return text
+    return "<0.001%" if x < 0.5 else ">99.999%"
 
 
 def _steady(frame: pd.DataFrame) -> dict[tuple[str, str], bool]:
