@@ -392,6 +392,9 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         )
         if resumed is None:
             print(f"nothing to resume: the run in {args.resume} is complete")
+            if args.junit:  # asked for now: the JUnit XML of the run as it stands
+                _write_junit(args.junit, begun_as(args.resume)[0], args.resume)
+                print(f"junit: {args.junit}")
             return EXIT_OK
         plan, options = begun_as(args.resume)
         args.junit = args.junit or options.junit  # the JUnit XML the run was asked for, written now it is complete
@@ -470,18 +473,22 @@ def _within_cores(asked: int, force: bool) -> tuple[int, Callable[[], None] | No
 _NAMED_CELLS_MAX = 20
 
 
+def _write_junit(junit: Path, plan: Plan, out: Path) -> None:
+    """The JUnit XML of the run in ``out``: a test case per case of ``plan``, from the cases on disk."""
+    from harness.gate.junit import write_junit
+    from harness.gate.repro import ReproFolder
+    from harness.gate.runner import grid_suites
+    from harness.run.files import read_reports
+
+    cells = [(c.policy_spec, c.scenario_spec) for c in plan.cells]
+    all_seeds = sorted({s for c in plan.cells for s in c.seeds})
+    write_junit(junit, grid_suites(cells, all_seeds, read_reports(out), ReproFolder(out / "repro")))
+
+
 def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> int:
     """Print what a finished (or resumed) run found, and turn it into the exit status."""
     if args.junit and plan is not None:
-        from harness.gate.junit import write_junit
-        from harness.gate.repro import ReproFolder
-        from harness.gate.runner import grid_suites
-        from harness.run.files import read_reports
-
-        cells = [(c.policy_spec, c.scenario_spec) for c in plan.cells]
-        all_seeds = sorted({s for c in plan.cells for s in c.seeds})
-        reports = read_reports(summary.out)
-        write_junit(args.junit, grid_suites(cells, all_seeds, reports, ReproFolder(summary.out / "repro")))
+        _write_junit(args.junit, plan, summary.out)
 
     from harness.model import FAILING
     from harness.present.table import outcome_table

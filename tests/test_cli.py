@@ -384,7 +384,8 @@ def test_resume_takes_no_report_junit_and_quiet(tmp_path: Path, capsys: pytest.C
     capsys.readouterr()
     junit = tmp_path / "junit.xml"
     assert main(["run", "--resume", str(out), "--no-report", "--quiet", "--junit", str(junit)]) == 0
-    assert capsys.readouterr().out == f"nothing to resume: the run in {out} is complete\n"
+    assert capsys.readouterr().out == f"nothing to resume: the run in {out} is complete\njunit: {junit}\n"
+    assert junit.is_file()
 
 
 def test_report_says_which_files_it_left_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

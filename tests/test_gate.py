@@ -284,6 +284,15 @@ def test_run_junit_has_a_failure_per_failing_case_and_keeps_its_exit_status(
     }
     assert (out / "repro" / "retry_same_key" / "seed-1" / "changed_task.yaml").is_file()
     assert f"junit: {junit}" in capsys.readouterr().out
+    # A complete run resumed with --junit writes its JUnit as it stands (it said "nothing to resume" and wrote none).
+    again = tmp_path / "again.xml"
+    assert main(["run", "--resume", str(out), "--junit", str(again)]) == 0
+    assert capsys.readouterr().out == f"nothing to resume: the run in {out} is complete\njunit: {again}\n"
+    assert {n: f.get("message") for n, f in failures(again)} == found
+    assert [s.get("name") for s in ET.parse(again).getroot().iter("testsuite")] == [
+        "retry_same_key",
+        "reconcile_and_reauthorize",
+    ]
 
 
 def test_the_pytest_plugin_says_which_declared_faults_and_events_fired_in_no_case(tmp_path: Path) -> None:
