@@ -359,7 +359,7 @@ _WITH_RESUME = frozenset({"command", "resume", "no_report", "junit", "quiet"})
 def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from harness.gate.junit import check_junit_path
     from harness.run.folder import Request, claim
-    from harness.run.grid import begin, begun_as, resume_grid
+    from harness.run.grid import RunInterrupted, begin, begun_as, resume_grid
     from harness.run.plan import UsageError
 
     if args.resume is not None:
@@ -384,12 +384,17 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         junit = args.junit or begun_as(args.resume)[1].junit
         if junit:
             check_junit_path(junit, args.resume)
-        resumed = resume_grid(
-            args.resume,
-            progress=None if args.quiet else _progress,
-            report=not args.no_report,
-            reading=None if args.quiet else _ReadingLines(),
-        )
+        try:
+            resumed = resume_grid(
+                args.resume,
+                progress=None if args.quiet else _progress,
+                report=not args.no_report,
+                reading=None if args.quiet else _ReadingLines(),
+            )
+        except RunInterrupted:
+            raise
+        except KeyboardInterrupt:  # before its cells ran (while it checked its inputs): as resumable as it was
+            raise RunInterrupted(args.resume) from None
         if resumed is None:
             print(f"nothing to resume: the run in {args.resume} is complete")
             if args.junit:  # asked for now: the JUnit XML of the run as it stands

@@ -516,3 +516,28 @@ def test_a_file_the_system_will_not_write_is_one_line_not_a_bug(
     assert main(["schema", "--out", str(tmp_path / "schema.json")]) == 1
     err = capsys.readouterr().err
     assert err.startswith(said) and len(err.splitlines()) == 1
+
+
+def test_a_resume_interrupted_before_its_cells_ran_says_the_folder_is_still_resumable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C in a resume's first moments (while it loads and checks its inputs) printed only "interrupted": the
+    folder is as resumable as it was, and the line says how."""
+    import harness.run.grid as grid
+
+    out = tmp_path / "run"
+    args = ["--policy", "stop_on_timeout", "--scenario", "lost_response", "--seed-count", "1", "--tracking", "none"]
+    assert main(["run", *args, "--no-report", "--quiet", "--out", str(out)]) == 0
+    (out / "run.json").unlink()  # as if stopped before it was written
+
+    def stopped(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(grid, "load_grid", stopped)
+    capsys.readouterr()
+    assert main(["run", "--resume", str(out), "--quiet"]) == 130
+    assert capsys.readouterr().err == (
+        f"harness: interrupted; {out} is resumable: python -m harness run --resume {out}\n"
+    )
+    monkeypatch.undo()
+    assert main(["run", "--resume", str(out), "--quiet", "--no-report"]) == 0
