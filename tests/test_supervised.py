@@ -301,3 +301,42 @@ def test_an_exploration_that_cannot_write_says_so_in_one_line_and_leaves_nothing
     given.mkdir()  # a folder the user made stays, empty
     assert main([*args, "--tracking", "none", "--quiet", "--out", str(given)]) == 130
     assert given.is_dir() and list(given.iterdir()) == []
+
+
+@dataclass(frozen=True)
+class Sleeper:
+    """A job that says it started, sleeps, then leaves a mark (unless it is stopped first)."""
+
+    folder: str
+    seconds: float
+
+    def execute(self, on_case: Callable[[int], None]) -> object:
+        Path(self.folder, "started").touch()
+        time.sleep(self.seconds)
+        Path(self.folder, "finished").touch()
+        return None
+
+    def without(self, position: int, reason: str) -> Sleeper:
+        return self
+
+
+def test_work_stopped_midway_kills_its_busy_workers_at_once(tmp_path: Path) -> None:
+    """Ctrl-C (here: the first job's result handler raising it) stops the pool: a worker still busy is killed
+    then, not waited for (every interrupted command took 2 s to exit, the busy workers' grace)."""
+    from harness.run.pool import supervise
+
+    quick, slow = tmp_path / "quick", tmp_path / "slow"
+    quick.mkdir()
+    slow.mkdir()
+
+    def finished(index: int, result: object) -> None:
+        deadline = time.monotonic() + 60
+        while not (slow / "started").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)  # the slow job is running in the other worker
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        supervise([Sleeper(str(quick), 0.0), Sleeper(str(slow), 1.0)], 2, None, finished)
+    assert (slow / "started").exists()
+    time.sleep(1.5)  # it would have finished by now, had it been left to
+    assert not (slow / "finished").exists()

@@ -96,8 +96,13 @@ class _Pool:
         self.workers.remove(worker)
 
     def close(self) -> None:
+        """Let idle workers exit (up to 2 s) and kill busy ones now: a pool closes with a busy worker only when
+        the work stopped (Ctrl-C, an error), and whatever that worker would still write, nothing reads; a run
+        resumes as if it had been killed. Waiting for them made every interrupted command take 2 s to exit."""
         for worker in list(self.workers):
-            if worker.task is None and worker.process.is_alive():
+            if worker.task is not None:
+                self.retire(worker)
+            elif worker.process.is_alive():
                 with contextlib.suppress(OSError, BrokenPipeError):
                     worker.conn.send(None)
         deadline = time.monotonic() + 2
