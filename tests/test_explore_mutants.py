@@ -99,8 +99,9 @@ def test_a_declared_fault_is_unfired_only_when_no_policy_and_seed_fired_it(monke
     ran = _seeds_simulated(monkeypatch)
     _, unfired = search.observe(template, [RETRY, RECONCILE], (2, 5))
     assert ran == [(p.name, seed) for p in (RETRY, RECONCILE) for seed in (2, 5)]
-    assert [(u.fault, u.kind, u.reached, u.fired) for u in unfired] == [
-        (describe(next(f for f in template.faults if f.nth == never["nth"])), "fault", 0, 0)
+    at = next(i for i, f in enumerate(template.faults) if f.nth == never["nth"])
+    assert [(u.scenario, u.index, u.fault, u.kind, u.reached, u.fired) for u in unfired] == [
+        (template.name, at, describe(template.faults[at]), "fault", 0, 0)
     ]
 
 
@@ -123,6 +124,7 @@ def test_a_declared_operator_event_is_unfired_only_when_no_policy_and_seed_made_
     ]
     declared = [describe_event(e) for e in template.operator]
     assert [u.index for u in events] == [len(template.faults) + declared.index(u.fault) for u in events]
+    assert {u.scenario for u in unfired} == {template.name}
 
 
 def test_observe_reports_the_most_dispatches_any_run_reached() -> None:
