@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
 import json
 import os
 import re
+import shlex
 import signal
 import sys
 import tempfile
@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import InputError, RunFailed, one_line
+from harness.errors import InputError, RunFailed, no_room, one_line
 from harness.limits import CASE_TIMEOUT_MAX_S, COMPACT_ABOVE, DEFAULT_CASE_TIMEOUT_S, SEED_COUNT_MAX
 from harness.plx import DEFAULT_PROJECT, TRACKING_MODES
 from harness.seeds import DEFAULT_SEEDS, SEED_MAX
@@ -438,6 +438,8 @@ def _plan_and_run(args: argparse.Namespace, hold: Claim, created: bool) -> int:
             checked=note,
             reading=None if args.quiet else _ReadingLines(),
         )
+    except RunFailed:  # not bad input: the folder could not be written (it resumes from its request)
+        raise
     except InputError:
         if not (hold.out / "manifest.json").is_file():
             abandon(hold, created)
@@ -492,9 +494,6 @@ def _write_junit(junit: Path, plan: Plan, out: Path) -> None:
 
 def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> int:
     """Print what a finished (or resumed) run found, and turn it into the exit status."""
-    if args.junit and plan is not None:
-        _write_junit(args.junit, plan, summary.out)
-
     from harness.model import FAILING
     from harness.present.table import outcome_table
 
@@ -536,7 +535,8 @@ def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> i
         print(summary.tracking.message, file=sys.stdout if summary.tracking.ok else sys.stderr)
     if summary.report_html is not None:
         print(f"report: {summary.report_html}")
-    if args.junit:
+    junit_failed = args.junit is not None and plan is not None and not _junit_written(args.junit, plan, summary.out)
+    if args.junit and not junit_failed:
         print(f"junit: {args.junit}")
     for c in summary.unfired:
         # A case the harness could not run reached no fault: that, not the scenario, may be why this one never fired.
@@ -547,11 +547,28 @@ def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> i
             f"({c.reached_in}); {fix}",
             file=sys.stderr,
         )
-    if summary.error_count:
+    if summary.error_count or junit_failed:
         return EXIT_HARNESS_ERROR
     if summary.unfired:
         return EXIT_COVERAGE
     return EXIT_OK if summary.tracking.ok else EXIT_TRACKING
+
+
+def _junit_written(junit: Path, plan: Plan, out: Path) -> bool:
+    """Write the run's JUnit XML; on a full disk (the run itself complete) say how to write it later, and False."""
+    try:
+        _write_junit(junit, plan, out)
+    except OSError as exc:
+        if not no_room(exc):
+            raise
+        print(
+            f"harness: --junit {junit}: cannot write it ({exc.strerror or exc}); fix: make room or give a writable "
+            f"path, then write it: python -m harness run --resume {shlex.quote(str(out))} --junit "
+            f"{shlex.quote(str(junit))}",
+            file=sys.stderr,
+        )
+        return False
+    return True
 
 
 #: A run of at least this many cases is a sweep: its progress lines add the cases done, the rate and the time
@@ -897,7 +914,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
     except OSError as exc:
-        if exc.errno not in _NO_ROOM:  # a file missing, say: maybe a bug of the harness, as below
+        if not no_room(exc):  # a file missing, say: maybe a bug of the harness, as below
             return _internal_error(exc)
         where = f" ({exc.filename})" if exc.filename else ""
         print(
@@ -910,10 +927,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _internal_error(exc)
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-#: What the system answers when a file cannot be written: no room, no quota, no permission, a read-only disk.
-_NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO})
 
 
 def _internal_error(exc: Exception) -> int:

@@ -5,12 +5,14 @@ The command line catches ``InputError`` and exits with status 2; nothing else in
 
 from __future__ import annotations
 
+import errno
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
-__all__ = ["InputError", "RunFailed", "one_line", "wrong_field"]
+__all__ = ["InputError", "NotWritten", "RunFailed", "no_room", "one_line", "wrong_field"]
 
 
 class InputError(ValueError):
@@ -20,6 +22,25 @@ class InputError(ValueError):
 class RunFailed(InputError):
     """The harness cannot go on with a run (its folder cannot be written, a worker keeps dying outside any
     case); one line saying how to resume it. The command line exits with status 1."""
+
+
+class NotWritten(RunFailed):
+    """A command's files could not be written in ``folder`` (a full disk, say): its message says what to do, and
+    ``reason`` is the system's word, for a caller that words it for its own command."""
+
+    def __init__(self, message: str, folder: Path, reason: str) -> None:
+        super().__init__(message)
+        self.folder, self.reason = folder, reason
+
+
+#: What the system answers when a file cannot be written for want of room or permission: the user's to mend. Any
+#: other error (a file missing, say) may be the harness's own bug, and is reported as one.
+_NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES})
+
+
+def no_room(exc: OSError) -> bool:
+    """Whether ``exc`` says a file cannot be written there (no room, a quota, a read-only disk, no permission)."""
+    return exc.errno in _NO_ROOM
 
 
 def one_line(text: object, limit: int = 200) -> str:

@@ -356,8 +356,8 @@ def load_policy(spec: str) -> Policy:
         )
     if not policy.revision.isprintable():
         raise PolicyError(
-            f"policy '{where}': revision {policy.revision!r} has a character that is not printable; fix: give "
-            "text on one line (it goes into every report, table and JUnit line)"
+            f"policy '{where}': revision {policy.revision!r} has a character that is not printable (a line break, "
+            "a tab, a control character); fix: give printable text (it goes into every report, table and JUnit line)"
         )
     return cast(Policy, policy)
 

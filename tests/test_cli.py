@@ -158,7 +158,7 @@ def test_user_policy_by_module_attr(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         "from harness.policy import LookUp\n"
         "class Crashy:\n"
         "    name = 'crashy'\n    revision = '0.1'\n"
-        "    def decide(self, situation):\n        raise RuntimeError('bug in my policy')\n"
+        "    def decide(self, situation):\n        raise RuntimeError('bug in my policy ' + 'x' * 300)\n"
         "POLICY = Crashy()\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -170,7 +170,7 @@ def test_user_policy_by_module_attr(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert "mypolicies:POLICY" in report["reproduce"]
     # summary.csv says so too: its error column, one line; a policy that did not fail leaves it empty.
     (row,) = csv.DictReader((out / "summary.csv").open())
-    assert row["error"] == "RuntimeError: bug in my policy"
+    assert row["error"] == "RuntimeError: bug in my policy " + "x" * 300  # all of it, not its first 200 characters
 
 
 def test_list_shows_policies_scenarios_and_boundaries(capsys: pytest.CaptureFixture[str]) -> None:
@@ -312,6 +312,26 @@ def test_view_refuses_bad_port_and_folders_without_runs(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2 and "no Polyaxon runs" in proc.stderr and "Traceback" not in proc.stderr
     assert "a run tracked offline" in proc.stderr
+
+
+def test_view_says_a_port_it_may_not_listen_on_is_not_in_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A port below 1024 without the privilege to listen there was said to be "in use"."""
+    import socket
+
+    import harness.plx.viewer as viewer
+
+    class Refused(socket.socket):
+        def bind(self, address: object) -> None:
+            raise OSError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(viewer.socket, "socket", Refused)
+    (tmp_path / "polyaxon" / "runs").mkdir(parents=True)
+    assert main(["view", str(tmp_path), "--port", "80"]) == 2
+    assert capsys.readouterr().err == (
+        "harness: --port 80: cannot listen on it (Permission denied); fix: give a port of 1024 or more\n"
+    )
 
 
 def test_view_refuses_a_port_in_use(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import shlex
 import subprocess
 import sys
@@ -392,3 +393,54 @@ def test_a_check_that_cannot_write_its_files_says_to_run_it_again(
     )
     assert capsys.readouterr().err.strip().endswith("then run the same command again with a new --out")
     assert (named / "cases").is_dir()
+
+
+@pytest.mark.parametrize("where", ["harness.explore", "harness.gate.repro"])
+def test_a_check_whose_exploration_or_repro_files_cannot_be_written_says_to_run_it_again(
+    where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its exploration's files said "then explore again", its repro files "run the command again" (refused: the
+    same --out is no longer empty), and the temporary folder stayed. Both are the check's files."""
+    import importlib
+    import tempfile
+
+    def full(path: Path, text: str) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(importlib.import_module(where), "write_atomic", full)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    policy = "retry_new_key" if where == "harness.gate.repro" else "stop_on_timeout"  # a failing case has a repro
+    args = ["--policy", policy, "--scenario", "lost_response", "--seed-count", "1", "--explore", "--quiet"]
+    assert check(*args) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("harness: cannot write the check's files in ") and err.endswith(
+        "(No space left on device); fix: make room or give a writable folder, then run the same command again"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_whose_junit_cannot_be_written_prints_its_table_and_how_to_write_it_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The run is complete when its JUnit is written: a full disk there was "run the command again" (refused: the
+    folder is not empty) before any table. The table comes, then one line with the command that writes it."""
+    import harness.gate.junit as junit_module
+
+    real = junit_module.write_atomic
+    monkeypatch.setattr(
+        junit_module,
+        "write_atomic",
+        lambda p, t: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space left on device")),
+    )
+    junit, out = tmp_path / "j.xml", tmp_path / "run"
+    args = ["--policy", "retry_new_key", "--scenario", "lost_response", "--seed-count", "1", "--tracking", "none"]
+    assert main(["run", *args, "--no-report", "--out", str(out), "--junit", str(junit)]) == 1
+    printed = capsys.readouterr()
+    assert "retry_new_key" in printed.out and "junit:" not in printed.out
+    assert printed.err.splitlines()[-1] == (
+        f"harness: --junit {junit}: cannot write it (No space left on device); fix: make room or give a writable "
+        f"path, then write it: python -m harness run --resume {out} --junit {junit}"
+    )
+    monkeypatch.setattr(junit_module, "write_atomic", real)
+    assert main(["run", "--resume", str(out), "--junit", str(junit)]) == 0
+    assert [n for n, _ in failures(junit)] == ["lost_response seed 1"]

@@ -485,7 +485,7 @@ def test_a_page_drawn_while_the_run_was_stopped_is_drawn_again_when_it_resumes(t
         ("raise BaseException('raw')\n", "cannot import 'broken_policy' (BaseException: raw)"),
         (  # it broke the line naming the policy, and JUnit's, in two
             "class P:\n    name, revision = 'p', '1\\n2'\n    def decide(self, s):\n        return None\nPOLICY = P()\n",
-            "revision '1\\n2' has a character that is not printable; fix: give text on one line",
+            "revision '1\\n2' has a character that is not printable (a line break, a tab, a control character); fix:",
         ),
     ],
 )

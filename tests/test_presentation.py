@@ -384,3 +384,27 @@ def test_rate_table_of_nothing_loaded_is_an_empty_table() -> None:
     from harness.present.analysis import load, rate_table
 
     assert rate_table(load([])).empty
+
+
+def test_a_picture_stopped_while_written_leaves_no_half_of_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A picture that exists is never drawn again (a resumed run, the report): one cut off while written (its
+    worker killed, a full disk) must leave nothing, not half a PNG."""
+    import matplotlib.pyplot as plt
+
+    from harness.present import pictures
+
+    fig = plt.figure()
+    real = Path.write_bytes
+
+    def cut(self: Path, data: bytes) -> int:
+        real(self, data[: len(data) // 2])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_bytes", cut)
+    path = tmp_path / "case" / "timeline.png"
+    with pytest.raises(OSError):
+        pictures.save_png(fig, path)
+    assert list(path.parent.iterdir()) == []
+    monkeypatch.undo()
+    assert pictures.save_png(fig, path).read_bytes().startswith(b"\x89PNG")
+    plt.close(fig)

@@ -347,3 +347,31 @@ def test_a_run_that_cannot_write_its_files_says_whose_and_how_to_resume(
         f"cannot write the run's files in {out} (No space left on device); fix: make room or give a writable "
         f"folder, then resume: python -m harness run --resume {out}"
     )
+
+
+def test_a_run_whose_manifest_cannot_be_written_says_to_resume_and_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The manifest is written before any case, outside the cases' own handling: a full disk there said "run the
+    command again", which was then refused (the --out no longer empty). The request the run began with is there,
+    so it resumes."""
+    import harness.run.grid as grid
+
+    real = grid.write_atomic
+
+    def full(path: Path, text: str) -> None:
+        if path.name == "manifest.json":
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        real(path, text)
+
+    monkeypatch.setattr(grid, "write_atomic", full)
+    out = tmp_path / "run"
+    args = ["--policy", "stop_on_timeout", "--scenario", "lost_response", "--seed-count", "1", "--tracking", "none"]
+    assert main(["run", *args, "--no-report", "--quiet", "--out", str(out)]) == 1
+    assert capsys.readouterr().err == (
+        f"harness: cannot write the run's files in {out} (No space left on device); fix: make room or give a "
+        f"writable folder, then resume: python -m harness run --resume {out}\n"
+    )
+    monkeypatch.undo()
+    assert main(["run", "--resume", str(out), "--quiet"]) == 0
+    assert len(list(out.rglob("recovery.json"))) == 1

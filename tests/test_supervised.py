@@ -293,12 +293,25 @@ def test_an_exploration_that_cannot_write_says_so_in_one_line_and_leaves_nothing
     )
     assert not out.exists()
 
+    # Into a folder the user made: emptied, kept. Findings were written; explore.json, last, could not be.
+    given = tmp_path / "given"
+    given.mkdir()
+
+    def last_fails(path: Path, text: str) -> None:
+        if path.name == "explore.json":
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+    monkeypatch.setattr(exploration, "write_atomic", last_fails)
+    assert main([*args, "--tracking", "none", "--quiet", "--out", str(given)]) == 1
+    assert given.is_dir() and list(given.iterdir()) == []
+    assert f"cannot write the exploration's files in {given}" in capsys.readouterr().err
+
     def stopped(*_: object) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(exploration, "_run", stopped)
-    given = tmp_path / "given"
-    given.mkdir()  # a folder the user made stays, empty
     assert main([*args, "--tracking", "none", "--quiet", "--out", str(given)]) == 130
     assert given.is_dir() and list(given.iterdir()) == []
 

@@ -451,3 +451,35 @@ def test_a_polyaxon_thread_that_fails_fails_the_run_in_one_line(
     assert threading.excepthook is before
     captured = capfd.readouterr()
     assert "Traceback" not in captured.err and "Exception in thread" not in captured.err
+    # The run on disk says so too (it said "succeeded").
+    (record,) = (tmp_path / "polyaxon" / "runs").glob(f"{tracked.run_uuid}/run.plx.json")
+    assert json.loads(record.read_text())["status"] == "failed"
+
+
+def test_a_thread_that_was_running_before_tracking_keeps_its_own_failure(tmp_path: Path) -> None:
+    """Only threads started while a run is tracked are Polyaxon's: another one's failure meanwhile (a host's, a
+    notebook's) goes to the hook that was there, and the tracked run succeeds."""
+    import threading
+
+    from harness.plx.tracking import _track_run
+
+    go, seen = threading.Event(), []
+
+    def other() -> None:
+        go.wait(30)
+        raise ValueError("not Polyaxon's")
+
+    thread = threading.Thread(target=other)
+    thread.start()
+
+    def log(tracking: Any) -> None:
+        go.set()
+        thread.join()
+
+    before = threading.excepthook
+    threading.excepthook = lambda hook: seen.append(str(hook.exc_value))
+    try:
+        tracked = _track_run(tmp_path, "recovery-harness", "a-run", [], log)
+    finally:
+        threading.excepthook = before
+    assert tracked.status == "succeeded" and seen == ["not Polyaxon's"]

@@ -9,6 +9,7 @@ enable a random subset of kinds. Every policy meets the same schedules. Each dis
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import shutil
@@ -21,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from harness.errors import RunFailed
+from harness.errors import NotWritten, no_room
 from harness.explore.schedule import apply, element_dict
 from harness.explore.search import ExploreJob, Finding, JobResult, explore_job, shape
 from harness.limits import DEFAULT_CASE_TIMEOUT_S
@@ -237,15 +238,22 @@ def explore(
         finished = True
         return summary
     except OSError as exc:
-        raise RunFailed(
-            f"cannot write the exploration's files in {out} ({exc.strerror or exc}); fix: make room or give a "
-            "writable folder, then explore again"
+        if not no_room(exc):
+            raise
+        reason = exc.strerror or str(exc)
+        raise NotWritten(
+            f"cannot write the exploration's files in {out} ({reason}); fix: make room or give a writable folder, "
+            "then explore again",
+            out,
+            reason,
         ) from None
     finally:
+        if not finished:  # stopped or failed: an exploration cannot be resumed, and its files say nothing yet
+            # (while the folder is still held: another exploration may claim it once it is empty)
+            with contextlib.suppress(OSError):
+                _discard(out, keep_folder=given)
         (out / LOCK_FILE).unlink(missing_ok=True)  # the folder holds the exploration only
         hold.release()
-        if not finished:  # stopped or failed: an exploration cannot be resumed, and its files say nothing yet
-            _discard(out, keep_folder=given)
 
 
 def _discard(out: Path, keep_folder: bool) -> None:
@@ -254,6 +262,8 @@ def _discard(out: Path, keep_folder: bool) -> None:
         shutil.rmtree(out, ignore_errors=True)
         return
     for child in out.iterdir():
+        if child.name == LOCK_FILE:
+            continue  # the hold, released after
         if child.is_dir() and not child.is_symlink():
             shutil.rmtree(child, ignore_errors=True)
         else:

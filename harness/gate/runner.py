@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import InputError, RunFailed, one_line
+from harness.errors import InputError, NotWritten, RunFailed, no_room, one_line
 from harness.explore import ExploreOptions, ExploreSummary, explore
 from harness.explore.search import JobResult
 from harness.gate.cases import GateCase, PolicyDoesNotRecover, case_name, judge, judge_finding
@@ -27,7 +27,6 @@ from harness.model import CaseReport
 from harness.policy import Policy, builtin_policy_names, load_policy
 from harness.run import GridOptions, GridSummary, load_grid, plan_cells, run_case, run_grid
 from harness.run.files import read_reports
-from harness.run.grid import RunNotWritten
 from harness.run.plan import Case, UsageError
 from harness.scenario import list_scenarios
 from harness.seeds import DEFAULT_SEEDS, SEED_MAX
@@ -117,14 +116,17 @@ def check_policy(
     out = options.out if options.out is not None else Path(tempfile.mkdtemp(prefix="harness-check-"))
     try:
         return _checked(policy_spec, policy, grid.cases, scenarios, out, options, progress)
-    except RunNotWritten as exc:  # as an interrupted check: not resumable
+    except (NotWritten, OSError) as exc:  # its cases', its exploration's or its repro files: as when interrupted
+        if isinstance(exc, OSError) and not no_room(exc):
+            raise
+        reason = exc.reason if isinstance(exc, NotWritten) else exc.strerror or str(exc)
         again = "run the same command again"
         if options.out is None:
             shutil.rmtree(out, ignore_errors=True)
         else:  # the folder keeps what was written, so the same --out would be refused
             again += " with a new --out"
         raise RunFailed(
-            f"cannot write the check's files in {out} ({exc.reason}); fix: make room or give a writable folder, "
+            f"cannot write the check's files in {out} ({reason}); fix: make room or give a writable folder, "
             f"then {again}"
         ) from None
     except KeyboardInterrupt:

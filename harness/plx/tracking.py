@@ -191,9 +191,17 @@ def _track_run(
     run_uuid = None if managed else (run_uuid or uuid.uuid4().hex)
     # Polyaxon writes events from threads of its own: one that fails (a full disk) printed its traceback, a
     # screen of it before the harness's own line. Its failure is this run's, in one line.
+    # Only threads started meanwhile are Polyaxon's: any other's failure goes to the hook that was there.
     thread_failed: list[str] = []
-    saved_thread_hook = threading.excepthook
-    threading.excepthook = lambda hook: thread_failed.append(f"{hook.exc_type.__name__}: {hook.exc_value}")
+    saved_thread_hook, running = threading.excepthook, set(threading.enumerate())
+
+    def on_thread_failure(hook: Any) -> None:
+        if hook.thread is None or hook.thread in running:
+            saved_thread_hook(hook)
+        else:
+            thread_failed.append(f"{hook.exc_type.__name__}: {hook.exc_value}")
+
+    threading.excepthook = on_thread_failure
     try:
         tracking = _polyaxon_tracking(root)
         owner, project_name = split_project(project)
@@ -222,6 +230,9 @@ def _track_run(
         failed: str | None = None
         try:
             failed = log(tracking)
+            if failed is None and thread_failed:  # the run on disk says so too
+                failed = thread_failed[0]
+                tracking.log_failed(reason="TrackingError", message=failed[:500])
         except Exception as exc:
             failed = f"{type(exc).__name__}: {exc}"
             tracking.log_failed(reason="TrackingError", message=failed[:500])
@@ -232,7 +243,8 @@ def _track_run(
     except Exception as exc:
         return Tracked(run_uuid, "error", f"{type(exc).__name__}: {exc}")
     finally:
-        threading.excepthook = saved_thread_hook
+        if threading.excepthook is on_thread_failure:  # not if another caller has put its own since
+            threading.excepthook = saved_thread_hook
         sys.excepthook, sys.stdout, sys.stderr = saved
         for key, value in saved_env.items():
             if value is None:

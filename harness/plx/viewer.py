@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -93,10 +94,13 @@ def _check_port_free(port: int) -> None:
         try:
             probe.bind(("127.0.0.1", port))
         except OSError as exc:
-            raise ViewError(
-                f"--port {port}: 127.0.0.1:{port} is in use ({exc.strerror or exc}); fix: give another --port, or "
-                "stop what listens there"
-            ) from None
+            if exc.errno == errno.EADDRINUSE:
+                raise ViewError(
+                    f"--port {port}: 127.0.0.1:{port} is in use ({exc.strerror}); fix: give another --port, or "
+                    "stop what listens there"
+                ) from None
+            fix = "give a port of 1024 or more" if exc.errno == errno.EACCES else "give another --port"
+            raise ViewError(f"--port {port}: cannot listen on it ({exc.strerror or exc}); fix: {fix}") from None
 
 
 def _interrupt(signum: int, frame: object) -> None:

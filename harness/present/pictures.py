@@ -5,6 +5,7 @@ Both return matplotlib figures (the Agg backend: no screen needed); ``save_png``
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -208,6 +209,14 @@ def png_bytes(fig: Figure) -> bytes:
 
 
 def save_png(fig: Figure, path: Path) -> Path:
+    """Write the picture through a temporary file and a rename: a picture that exists is never drawn again, so a
+    worker stopped while writing one must not leave half of it (a resumed run removes the ``.*.tmp`` left)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(png_bytes(fig))
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(png_bytes(fig))
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return path

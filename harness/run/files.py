@@ -169,7 +169,7 @@ def summary_row(r: CaseReport) -> list[object]:
         r.verdict,
         *metrics,
         unknown,
-        "" if error is None else one_line(error),
+        "" if error is None else one_line(error, len(error)),  # all of it (a policy's text is bounded already)
         r.reproduce,
     ]
 

@@ -57,7 +57,7 @@ class Claim:
     handle: IO[str]
 
     def release(self) -> None:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ValueError):  # ValueError: released before (its handle closed)
             fcntl.flock(self.handle, fcntl.LOCK_UN)
             self.handle.close()
 

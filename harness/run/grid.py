@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypedDict
 
-from harness.errors import RunFailed, wrong_field
+from harness.errors import NotWritten, wrong_field
 from harness.limits import CASE_TIMEOUT_MAX_S, COMPACT_ABOVE, DEFAULT_CASE_TIMEOUT_S
 from harness.model import MANIFEST, REPORT_HTML, RUN_RECORD
 from harness.plx.tracking import (
@@ -191,15 +191,16 @@ def new_out(out: Path | None) -> Path:
     raise UsageError(f"too many runs named {stamp} in {base}; fix: pass --out")
 
 
-class RunNotWritten(RunFailed):
+class RunNotWritten(NotWritten):
     """The run's files could not be written (a full disk, a folder made read-only): it can be resumed."""
 
     def __init__(self, out: Path, reason: str) -> None:
         super().__init__(
             f"cannot write the run's files in {out} ({reason}); fix: make room or give a writable folder, then "
-            f"resume: python -m harness run --resume {shlex.quote(str(out))}"
+            f"resume: python -m harness run --resume {shlex.quote(str(out))}",
+            out,
+            reason,
         )
-        self.out, self.reason = out, reason
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -291,7 +292,10 @@ def run_grid(
         out, hold = begun.out, begun
     try:
         manifest = Manifest(plan.cells, plan.concurrency, _options_json(options), fingerprints(grid))
-        write_atomic(out / MANIFEST, manifest.to_json())
+        try:
+            write_atomic(out / MANIFEST, manifest.to_json())
+        except OSError as exc:  # the request it began with is there: a resume plans the run again
+            raise RunNotWritten(out, exc.strerror or str(exc)) from None
         return _complete(out, plan, options, grid, progress, reading)
     finally:
         hold.release()
