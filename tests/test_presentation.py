@@ -408,3 +408,19 @@ def test_a_picture_stopped_while_written_leaves_no_half_of_it(tmp_path: Path, mo
     monkeypatch.undo()
     assert pictures.save_png(fig, path).read_bytes().startswith(b"\x89PNG")
     plt.close(fig)
+
+
+def test_the_report_keeps_the_runs_order_of_scenarios(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The run's printed table and its failing-cell lines keep the scenarios in the order given; the page sorted
+    them by name, so its first failure was not the first reproduce line the run printed."""
+    out = tmp_path / "run"
+    args = ["--policy", "retry_same_key", "--scenario", "uncertain_lookup", "--scenario", "changed_task"]
+    # Exit 4: a fault of uncertain_lookup this policy never reaches; the order is the point here.
+    assert main(["run", *args, "--seed-count", "1", "--tracking", "none", "--out", str(out)]) == 4
+    printed = capsys.readouterr().out
+    assert printed.index("uncertain_lookup") < printed.index("changed_task")
+    page = (out / "report.html").read_text()
+    outcomes = page[page.index('id="outcomes"') : page.index("</table>", page.index('id="outcomes"'))]
+    assert outcomes.index("uncertain_lookup") < outcomes.index("changed_task")
+    verdicts = page[page.index('id="verdicts"') : page.index("</table>", page.index('id="verdicts"'))]
+    assert "uncertain_lookup seed 1" in verdicts  # its first failure, as the run named it first

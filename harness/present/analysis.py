@@ -516,11 +516,16 @@ def policy_verdicts(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame.from_records(records)
 
 
-def order_policies(frame: pd.DataFrame, order: Iterable[str]) -> pd.DataFrame:
-    """The frame with its policies in ``order`` (the grid's), any others after them in their own order."""
-    wanted = list(dict.fromkeys([*order, *frame["policy"]]))
-    rank = {name: i for i, name in enumerate(wanted)}
-    return frame.sort_values("policy", key=lambda s: s.map(rank), kind="stable").reset_index(drop=True)
+def order_policies(frame: pd.DataFrame, order: Iterable[str], scenarios: Iterable[str] = ()) -> pd.DataFrame:
+    """The frame with its policies in ``order`` and, within each, its scenarios in ``scenarios`` (the grid's, as
+    the run's printed table has them), any others after them in their own order."""
+    ranks = {
+        column: {name: i for i, name in enumerate(dict.fromkeys([*given, *frame[column]]))}
+        for column, given in (("policy", order), ("scenario", scenarios))
+    }
+    return frame.sort_values(
+        ["policy", "scenario"], key=lambda s: s.map(ranks[str(s.name)]), kind="stable"
+    ).reset_index(drop=True)
 
 
 def metric_table(frame: pd.DataFrame, metric: str) -> pd.DataFrame:

@@ -162,14 +162,22 @@ def _others(others: pd.DataFrame) -> str:
     )
 
 
-def _grid_order(run_dir: Path) -> list[str]:
-    """The policies in the grid's order, as the run recorded it (the order the printed table used); none when
-    run.json is missing or edited out of shape (the order is a courtesy: the report is drawn all the same)."""
+def _grid_order(run_dir: Path) -> tuple[list[str], list[str]]:
+    """The policies and the scenarios in the grid's order, as the run recorded them (the order the printed table
+    used); none when run.json is missing or edited out of shape (the order is a courtesy: the report is drawn
+    all the same)."""
     try:
-        policies = json.loads((run_dir / RUN_RECORD).read_text(encoding="utf-8")).get("policies", [])
-    except (OSError, ValueError, AttributeError):
-        return []
-    return [p for p in policies if isinstance(p, str)] if isinstance(policies, list) else []
+        record = json.loads((run_dir / RUN_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return [], []
+    if not isinstance(record, dict):
+        return [], []
+
+    def names(key: str) -> list[str]:
+        given = record.get(key, [])
+        return [n for n in given if isinstance(n, str)] if isinstance(given, list) else []
+
+    return names("policies"), names("scenarios")
 
 
 def _verdicts(frame: pd.DataFrame, anchors: dict[str, str]) -> list[str]:
@@ -233,7 +241,8 @@ def write_report(
                 "by this version of 'harness run'"
             )
         raise ValueError(f"{run_dir}: no recovery.json found; fix: give a folder written by 'harness run'")
-    frame = order_policies(frame, order if order is not None else _grid_order(run_dir))
+    policies, scenarios = _grid_order(run_dir)
+    frame = order_policies(frame, order if order is not None else policies, scenarios)
     groups = shown(frame)
     # Every failing case links to its group's section (the verdict table names the first failure).
     anchors = {str(path): f"case-{i}" for i, g in enumerate(groups) for path in (g.first["path"], *g.others["path"])}
