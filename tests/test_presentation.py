@@ -233,6 +233,8 @@ def test_notebook_runs_top_to_bottom_and_compares_two_runs(run_dir: Path, tmp_pa
     )
     # Neither policy ever looks up, so uncertain_lookup's lookup fault fires in no case: exit 4, everything written.
     assert proc.returncode == 4 and "lookup_unavailable" in proc.stderr, proc.stderr
+    # As if stopped after its last case (run.json is written last): the notebook says the run is incomplete.
+    (after / "run.json").unlink()
     notebook = nbformat.read(ROOT / "reports" / "compare_policies.ipynb", as_version=4)
     os.environ["HARNESS_RUN"], os.environ["HARNESS_BASELINE"] = str(after), str(run_dir)
     try:
@@ -251,6 +253,7 @@ def test_notebook_runs_top_to_bottom_and_compares_two_runs(run_dir: Path, tmp_pa
         return "\n".join(parts)
 
     assert "8 cases from" in output("load")
+    assert f"INCOMPLETE: {after} was stopped; resume it: python -m harness run --resume {after}" in output("load")
     assert "unknown x2" in output("duplicates")
     assert "ledger is unavailable to the checker" in output("unknown")
     heat = next(c for c in notebook.cells if "heatmap" in c.metadata.get("tags", []))

@@ -375,3 +375,29 @@ def test_a_run_whose_manifest_cannot_be_written_says_to_resume_and_resumes(
     monkeypatch.undo()
     assert main(["run", "--resume", str(out), "--quiet"]) == 0
     assert len(list(out.rglob("recovery.json"))) == 1
+
+
+def test_a_compact_piece_stopped_midway_leaves_none_of_its_files(tmp_path: Path) -> None:
+    """A compact piece writes a record per case and a recovery.json per case that is not correct. Stopped midway,
+    its record file was never finished, but the recovery.json files of its failing cases were there: a stopped
+    run's report and notebook counted its failing cases and not its correct ones (a correct rate of 47% for a
+    true 50%). They now appear together with the records, as the piece ends."""
+    from harness.run.cell import CellJob, execute_cell
+
+    out = tmp_path / "run"
+    job = CellJob(CELL[1], CELL[3], range(1, 31), out, records="compact")
+
+    def stop(position: int) -> None:
+        if position == 20:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        execute_cell(job, on_case=stop)
+    left = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert left == [], left  # no recovery.json, no record file, no pending file
+    execute_cell(job)
+    loose = list(out.rglob("recovery.json"))
+    assert loose and len(loose) < 30  # this cell has correct cases and others: only the others are loose files
+    failing = {seed for seed, line in records(out).items() if json.loads(line)["outcome"] != "correct"}
+    assert {p.parent.name for p in loose} == {f"seed-{seed}" for seed in failing}
+    assert not [p for p in out.rglob("*.tmp")]

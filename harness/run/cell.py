@@ -25,6 +25,7 @@ from harness.check.registry import METRICS
 from harness.model import FAILING, CaseReport, MetricValue
 from harness.run.case import failed_report, run_case
 from harness.run.files import (
+    Deferred,
     RecordWriter,
     case_path,
     recovery_json,
@@ -319,6 +320,11 @@ def execute_cell(job: CellJob, cell: int = 0, on_case: Callable[[int], None] | N
     shown: dict[tuple[str, str], tuple[int, Path]] = {}
     with ExitStack() as stack:
         compact: dict[str, RecordWriter] = {}
+        # Entered first, so left last: its files appear once every record file of the piece is in place.
+        deferred = None
+        if job.records == "compact":
+            part = summary_part_path(job.out, job, cell)
+            deferred = stack.enter_context(Deferred(part.with_name(f".{part.stem}.pending.tmp")))
         for report, faults, events in _cases(grid, dict(job.failed), on_case, job.case_timeout_s):
             result.identity = result.identity or _identity(report)
             counter = result.counts.setdefault((report.policy, report.scenario), Counter())
@@ -344,7 +350,10 @@ def execute_cell(job: CellJob, cell: int = 0, on_case: Callable[[int], None] | N
                 if report.outcome == "correct":
                     continue
             path = case_path(job.out, report)
-            write_atomic(path, recovery_json(report))
+            if deferred is not None:
+                deferred.write(path, recovery_json(report))
+            else:
+                write_atomic(path, recovery_json(report))
             if job.timelines and report.outcome in FAILING:
                 lowest = shown.setdefault((report.scenario, report.outcome), (report.seed, path))
                 if report.seed < lowest[0]:

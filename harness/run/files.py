@@ -4,6 +4,7 @@ and ``summary.csv``, streamed together from the rows each piece of a cell wrote 
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shutil
 import tempfile
@@ -17,6 +18,7 @@ from harness.run.plan import UsageError
 
 __all__ = [
     "SUMMARY_COLUMNS",
+    "Deferred",
     "RecordWriter",
     "case_path",
     "check_new_or_empty",
@@ -70,6 +72,36 @@ class RecordWriter:
             os.replace(self._tmp, self.path)
         else:
             self._tmp.unlink(missing_ok=True)
+
+
+class Deferred:
+    """Files a compact piece writes beside its records (a recovery.json per case that is not correct), held in
+    a temporary file until the piece ends, then written in place together with its records: a piece stopped
+    midway leaves none of them, so a stopped run's folder shows its finished pieces only. (Left there, its
+    failing cases counted without its correct ones, whose record file was never finished: a stopped run's
+    report and notebook showed a correct rate several points too low.)"""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._handle = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed in __exit__)
+
+    def write(self, path: Path, text: str) -> None:
+        self._handle.write(json.dumps([str(path), text]) + "\n")
+
+    def __enter__(self) -> Deferred:
+        return self
+
+    def __exit__(self, kind: object, *_: object) -> None:
+        self._handle.close()
+        try:
+            if kind is None:
+                with open(self.path, encoding="utf-8") as lines:
+                    for line in lines:
+                        path, text = json.loads(line)
+                        write_atomic(Path(path), text)
+        finally:
+            self.path.unlink(missing_ok=True)
 
 
 def read_reports(out: Path) -> dict[tuple[str, str, int], CaseReport]:
