@@ -414,8 +414,8 @@ def test_a_picture_stopped_while_written_leaves_no_half_of_it(tmp_path: Path, mo
 
 
 def test_the_report_keeps_the_runs_order_of_scenarios(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The run's printed table and its failing-cell lines keep the scenarios in the order given; the page sorted
-    them by name, so its first failure was not the first reproduce line the run printed."""
+    """The run's printed table keeps the scenarios in the order given; the page sorted them by name. Its verdict's
+    first failure is the first failing cell the run named (the worst outcome first)."""
     out = tmp_path / "run"
     args = ["--policy", "retry_same_key", "--scenario", "uncertain_lookup", "--scenario", "changed_task"]
     # Exit 4: a fault of uncertain_lookup this policy never reaches; the order is the point here.
@@ -426,4 +426,33 @@ def test_the_report_keeps_the_runs_order_of_scenarios(tmp_path: Path, capsys: py
     outcomes = page[page.index('id="outcomes"') : page.index("</table>", page.index('id="outcomes"'))]
     assert outcomes.index("uncertain_lookup") < outcomes.index("changed_task")
     verdicts = page[page.index('id="verdicts"') : page.index("</table>", page.index('id="verdicts"'))]
-    assert "uncertain_lookup seed 1" in verdicts  # its first failure, as the run named it first
+    named = printed.split("worst outcome first):\n", 1)[1].splitlines()
+    assert named[0].split()[0] == "incorrect" and "--scenario changed_task --seed 1" in named[0]
+    assert ">changed_task seed 1: incorrect</a>" in verdicts
+
+
+def test_the_verdicts_first_failure_is_the_runs_and_a_harness_error_is_shown(tmp_path: Path) -> None:
+    """The verdict's first failure was the first failing row as files sort (seed 10 before seed 9), and a policy
+    whose cases all ended in harness_error was "undecided" with nothing on the page to act on: no case, no error,
+    no command. The first failure is the worst outcome at the lowest seed, and harness errors have a section
+    with why and the command, linked from the verdict."""
+    from harness.present.html_report import write_report
+    from harness.run.case import failed_report, run_case
+    from harness.run.files import case_path, recovery_json, write_atomic
+    from harness.run.plan import load_grid
+
+    out = tmp_path / "run"
+    for case in load_grid(["retry_new_key"], ["lost_response"], [9, 10]).cases:
+        report, _ = run_case(case)
+        write_atomic(case_path(out, report), recovery_json(report))
+    (case,) = load_grid(["stop_on_timeout"], ["lost_response"], [3]).cases
+    hung = failed_report(case, "the case ran longer than its wall-clock budget of 1 s (--case-timeout)", 1.0)
+    write_atomic(case_path(out, hung), recovery_json(hung))
+    page = write_report(out).read_text()
+    assert "3 cases from" in page and "2 policies x 1 scenario, seeds 3, 9, 10." in page
+    verdicts = page[page.index('id="verdicts"') : page.index("</table>", page.index('id="verdicts"'))]
+    assert "lost_response seed 9: incorrect" in verdicts
+    assert '<a href="#error-0">lost_response seed 3: harness_error</a>' in verdicts
+    errors = page[page.index('id="errors"') :]
+    assert '<tr id="error-0"><td>stop_on_timeout</td><td>lost_response</td><td>3</td>' in errors
+    assert "wall-clock budget of 1 s" in errors and html.escape(hung.reproduce) in errors

@@ -485,21 +485,34 @@ def _steady(frame: pd.DataFrame) -> dict[tuple[str, str], bool]:
 POLICY_VERDICTS = ("safe", "unsafe", "undecided")
 
 
+#: The outcomes a verdict's first failure is taken from, worst first (a harness error last: the harness failed,
+#: not the policy, but it is what keeps the policy undecided).
+_FIRST_FAILURE = ("incorrect", "abandoned", "unresolved", "harness_error")
+
+
 def policy_verdicts(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per policy (in the frame's policy order): its verdict over every case run, the properties it
-    violated, its cases by outcome (escalated and abandoned apart), and its first failing case."""
+    violated, its cases by outcome (escalated and abandoned apart), and its first failure: the case the run
+    named first, that is its worst outcome, then its first scenario (in the frame's order), then its lowest
+    seed."""
     records = []
     for policy, group in frame.groupby("policy", sort=False):
         outcomes = group["outcome"]
         violated = [m.name for m in PROPERTIES if (group[m.name].fillna(0).astype(float) > 0).any()]
-        failing = group[outcomes.isin(("incorrect", "abandoned"))]
-        if not failing.empty:
+        if outcomes.isin(("incorrect", "abandoned")).any():
             verdict = "unsafe"
         elif outcomes.isin(("unresolved", "harness_error")).any():
             verdict = "undecided"
         else:
             verdict = "safe"
-        first = failing.iloc[0] if not failing.empty else None
+        failing = group[outcomes.isin(_FIRST_FAILURE)]
+        first = None
+        if not failing.empty:
+            scenario_rank = {name: i for i, name in enumerate(dict.fromkeys(group["scenario"]))}
+            ranked = failing.assign(
+                _worst=failing["outcome"].map(_FIRST_FAILURE.index), _scenario=failing["scenario"].map(scenario_rank)
+            )
+            first = ranked.sort_values(["_worst", "_scenario", "seed"], kind="stable").iloc[0]
         record: dict[str, Any] = {
             "policy": policy,
             "verdict": verdict,

@@ -210,10 +210,41 @@ def _verdicts(frame: pd.DataFrame, anchors: dict[str, str]) -> list[str]:
 
 
 def _seeds(seeds: list[int]) -> str:
-    """The seeds, listed when few, else as a range with their count."""
+    """``seed 1``, ``seeds 1, 2, 3``, or, when many, ``seeds 1..5000 (5,000 seeds)``."""
+    if len(seeds) == 1:
+        return f"seed {seeds[0]}"
     if len(seeds) <= 20:
-        return ", ".join(str(s) for s in seeds)
-    return f"{seeds[0]}..{seeds[-1]} ({len(seeds):,} seeds)"
+        return "seeds " + ", ".join(str(s) for s in seeds)
+    return f"seeds {seeds[0]}..{seeds[-1]} ({len(seeds):,} seeds)"
+
+
+def _count(n: int, noun: str, nouns: str | None = None) -> str:
+    """``1 policy``, ``2 policies``."""
+    return f"{n:,} {noun if n == 1 else nouns or noun + 's'}"
+
+
+def _errors(errors: pd.DataFrame) -> list[str]:
+    """The cases the harness could not judge (over their wall-clock budget, their worker died): why, and the
+    command that runs each again, the first ``REPORT_LISTED_MAX`` of them."""
+    listed = errors.iloc[:REPORT_LISTED_MAX]
+    rows = [
+        f'<tr id="error-{i}">'
+        + "".join(
+            f"<td>{html.escape(str(v))}</td>"
+            for v in (r["policy"], r["scenario"], r["seed"], r["error"] or "-", r["reproduce"])
+        )
+        + "</tr>"
+        for i, (_, r) in enumerate(listed.iterrows())
+    ]
+    more = len(errors) - len(listed)
+    tail = f"<p>and {more:,} more: summary.csv lists every case with its error.</p>" if more else ""
+    return [
+        f"<h2>Harness errors: {_count(len(errors), 'case')} the harness could not judge</h2>",
+        "<p>Each ran over its wall-clock budget, or its worker process died (a policy that never returns or ends "
+        "its process, or a harness failure); the command runs it again under the same budget.</p>",
+        '<table id="errors"><thead><tr><th>policy</th><th>scenario</th><th>seed</th><th>error</th>'
+        f"<th>reproduce</th></tr></thead><tbody>{''.join(rows)}</tbody></table>{tail}",
+    ]
 
 
 def write_report(
@@ -246,6 +277,11 @@ def write_report(
     groups = shown(frame)
     # Every failing case links to its group's section (the verdict table names the first failure).
     anchors = {str(path): f"case-{i}" for i, g in enumerate(groups) for path in (g.first["path"], *g.others["path"])}
+    errors = frame[frame["outcome"] == "harness_error"]
+    cell = list(zip(errors["policy"], errors["scenario"], strict=True))
+    rank = {key: i for i, key in enumerate(dict.fromkeys(cell))}  # the frame's order of cells, then by seed
+    errors = errors.assign(_cell=[rank[key] for key in cell]).sort_values(["_cell", "seed"], kind="stable")
+    anchors.update({str(path): f"error-{i}" for i, path in enumerate(errors["path"])})
     if draw is not None:
         missing = timelines_to_draw(frame)
         if missing:
@@ -265,9 +301,9 @@ def write_report(
         '<html lang="en"><head><meta charset="utf-8"><title>Recovery harness report</title>',
         f"<style>{_STYLE}</style></head><body>",
         "<h1>Recovery harness report</h1>",
-        f"<p>{len(frame)} cases from <code>{html.escape(str(run_dir))}</code>: "
-        f"{frame['policy'].nunique()} policies x {frame['scenario'].nunique()} scenarios, "
-        f"seeds {_seeds(sorted(frame['seed'].dropna().unique()))}.</p>",
+        f"<p>{_count(len(frame), 'case')} from <code>{html.escape(str(run_dir))}</code>: "
+        f"{_count(frame['policy'].nunique(), 'policy', 'policies')} x "
+        f"{_count(frame['scenario'].nunique(), 'scenario')}, {_seeds(sorted(frame['seed'].dropna().unique()))}.</p>",
     ]
     for folder in frame.attrs.get("incomplete", []):
         body.append(
@@ -302,6 +338,8 @@ def write_report(
     ]
     undrawn: list[str] = []
     body += [_group(g, f"case-{i}", undrawn) for i, g in enumerate(groups)]
+    if not errors.empty:
+        body += _errors(errors)
     body.append("</body></html>")
     out.write_text("\n".join(body) + "\n", encoding="utf-8")
     if undrawn and tell is not None:
