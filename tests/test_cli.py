@@ -355,7 +355,7 @@ def test_view_refuses_a_port_in_use(tmp_path: Path, capsys: pytest.CaptureFixtur
 def test_progress_is_a_line_per_piece_saying_which_seeds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A cell split over two processes prints two lines: each names its seeds and which piece of the cell it is,
     so that they do not read as two cells; a cell in one piece prints one line without them."""
-    split = ["--seed-count", "3", "--concurrency", "2", "--force-concurrency"]
+    split = ["--seed-count", "200", "--concurrency", "2", "--force-concurrency"]  # two pieces of PIECE_MIN seeds
     for args, out in ((split, "split"), (["--seed-count", "3"], "whole")):
         code = main(["run", "--policy", "retry_same_key", "--scenario", "lost_response", *args, "--tracking", "none",
                      "--no-report", "--out", str(tmp_path / out)])  # fmt: skip
@@ -365,8 +365,8 @@ def test_progress_is_a_line_per_piece_saying_which_seeds(tmp_path: Path, capsys:
             # Pieces finish in either order: the counter counts finished pieces.
             assert [line[:6] for line in lines] == ["[1/2] ", "[2/2] "]
             assert sorted(line[6:] for line in lines) == [
-                "retry_same_key x lost_response (2 seeds, 1..2, piece 1 of 2): correct 2",
-                "retry_same_key x lost_response (seed 3, piece 2 of 2): correct 1",
+                "retry_same_key x lost_response (100 seeds, 1..100, piece 1 of 2): correct 100",
+                "retry_same_key x lost_response (100 seeds, 101..200, piece 2 of 2): correct 100",
             ]
         else:
             assert lines == ["[1/1] retry_same_key x lost_response: correct 3"]

@@ -17,7 +17,7 @@ from harness.limits import SEED_COUNT_MAX
 from harness.model import CaseReport, Entry
 from harness.policy import Situation
 from harness.present.analysis import load
-from harness.run.grid import PIECE_MAX, pieces
+from harness.run.grid import PIECE_MAX, PIECE_MIN, pieces
 from harness.run.plan import Cell
 
 #: A cell whose seeds disagree: some cases correct, some incorrect (a connector that has no record yet).
@@ -99,8 +99,9 @@ def test_a_record_replays_byte_for_byte(compact: Path, capsys: pytest.CaptureFix
 
 def test_pieces_share_a_cell_and_the_summary_comes_out_in_seed_order(tmp_path: Path) -> None:
     """Two processes split one cell; summary.csv is byte-identical to one process's, and each case is once."""
-    one = run(tmp_path / "one", "--seed-count", "30", "--concurrency", "1", "--records", "compact")
-    two = run(tmp_path / "two", "--seed-count", "30", "--concurrency", "2", "--records", "compact")
+    # Two pieces of PIECE_MIN seeds each: a smaller cell is not split.
+    one = run(tmp_path / "one", "--seed-count", "200", "--concurrency", "1", "--records", "compact")
+    two = run(tmp_path / "two", "--seed-count", "200", "--concurrency", "2", "--records", "compact")
     assert len(list((two / "cases").rglob("records-*.jsonl.gz"))) == 2
     assert (one / "summary.csv").read_bytes() == (two / "summary.csv").read_bytes()
     assert records(one) == records(two)
@@ -120,13 +121,13 @@ def test_a_finished_piece_whose_tally_is_damaged_runs_again_on_resume(
     wrote summary rows without their ``error`` column (kept, summary.csv had rows a column short)."""
     from harness.run.cell import execute_cell
 
-    clean = run(tmp_path / "clean", "--seed-count", "30", "--concurrency", "2", "--records", "compact")
+    clean = run(tmp_path / "clean", "--seed-count", "200", "--concurrency", "2", "--records", "compact")
     out = tmp_path / "stopped"
     shutil.copytree(clean, out)
     for name in ("run.json", "summary.csv"):
         (out / name).unlink()
     shutil.rmtree(out / "cases")
-    first, _ = pieces(Cell(CELL[1], CELL[3], range(1, 31)), out, 2, "compact")
+    first, _ = pieces(Cell(CELL[1], CELL[3], range(1, 201)), out, 2, "compact")
     execute_cell(first)  # the first piece finished before the run was stopped
     tally = next((out / ".parts").glob("*.json"))
     if isinstance(damage, bytes):
@@ -152,20 +153,25 @@ def test_pieces_cover_every_seed_once_and_none_is_over_the_cap() -> None:
     assert [job.part for job in split] == list(range(len(split)))
     assert [s for job in split for s in job.seeds] == list(cell.seeds)
     assert max(len(job.seeds) for job in split) <= PIECE_MAX
-    assert len(pieces(Cell("p", "s", (1, 2, 3)), Path("out"), 2, "full")) == 2
-    assert len(pieces(Cell("p", "s", (1, 2, 3)), Path("out"), 1, "full")) == 1
+    # A cell is split among processes into pieces of PIECE_MIN seeds or more, else kept whole.
+    assert len(pieces(Cell("p", "s", range(1, 2 * PIECE_MIN + 1)), Path("out"), 2, "full")) == 2
+    assert len(pieces(Cell("p", "s", range(1, 2 * PIECE_MIN)), Path("out"), 2, "full")) == 1
+    assert len(pieces(Cell("p", "s", (1, 2, 3)), Path("out"), 2, "full")) == 1
+    assert len(pieces(Cell("p", "s", range(1, 2 * PIECE_MIN + 1)), Path("out"), 1, "full")) == 1
 
 
 def test_the_piece_with_a_cells_lowest_seeds_draws_its_timelines_and_no_other_does() -> None:
     def drawing(seeds: tuple[int, ...] | range, timelines: bool = True) -> list[bool]:
         return [job.timelines for job in pieces(Cell("p", "s", seeds), Path("out"), 2, "full", timelines)]
 
+    low, high = tuple(range(1, PIECE_MIN + 1)), tuple(range(PIECE_MIN + 1, 2 * PIECE_MIN + 1))
     assert drawing(range(1, 2 * PIECE_MAX + 7)) == [True, False, False]
-    assert drawing((1, 2, 3)) == [True, False]
+    assert drawing(low + high) == [True, False]
+    assert drawing((1, 2, 3)) == [True]
     assert drawing((7,)) == [True]
-    assert drawing((5, 1, 9)) == [True, False]  # the first piece holds 1 and 5, each lower than 9
-    assert drawing((5, 9, 1)) == [False, False]  # the lowest seed is in the last piece: the report draws it
-    assert drawing((1, 2, 3), timelines=False) == [False, False]  # --no-report
+    assert drawing(low[::-1] + high) == [True, False]  # the first piece holds seeds each lower than the rest's
+    assert drawing(high + low) == [False, False]  # the lowest seeds are in the last piece: the report draws them
+    assert drawing(low + high, timelines=False) == [False, False]  # --no-report
 
 
 def test_a_cell_names_the_same_first_cases_whatever_order_its_pieces_finish_in(tmp_path: Path) -> None:
