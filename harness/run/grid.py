@@ -88,7 +88,7 @@ RecordsMode = Literal["auto", "full", "compact"]
 PIECE_MAX = 5000
 #: A cell is split among processes only into pieces of at least this many seeds: a piece costs a job, a tally
 #: and a progress line, more than a few cases do. Every 3-seed cell of the default grid was two pieces: 720
-#: progress lines for 360 cells, and the grid took 5 to 13% longer than kept whole (four timings of each,
+#: progress lines for 360 cells, and the grid took 4 to 14% longer than kept whole (four timings of each,
 #: each pair run one after the other: 19.1, 20.3, 20.5, 23.8 s split against 18.1, 18.3, 18.9, 20.9 s).
 PIECE_MIN = 100
 
