@@ -354,7 +354,9 @@ def test_an_interrupted_check_says_to_run_it_again_not_to_resume_it_as_a_run(
     assert "resume" not in err and len(err.splitlines()) == 1 and "a check is not resumable" in err
     assert not junit.exists()
     if named:
-        assert f"({out} holds the cases it ran): run the same command again with a new --out" in err
+        assert err.endswith(
+            f"a check is not resumable: run the same command again with a new --out ({out} holds what it wrote)"
+        )
         assert len(list(out.rglob("recovery.json"))) == 1
     else:
         assert err == "harness: interrupted; a check is not resumable: run the same command again"
@@ -391,7 +393,11 @@ def test_a_check_that_cannot_write_its_files_says_to_run_it_again(
     assert (
         check("--policy", "retry_new_key", "--scenario", "lost_response", "--seed-count", "1", "--out", str(named)) == 1
     )
-    assert capsys.readouterr().err.strip().endswith("then run the same command again with a new --out")
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith(f"then run the same command again with a new --out ({named} holds what it wrote)")
+    )
     assert (named / "cases").is_dir()
 
 

@@ -120,25 +120,23 @@ def check_policy(
         if isinstance(exc, OSError) and not no_room(exc):
             raise
         reason = exc.reason if isinstance(exc, NotWritten) else exc.strerror or str(exc)
-        again = "run the same command again"
-        if options.out is None:
-            shutil.rmtree(out, ignore_errors=True)
-        else:  # the folder keeps what was written, so the same --out would be refused
-            again += " with a new --out"
         raise RunFailed(
             f"cannot write the check's files in {out} ({reason}); fix: make room or give a writable folder, "
-            f"then {again}"
+            f"then {_again(out, options.out)}"
         ) from None
     except KeyboardInterrupt:
-        # A check is not resumable: ``run --resume`` would finish its cases as a plain run, without the gate's
-        # verdict, repro files or JUnit report. A temporary folder goes; one the user named keeps what ran.
-        if options.out is None:
-            shutil.rmtree(out, ignore_errors=True)
-            raise KeyboardInterrupt("interrupted; a check is not resumable: run the same command again") from None
-        raise KeyboardInterrupt(
-            f"interrupted; a check is not resumable ({out} holds the cases it ran): run the same command again "
-            "with a new --out"
-        ) from None
+        # Not ``run --resume``: that would finish its cases as a plain run, without the gate's verdict, repro
+        # files or JUnit report.
+        raise KeyboardInterrupt(f"interrupted; a check is not resumable: {_again(out, options.out)}") from None
+
+
+def _again(out: Path, given: Path | None) -> str:
+    """What to do about a check that stopped before its end (it cannot be resumed): its temporary folder goes;
+    a folder the user named keeps what was written, so the same ``--out`` would be refused."""
+    if given is None:
+        shutil.rmtree(out, ignore_errors=True)
+        return "run the same command again"
+    return f"run the same command again with a new --out ({out} holds what it wrote)"
 
 
 def _checked(
