@@ -380,3 +380,11 @@ def test_a_percentage_that_is_neither_none_nor_all_never_reads_as_either() -> No
         "<0.001%",
         ">99.999%",
     ]
+
+
+def test_rows_come_in_seed_order_within_a_cell(tmp_path: Path) -> None:
+    """Seeds are numbers: a cell's rows read seed 9 before seed 10, not in the order of their folder names."""
+    out = tmp_path / "run"
+    grid = ("--policy", "retry_new_key", "--scenario", "lost_response", "--seed-count", "11")
+    assert run_into(out, "--no-report", "--tracking", "none", *grid) == 0
+    assert load(out)["seed"].tolist() == list(range(1, 12))
