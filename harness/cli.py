@@ -497,6 +497,8 @@ def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> i
     from harness.model import FAILING
     from harness.present.table import outcome_table
 
+    # Files first: what is printed may go to a reader that stops early ('| head'), which ends the printing.
+    problem = _junit_problem(args.junit, plan, summary.out) if args.junit is not None and plan is not None else None
     print(outcome_table(summary.counts, summary.policies, summary.scenarios))
     print(
         f"\n{summary.cases:,} case{'' if summary.cases == 1 else 's'} in {summary.out}"
@@ -535,8 +537,9 @@ def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> i
         print(summary.tracking.message, file=sys.stdout if summary.tracking.ok else sys.stderr)
     if summary.report_html is not None:
         print(f"report: {summary.report_html}")
-    junit_failed = args.junit is not None and plan is not None and not _junit_written(args.junit, plan, summary.out)
-    if args.junit and not junit_failed:
+    if problem is not None:
+        print(problem, file=sys.stderr)
+    elif args.junit:
         print(f"junit: {args.junit}")
     for c in summary.unfired:
         # A case the harness could not run reached no fault: that, not the scenario, may be why this one never fired.
@@ -547,28 +550,26 @@ def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> i
             f"({c.reached_in}); {fix}",
             file=sys.stderr,
         )
-    if summary.error_count or junit_failed:
+    if summary.error_count or problem is not None:
         return EXIT_HARNESS_ERROR
     if summary.unfired:
         return EXIT_COVERAGE
     return EXIT_OK if summary.tracking.ok else EXIT_TRACKING
 
 
-def _junit_written(junit: Path, plan: Plan, out: Path) -> bool:
-    """Write the run's JUnit XML; on a full disk (the run itself complete) say how to write it later, and False."""
+def _junit_problem(junit: Path, plan: Plan, out: Path) -> str | None:
+    """Write the run's JUnit XML; on a full disk (the run itself complete), what to say: how to write it later."""
     try:
         _write_junit(junit, plan, out)
     except OSError as exc:
         if not no_room(exc):
             raise
-        print(
+        return (
             f"harness: --junit {junit}: cannot write it ({exc.strerror or exc}); fix: make room or give a writable "
             f"path, then write it: python -m harness run --resume {shlex.quote(str(out))} --junit "
-            f"{shlex.quote(str(junit))}",
-            file=sys.stderr,
+            f"{shlex.quote(str(junit))}"
         )
-        return False
-    return True
+    return None
 
 
 #: A run of at least this many cases is a sweep: its progress lines add the cases done, the rate and the time
@@ -770,6 +771,8 @@ def _check(args: argparse.Namespace) -> int:
         case_timeout_s=args.case_timeout or None,
     )
     summary = check_policy(args.policy[0], options, progress=None if args.quiet else _explore_progress)
+    if args.junit:  # before printing: a reader that stops early ('| head') ends the printing
+        write_junit(args.junit, summary.suites())
     for case in summary.failures:
         print(f"FAIL {case.policy} x {case.name}: {case.message}; reproduce: {case.reproduce or '(see the JUnit)'}")
     for note in summary.notes:
@@ -785,7 +788,6 @@ def _check(args: argparse.Namespace) -> int:
         line += f"; {summary.schedules} schedules explored (each at every seed), {found} findings"
     print(line + (f"; cases and repro files in {summary.out}" if summary.out else ""))
     if args.junit:
-        write_junit(args.junit, summary.suites())
         print(f"junit: {args.junit}")
     print("check: passed" if summary.ok else "check: failed")
     return EXIT_OK if summary.ok else EXIT_UNSAFE

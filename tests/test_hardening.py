@@ -520,6 +520,31 @@ def test_a_closed_output_pipe_is_not_reported_as_a_bug() -> None:
     assert proc.stderr == ""
 
 
+@pytest.mark.parametrize("command", ["run", "check"])
+def test_a_closed_output_pipe_does_not_cost_the_junit_file(tmp_path: Path, command: str) -> None:
+    """`harness run --junit FILE | head -1` of a grid whose table fills the pipe: the files are written before
+    anything is printed, so a reader that stops early ends the printing, not the JUnit XML (it was written after
+    the outcome table, or check's FAIL lines, and never written when they could not be printed). Unbuffered, so
+    the first line printed meets the closed pipe, as a long table does."""
+    junit, out = tmp_path / "cases.xml", tmp_path / "out"
+    words = ["--policy", "retry_new_key", "--scenario", "lost_response", "--seed-count", "1", "--junit", str(junit),
+             "--out", str(out), "--quiet"]  # fmt: skip
+    if command == "run":
+        words += ["--tracking", "none", "--no-report"]
+    proc = subprocess.run(
+        f"{shlex.quote(sys.executable)} -m harness {command} {shlex.join(words)} | true; exit ${{PIPESTATUS[0]}}",
+        shell=True,
+        executable="/bin/bash",
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.returncode == 141, proc.stderr
+    assert "<testsuites" in junit.read_text(encoding="utf-8")
+
+
 def test_a_fault_unfired_because_cases_failed_says_so(tmp_path: Path) -> None:
     """A policy that kills its worker at its first decision never lets uncertain_lookup's lookups happen: the run
     exits 1 for the harness errors, and its word on the unfired fault points at them, not at the scenario."""
