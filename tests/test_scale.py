@@ -11,6 +11,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from harness.cli import _parser, main
 from harness.limits import SEED_COUNT_MAX
@@ -158,6 +160,18 @@ def test_pieces_cover_every_seed_once_and_none_is_over_the_cap() -> None:
     assert len(pieces(Cell("p", "s", range(1, 2 * PIECE_MIN)), Path("out"), 2, "full")) == 1
     assert len(pieces(Cell("p", "s", (1, 2, 3)), Path("out"), 2, "full")) == 1
     assert len(pieces(Cell("p", "s", range(1, 2 * PIECE_MIN + 1)), Path("out"), 1, "full")) == 1
+
+
+@given(st.integers(1, 4 * PIECE_MAX), st.integers(1, 4))
+def test_no_piece_is_under_the_minimum_or_over_the_cap(n: int, concurrency: int) -> None:
+    """Whatever the cell's size: pieces of PIECE_MIN to PIECE_MAX seeds (a smaller cell is one piece), as many
+    as the processes can share, sizes as even as they come. A cell of 10,001 seeds ended in a piece of one."""
+    split = pieces(Cell("p", "s", range(1, n + 1)), Path("out"), concurrency, "compact")
+    sizes = [len(job.seeds) for job in split]
+    assert [s for job in split for s in job.seeds] == list(range(1, n + 1))
+    assert min(sizes) >= min(n, PIECE_MIN) and max(sizes) <= PIECE_MAX
+    assert max(sizes) - min(sizes) <= 1
+    assert len(split) >= min(concurrency, n // PIECE_MIN)
 
 
 def test_the_piece_with_a_cells_lowest_seeds_draws_its_timelines_and_no_other_does() -> None:

@@ -578,14 +578,16 @@ def pieces(
     given in increasing order; the report draws whatever is still missing at the end."""
     seeds = cell.seeds
     shared = max(1, min(concurrency, len(seeds) // PIECE_MIN))  # pieces for the processes to share
-    size = max(1, min(PIECE_MAX, -(-len(seeds) // shared)))
-    parts = -(-len(seeds) // size)
-    drawn_first = timelines and (parts == 1 or max(seeds[:size]) < min(seeds[size:]))
+    parts = max(shared, -(-len(seeds) // PIECE_MAX))
+    # As even as they come: sizes differ by one at most, so the last is never a remainder under PIECE_MIN.
+    size, longer = divmod(len(seeds), parts)
+    starts = [n * size + min(n, longer) for n in range(parts + 1)]
+    drawn_first = timelines and (parts == 1 or max(seeds[: starts[1]]) < min(seeds[starts[1] :]))
     return [
         CellJob(
             cell.policy_spec,
             cell.scenario_spec,
-            seeds[start : start + size],
+            seeds[starts[n] : starts[n + 1]],
             out,
             part=n,
             parts=parts,
@@ -593,7 +595,7 @@ def pieces(
             timelines=drawn_first and n == 0,
             case_timeout_s=case_timeout_s,
         )
-        for n, start in enumerate(range(0, len(seeds), size))
+        for n in range(parts)
     ]
 
 
