@@ -431,6 +431,21 @@ def test_the_report_keeps_the_runs_order_of_scenarios(tmp_path: Path, capsys: py
     assert ">changed_task seed 1: incorrect</a>" in verdicts
 
 
+def test_seeds_given_out_of_order_name_the_same_case_in_the_run_and_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--seed 2 --seed 1`: the run named seed 2 (the first it ran) and the page seed 1 (the lowest). Both name
+    the lowest seed of the worst outcome."""
+    out = tmp_path / "run"
+    grid = ["--policy", "retry_new_key", "--scenario", "lost_response", "--seed", "2", "--seed", "1"]
+    assert main(["run", *grid, "--tracking", "none", "--out", str(out)]) == 0
+    named = capsys.readouterr().out.split("worst outcome first):\n", 1)[1].splitlines()
+    assert named[0].split()[0] == "incorrect" and named[0].endswith("--scenario lost_response --seed 1"), named
+    verdicts = (out / "report.html").read_text()
+    verdicts = verdicts[verdicts.index('id="verdicts"') :]
+    assert ">lost_response seed 1: incorrect</a>" in verdicts
+
+
 def test_the_verdicts_first_failure_is_the_runs_and_a_harness_error_is_shown(tmp_path: Path) -> None:
     """The verdict's first failure was the first failing row as files sort (seed 10 before seed 9), and a policy
     whose cases all ended in harness_error was "undecided" with nothing on the page to act on: no case, no error,

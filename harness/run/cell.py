@@ -408,27 +408,26 @@ def _identity(report: CaseReport) -> dict[str, str]:
 
 
 def _note(result: CellResult, report: CaseReport) -> None:
-    """Keep the first case of each (policy, scenario) and failing outcome, and harness errors up to the cap."""
+    """Keep the case of each (policy, scenario) and failing outcome at the lowest seed (seeds may be given in any
+    order), and harness errors up to the cap."""
     if report.outcome == "harness_error":
         result.errors += 1
         if sum(1 for n in result.notable if n.error is not None) < NOTABLE_MAX:
             result.notable.append(
                 CaseLine(report.policy, report.scenario, report.seed, report.outcome, report.reproduce, report.error)
             )
-    elif report.outcome in FAILING and not any(
-        n.policy == report.policy and n.scenario == report.scenario and n.outcome == report.outcome
-        for n in result.notable
-    ):
-        result.notable.append(
-            CaseLine(
-                report.policy,
-                report.scenario,
-                report.seed,
-                report.outcome,
-                report.reproduce,
-                policy_error=report.policy_error,
-            )
-        )
+        return
+    if report.outcome not in FAILING:
+        return
+    line = CaseLine(
+        report.policy, report.scenario, report.seed, report.outcome, report.reproduce, policy_error=report.policy_error
+    )
+    for i, n in enumerate(result.notable):
+        if n.error is None and (n.policy, n.scenario, n.outcome) == (report.policy, report.scenario, report.outcome):
+            if report.seed < n.seed:
+                result.notable[i] = line
+            return
+    result.notable.append(line)
 
 
 def cell_scenario(scenarios: Sequence[str]) -> str:
