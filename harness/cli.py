@@ -880,17 +880,37 @@ def _first_sentence(text: str, limit: int = 200) -> str:
 
 
 def _schema(args: argparse.Namespace) -> int:
-    from harness.model import CaseReport
+    from harness.present.shape import recovery_schema
+    from harness.run import UsageError
     from harness.run.files import check_writable, write_atomic
 
-    text = json.dumps(CaseReport.model_json_schema(), indent=2) + "\n"
+    text = json.dumps(recovery_schema(), indent=2) + "\n"
     if args.out:
+        if args.out.is_file() and not _is_case_schema(args.out):
+            raise UsageError(
+                f"--out {args.out}: exists and is not a schema of recovery.json; fix: give a new file name, or "
+                "remove it"
+            )
         check_writable(args.out, "--out")
         write_atomic(args.out, text)
         print(args.out)
     else:
         sys.stdout.write(text)
     return EXIT_OK
+
+
+def _is_case_schema(path: Path) -> bool:
+    """Whether an existing file is a schema ``harness schema`` wrote (an earlier one, which it may write over)."""
+    try:
+        with open(path, "rb") as handle:
+            data = json.loads(handle.read(_SCHEMA_MAX))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("title") == "CaseReport" and "properties" in data
+
+
+#: An existing file larger than this is no schema the harness wrote (its own is about 70 KB).
+_SCHEMA_MAX = 4 * 1024 * 1024
 
 
 def main(argv: Sequence[str] | None = None) -> int:

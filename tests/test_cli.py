@@ -9,7 +9,9 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -213,12 +215,84 @@ def test_schema_export_matches_the_report_model(tmp_path: Path) -> None:
     assert {"outcome", "metrics", "timeline", "reproduce"} <= set(schema["required"])
 
 
+def test_schema_out_writes_over_a_schema_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`schema --out` wrote over any file (a run's summary.csv, say) and said nothing; it writes over an earlier
+    schema, and refuses anything else in one line, leaving it as it was."""
+    other = tmp_path / "summary.csv"
+    other.write_text("policy,scenario\n")
+    assert main(["schema", "--out", str(other)]) == 2
+    assert other.read_text() == "policy,scenario\n"
+    assert "exists and is not a schema of recovery.json; fix:" in capsys.readouterr().err
+    schema = tmp_path / "schema.json"
+    schema.write_text('{"title": "CaseReport", "properties": {}}')
+    assert main(["schema", "--out", str(schema)]) == 0
+    assert json.loads(schema.read_text()) == json.loads((ROOT / "reports" / "recovery.schema.json").read_text())
+
+
 def test_committed_schema_is_current() -> None:
     """reports/recovery.schema.json is the schema the code exports (regenerate with `harness schema --out`)."""
-    from harness.model import CaseReport
+    from harness.present.shape import recovery_schema
 
     committed = json.loads((ROOT / "reports" / "recovery.schema.json").read_text())
-    assert committed == CaseReport.model_json_schema()
+    assert committed == recovery_schema()
+
+
+@pytest.mark.background_harness(*DEFAULT_RUN)
+def test_every_kind_of_entry_the_default_grid_writes_validates(background_harness: Background) -> None:
+    """The schema accepts what the harness writes: of the default grid's cases, the fewest files that hold every
+    (actor, event, data keys) its timelines show, each validated whole (all 1,134 would take 20 s)."""
+    from harness.present.shape import recovery_schema
+
+    run = background_harness.wait()
+    assert run.returncode == 0, run.stderr[-3000:]
+    validator = jsonschema.Draft202012Validator(recovery_schema())
+    seen: set[tuple[str, str, tuple[str, ...]]] = set()
+    chosen = 0
+    for path in sorted((run.out / "cases").rglob("recovery.json")):
+        report = json.loads(path.read_text())
+        shapes = {(e["actor"], e["event"], tuple(sorted(e["data"]))) for e in report["timeline"]}
+        if shapes <= seen:
+            continue
+        seen |= shapes
+        chosen += 1
+        assert not list(validator.iter_errors(report)), path
+    assert chosen >= 10 and len({(a, e) for a, e, _ in seen}) >= 40
+
+
+def test_the_schema_refuses_what_the_harness_would_not_read(tmp_path: Path) -> None:
+    """A schema that calls a file valid that the loader skips or the report cannot rebuild is no help to a user
+    who validates saved cases: another schema version, a metric the harness has no name for, a metric of the
+    wrong type, an event its actor never records, an entry's data with a key more or less, a missing key. A
+    case the harness could not judge (no metrics, why under "*") is valid."""
+    from harness.present.shape import recovery_schema
+    from harness.run.case import failed_report, run_case
+    from harness.run.plan import load_grid
+
+    validator = jsonschema.Draft202012Validator(recovery_schema())
+    (case,) = load_grid(["reconcile_and_reauthorize"], ["lost_response"], [1]).cases
+    good = json.loads(run_case(case)[0].model_dump_json())
+    assert not list(validator.iter_errors(good))
+    assert not list(validator.iter_errors(json.loads(failed_report(case, "boom").model_dump_json())))
+    send = next(i for i, e in enumerate(good["timeline"]) if e["event"] == "send" and e["data"]["kind"] == "dispatch")
+
+    def broken(change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+        report = json.loads(json.dumps(good))
+        change(report)
+        return report
+
+    for name, change in {
+        "schema_version": lambda r: r.update(schema_version=7),
+        "unknown metric": lambda r: r["metrics"].update(bogus=1),
+        "metric type": lambda r: r["metrics"].update(duplicate_effects="1"),
+        "unknown property": lambda r: r["checks"].update(bogus="true"),
+        "unknown event": lambda r: r["timeline"][0].update(event="bogus"),
+        "another actor's event": lambda r: r["timeline"][send].update(actor="worker"),
+        "a data key more": lambda r: r["timeline"][send]["data"].update(extra=1),
+        "a data key less": lambda r: r["timeline"][send]["data"].pop("digest"),
+        "another kind's keys": lambda r: r["timeline"][send]["data"].update(kind="lookup"),
+        "missing error": lambda r: r.pop("error"),
+    }.items():
+        assert list(validator.iter_errors(broken(change))), name
 
 
 @pytest.mark.parametrize(

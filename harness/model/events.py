@@ -17,7 +17,7 @@ import dataclasses
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel
 
@@ -59,6 +59,7 @@ __all__ = [
     "DispatchHeld",
     "DispatchSent",
     "EffectRecorded",
+    "EntryShape",
     "Escalated",
     "Event",
     "EventError",
@@ -94,6 +95,7 @@ __all__ = [
     "WorkerCrashed",
     "WorkerReported",
     "WorkerStarted",
+    "entry_shapes",
     "event_data",
     "parse_event",
     "types_named",
@@ -966,6 +968,26 @@ _KEYS = {cls: _keys(cls) for cls in EVENT_TYPES}
 def types_named(actor: str, event: str) -> tuple[type[Event], ...]:
     """The record types an (actor, event) name covers (several where a ``kind`` tells them apart)."""
     return tuple(_BY_NAME.get((actor, event), ()))
+
+
+class EntryShape(NamedTuple):
+    """What a timeline entry of one record type holds: its actor and event, its data's exact keys (None where a
+    command decides them), and the ``kind`` that tells it from another type of the same name (None if alone)."""
+
+    actor: str
+    event: str
+    keys: frozenset[str] | None
+    kind: object
+
+
+def entry_shapes() -> tuple[EntryShape, ...]:
+    """Every record type's entry shape, in the order the types are declared."""
+    return tuple(
+        EntryShape(
+            cls.actor, cls.event, _KEYS[cls], _kind_default(cls) if len(_BY_NAME[(cls.actor, cls.event)]) > 1 else None
+        )
+        for cls in EVENT_TYPES
+    )
 
 
 def event_data(event: Event) -> dict[str, Scalar]:

@@ -12,11 +12,12 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
-from harness.check.registry import METRICS
+from harness.check.registry import METRICS, PROPERTIES
 from harness.errors import wrong_field
 from harness.model import SCHEMA_VERSION, CaseReport
+from harness.model.events import entry_shapes
 
-__all__ = ["INPUT_COLUMNS", "MalformedCase", "checked_case"]
+__all__ = ["INPUT_COLUMNS", "MalformedCase", "checked_case", "recovery_schema"]
 
 INPUT_COLUMNS = ("policy", "policy_revision", "scenario", "scenario_revision", "seed", "task_id", "action_id")
 _REQUIRED = ("schema_version", *INPUT_COLUMNS, "outcome", "verdict", "metrics", "unknown")
@@ -54,3 +55,66 @@ def checked_case(data: object) -> dict[str, Any]:
         return _SHAPE.validate_python(data)
     except ValidationError as exc:
         raise MalformedCase(f"malformed: {wrong_field(exc)}") from None
+
+
+_JSON_TYPES = {"count": "integer", "flag": "boolean", "duration": "number"}
+
+
+def recovery_schema() -> dict[str, Any]:
+    """The JSON Schema of recovery.json, as strict as the harness reads one: every key present, this schema
+    version, the metrics and properties by name with each metric's type, and each timeline entry an event its
+    actor records, with that event's data keys (``harness replay`` and the report rebuild the records)."""
+    schema = CaseReport.model_json_schema()
+    fields = schema["properties"]
+    schema["required"] = list(fields)  # every key is written, ``error`` as null when there is none
+    fields["schema_version"] = {"const": SCHEMA_VERSION, "title": "Schema Version", "type": "integer"}
+    fields["metrics"] = {
+        "title": "Metrics",
+        "type": "object",
+        "properties": {m.name: {"type": [_JSON_TYPES[m.value], "null"]} for m in METRICS},
+        "additionalProperties": False,
+    }
+    # A case the harness could not judge says why under "*", for every metric at once.
+    fields["unknown"]["propertyNames"] = {"enum": [*(m.name for m in METRICS), "*"]}
+    fields["checks"]["propertyNames"] = {"enum": [m.name for m in PROPERTIES]}
+    entry = schema["$defs"]["Entry"]
+    shapes = entry_shapes()
+    by_actor: dict[str, list[str]] = {}
+    by_name: dict[tuple[str, str], list[Any]] = {}
+    for shape in shapes:
+        by_actor.setdefault(shape.actor, []).append(shape.event)
+        by_name.setdefault((shape.actor, shape.event), []).append(shape)
+    # Per actor, the events it records and, for the one this entry names, its data: a validator reads the
+    # branches of one actor only (one flat list of every event's branch took ten times as long to validate).
+    entry["allOf"] = [
+        {
+            "if": {"properties": {"actor": {"const": actor}}},
+            "then": {
+                "properties": {"event": {"enum": sorted(set(events))}},
+                "allOf": [
+                    {
+                        "if": {"properties": {"event": {"const": event}}},
+                        "then": {"properties": {"data": _data_shape(by_name[(actor, event)])}},
+                    }
+                    for event in dict.fromkeys(events)
+                    if any(shape.keys is not None for shape in by_name[(actor, event)])
+                ],
+            },
+        }
+        for actor, events in by_actor.items()
+    ]
+    return schema
+
+
+def _data_shape(kinds: list[Any]) -> dict[str, Any]:
+    """An entry's data: its keys exactly (a command's entry, whose command decides them, any keys), and where
+    several record types share the event's name, the ``kind`` that tells them apart."""
+    shapes = []
+    for shape in kinds:
+        data: dict[str, Any] = {}
+        if shape.keys is not None:
+            data = {"required": sorted(shape.keys), "propertyNames": {"enum": sorted(shape.keys)}}
+        if shape.kind is not None:
+            data["properties"] = {"kind": {"const": shape.kind}}
+        shapes.append(data)
+    return shapes[0] if len(shapes) == 1 else {"anyOf": shapes}
