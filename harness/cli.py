@@ -851,9 +851,10 @@ def _list() -> int:
     from harness.policy import builtin_policy_names, load_policy
     from harness.scenario import BOUNDARIES, list_scenarios, scenario_cases
 
+    policies = [(name, load_policy(name).revision) for name in builtin_policy_names()]
     print("policies:")
-    for name in builtin_policy_names():
-        print(f"  {name} (revision {load_policy(name).revision})")
+    for name, revision in policies:
+        print(f"  {name} (revision {revision})")
     print("scenarios:")
     for name in list_scenarios():
         cases = scenario_cases(name)

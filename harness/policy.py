@@ -13,6 +13,7 @@ import inspect
 import pkgutil
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Literal, Protocol, Self, cast, runtime_checkable
 
 from pydantic import PrivateAttr
@@ -281,10 +282,23 @@ class PolicyError(InputError):
     """A policy that cannot be loaded; the message is one line naming what and how to fix it."""
 
 
+#: Where the shipped policies are: beside the harness package, in a checkout and once installed alike.
+SHIPPED_POLICIES = Path(__file__).resolve().parents[1] / "policies"
+
+
 def builtin_policy_names() -> list[str]:
-    """Names of the policies shipped in the ``policies`` package, sorted."""
+    """Names of the policies shipped in the ``policies`` package, sorted. Raises ``PolicyError`` when another
+    package of that name comes first on the path (a user's own ``policies/`` folder), which would hide them."""
     import policies
 
+    found = [Path(p).resolve() for p in getattr(policies, "__path__", ())]
+    if SHIPPED_POLICIES not in found:
+        where = found[0] if found else getattr(policies, "__file__", None)
+        raise PolicyError(
+            f"the package 'policies' is imported from {where}, not the harness's own "
+            f"({SHIPPED_POLICIES}): a folder of yours named policies/ hides the shipped policies; fix: rename it "
+            "(my_policies/, say), or run from another folder"
+        )
     return sorted(m.name for m in pkgutil.iter_modules(policies.__path__) if not m.name.startswith("_"))
 
 
