@@ -330,7 +330,8 @@ def _parser(defaults: bool = True) -> argparse.ArgumentParser:
         "case",
         type=_path,
         metavar="CASE",
-        help="a recovery.json, a compact record (records-*.jsonl.gz#seed-N), or a scenario file written by explore",
+        help="a recovery.json, a compact record (records-*.jsonl.gz#seed-N), or a scenario file with 'reproduces' "
+        "(a finding written by explore, a repro file written by check, run --junit or the pytest plugin)",
     )
     report = sub.add_parser("report", help="write report.html for a run folder (tables, heatmap, timelines)")
     report.add_argument(
@@ -775,6 +776,8 @@ def _check(args: argparse.Namespace) -> int:
         write_junit(args.junit, summary.suites())
     for case in summary.failures:
         print(f"FAIL {case.policy} x {case.name}: {case.message}; reproduce: {case.reproduce or '(see the JUnit)'}")
+        for difference in case.differences:
+            print(f"  warning: its repro file does not replay to this case: {difference}")
     for note in summary.notes:
         print(note, file=sys.stderr)
     outcomes = [c.outcome for c in summary.cases if not c.passed]

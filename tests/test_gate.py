@@ -118,6 +118,29 @@ def test_an_unresolved_case_fails_the_gate(tmp_path: Path, capsys: pytest.Captur
     capsys.readouterr()
 
 
+def test_a_repro_file_that_does_not_replay_is_said_under_its_fail_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A policy that does not decide the same way twice: its FAIL line's replay command then gives another
+    outcome, and only the JUnit text said so, blaming the simulation. The console says it under the line, and
+    names the policy's decisions as the cause."""
+    (tmp_path / "flipping.py").write_text(
+        "from harness.policy import Escalate, Stop\n"
+        "class Flipping:\n"
+        "    name, revision, calls = 'flipping', '1', 0\n"
+        "    def decide(self, situation):\n"
+        "        type(self).calls += 1\n"
+        "        return Stop() if type(self).calls % 2 else Escalate(reason='unsure')\n"
+        "POLICY = Flipping()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert check("--policy", "flipping:POLICY", "--scenario", "lost_response", "--seed-count", "1") == 1
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("FAIL flipping x lost_response seed 1: abandoned"))
+    assert lines[at + 1].startswith("  warning: its repro file does not replay to this case: "), lines
+    assert "the policy did not decide the same way twice" in "\n".join(lines[at + 1 :])
+
+
 def test_explored_findings_fail_the_gate_with_their_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """With --explore each finding is a failure whose repro file is the finding; the safe policy has none."""
     junit = tmp_path / "j.xml"

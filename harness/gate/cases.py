@@ -54,6 +54,8 @@ class GateCase:
     #: ``python -m harness replay <repro file>``; None when passed.
     reproduce: str | None = None
     repro: Path | None = None
+    #: How replaying its repro file did not end in this very case (none, when it did or was not replayed).
+    differences: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -158,6 +160,7 @@ def judge(report: CaseReport, case: Case, repros: ReproFolder) -> GateCase:
         return GateCase(report.policy, name, report.outcome, status)
     path = repros.write(case.scenario, report, case.policy_spec)
     # No secret to scrub: a case report has no secret field (see harness.run.files.recovery_json).
+    differences: tuple[str, ...] = ()
     if report.outcome == "harness_error":
         # Over its budget, or its worker died: replayed here it could hang or kill the gate itself. Its reproduce
         # command runs it again in a supervised worker.
@@ -165,7 +168,8 @@ def judge(report: CaseReport, case: Case, repros: ReproFolder) -> GateCase:
         text = failure_text(report, reproduce, None, path)
     else:
         reproduce = replay_command(path)
-        text = failure_text(report, reproduce, report.reproduce, path, replay(path, supervised=False).differences)
+        differences = replay(path, supervised=False).differences
+        text = failure_text(report, reproduce, report.reproduce, path, differences)
     return GateCase(
         report.policy,
         name,
@@ -175,6 +179,7 @@ def judge(report: CaseReport, case: Case, repros: ReproFolder) -> GateCase:
         text=text,
         reproduce=reproduce,
         repro=path,
+        differences=differences,
     )
 
 
@@ -198,4 +203,5 @@ def judge_finding(finding: Finding, path: Path) -> GateCase:
         text=failure_text(report, reproduce, also, path, replayed.differences),
         reproduce=reproduce,
         repro=path,
+        differences=replayed.differences,
     )

@@ -273,7 +273,10 @@ def _replay_scenario(path: Path, supervised: bool) -> Replay:
     if set(violated) != set(wanted.properties):
         differences.append(f"violated properties: recorded {list(wanted.properties)}, now {list(violated)}")
     if again and recovery_json(report) != recovery_json(again[0]):
-        differences.append("two runs of the case gave different evidence (the simulation is not deterministic)")
+        differences.append(
+            "two runs of the case gave different evidence: the policy did not decide the same way twice (it must "
+            "decide from the Situation alone: nothing kept between calls, no randomness or clock of its own)"
+        )
     return Replay(report, not differences, tuple(printable(d) for d in differences))
 
 
