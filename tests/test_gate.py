@@ -234,6 +234,30 @@ def test_assert_recovers_raises_for_a_bad_policy_and_returns_for_a_good_one(tmp_
         assert_recovers(BlindRetry("orphan", "1", RetryNewKey()), scenarios=["lost_response"], seeds=[1])
 
 
+def test_assert_recovers_takes_out_as_text_and_names_a_scenario_file_by_its_whole_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`out` given as text made a TypeError the first time a case failed, hiding the failure; a file for `out`
+    made a bare NotADirectoryError; a scenario given by a relative path gave commands that ran only from where
+    the suite ran. Text is a folder's path, a file or a non-path is refused in one line before anything runs,
+    and the commands name the scenario file by its whole path."""
+    scenario = tmp_path / "scen" / "mine.yaml"
+    scenario.parent.mkdir()
+    scenario.write_text(
+        (ROOT / "scenarios" / "lost_response.yaml").read_text().replace("name: lost_response", "name: mine")
+    )
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(PolicyDoesNotRecover) as raised:
+        assert_recovers("retry_new_key", scenarios=["scen/mine.yaml"], seeds=[1], out=str(tmp_path / "o"))
+    (failure,) = raised.value.failures
+    assert failure.repro is not None and failure.repro.is_relative_to(tmp_path / "o") and failure.repro.is_file()
+    assert f"--scenario {scenario} --seed 1" in failure.text
+    (tmp_path / "afile").write_text("")
+    for out, says in ((tmp_path / "afile", "is a file; fix: give a folder"), (7, "7 is not a folder's path")):
+        with pytest.raises(InputError, match=f"assert_recovers: argument 'out': .*{says}"):
+            assert_recovers("retry_new_key", scenarios=["lost_response"], seeds=[1], out=out)  # type: ignore[arg-type]
+
+
 def pytest_in(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``python -m pytest ARGS`` in ``folder`` (a folder with no test file): the plugin comes from its entry point.
     ``folder`` is the rootdir: a stray setup.py or tox.ini above it (in /tmp, say) would move the rootdir there and
@@ -280,6 +304,22 @@ def test_pytest_plugin_fails_an_unsafe_policy_with_the_junit_text_and_passes_a_s
     assert none.returncode == 5 and "no tests ran" in none.stdout
     bad = pytest_in(empty, "-q", "--harness-policy", "nosuch")
     assert bad.returncode == 4 and "ERROR: harness: unknown policy 'nosuch'; fix:" in bad.stderr
+
+
+def test_the_plugin_refuses_an_empty_out_and_names_a_scenario_file_by_its_whole_path(tmp_path: Path) -> None:
+    """`--harness-out ""` (an unset variable in a CI script) quietly put the repro files in a temporary folder,
+    where the CI's upload of them found nothing; a scenario given by a relative path gave a command that ran only
+    from the suite's folder."""
+    (tmp_path / "scen").mkdir()
+    (tmp_path / "scen" / "mine.yaml").write_text(
+        (ROOT / "scenarios" / "lost_response.yaml").read_text().replace("name: lost_response", "name: mine")
+    )
+    empty = pytest_in(tmp_path, "-q", "--harness-policy", "retry_new_key", "--harness-out", "")
+    assert empty.returncode == 4 and "ERROR: harness: --harness-out: an empty path; fix:" in empty.stderr
+    proc = pytest_in(tmp_path, "-q", "--harness-policy", "retry_new_key", "--harness-scenario", "scen/mine.yaml",
+                     "--harness-seed-count", "1")  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"--scenario {tmp_path / 'scen' / 'mine.yaml'} --seed 1" in proc.stdout
 
 
 def test_the_plugin_loads_nothing_of_the_harness_until_asked() -> None:

@@ -92,6 +92,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from harness.limits import CASE_TIMEOUT_MAX_S
     from harness.run import load_grid
     from harness.run.files import check_new_or_empty
+    from harness.run.plan import absolute
     from harness.scenario import list_scenarios
 
     count: int = config.getoption("harness_seed_count")
@@ -102,7 +103,8 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(
             f"--harness-case-timeout {budget:g} is outside 0..{CASE_TIMEOUT_MAX_S:g}; fix: give seconds in range"
         )
-    scenarios: list[str] = config.getoption("harness_scenario") or list_scenarios()
+    # A scenario file's path made absolute, as the command line makes it: a failure's commands run anywhere.
+    scenarios = [absolute(s) for s in config.getoption("harness_scenario") or list_scenarios()]
     cases: dict[str, tuple[Case, ...]] = {}
     try:
         for spec in dict.fromkeys(specs):
@@ -112,6 +114,10 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"harness: {exc}") from None
     config.stash[_CASES] = cases
     out: str | None = config.getoption("harness_out")
+    if out is not None and not out.strip():  # an unset variable in a CI script ("--harness-out $REPROS")
+        raise pytest.UsageError(
+            "harness: --harness-out: an empty path; fix: give a folder, or leave the option out for a temporary one"
+        )
     if out:
         try:  # as `harness check --out`: repro files never mix with what another run left there
             check_new_or_empty(Path(out), "--harness-out")

@@ -8,6 +8,7 @@ file for each that does not.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -27,7 +28,7 @@ from harness.model import CaseReport
 from harness.policy import Policy, builtin_policy_names, load_policy
 from harness.run import GridOptions, GridSummary, load_grid, plan_cells, run_case, run_grid
 from harness.run.files import read_reports
-from harness.run.plan import Case, UsageError
+from harness.run.plan import Case, UsageError, absolute
 from harness.scenario import list_scenarios
 from harness.seeds import DEFAULT_SEEDS, SEED_MAX
 from harness.version import __version__
@@ -300,27 +301,43 @@ def assert_recovers(
     policy: str | Policy,
     scenarios: Sequence[str] | None = None,
     seeds: Sequence[int] = DEFAULT_SEEDS,
-    out: Path | None = None,
+    out: str | os.PathLike[str] | None = None,
 ) -> tuple[GateCase, ...]:
     """Run ``policy`` over ``scenarios`` (default: every shipped one) at ``seeds``, in this process, and raise
     ``PolicyDoesNotRecover`` (an ``AssertionError``) unless every case is correct or escalated.
 
     ``policy`` is a shipped name, ``package.module:attr``, or a policy object defined at module level (the
     module is found, so that a repro file can load it again). Each failing case gets a repro file in ``out``
-    (default: a new temporary folder) and its reproduce command in the message. Returns every case's verdict
-    when all pass. Raises ``InputError`` (a ``ValueError``) for an unknown policy or scenario, and for ``seeds``
-    that are none (nothing would be shown) or not seeds as ``--seed`` takes them (whole numbers 0..2**63-1).
+    (a folder, as a path or text; default: a new temporary folder) and its reproduce command in the message.
+    Returns every case's verdict when all pass. Raises ``InputError`` (a ``ValueError``) for an unknown policy or
+    scenario, for ``seeds`` that are none (nothing would be shown) or not seeds as ``--seed`` takes them (whole
+    numbers 0..2**63-1), and for an ``out`` that is no folder's path.
     """
     checked = _checked_seeds(seeds, "assert_recovers: argument 'seeds'")
+    folder = _checked_out(out, "assert_recovers: argument 'out'")
     spec = policy if isinstance(policy, str) else _spec_of(policy)
     chosen = [scenarios] if isinstance(scenarios, str) else list(scenarios or list_scenarios())
-    grid = load_grid([spec], chosen, checked)
-    repros = ReproFolder(out, prefix="harness-recovers-")
+    # A scenario file's path made absolute, as the command line makes it: the failure's commands run anywhere.
+    grid = load_grid([spec], [absolute(s) for s in chosen], checked)
+    repros = ReproFolder(folder, prefix="harness-recovers-")
     verdicts = tuple(judge(run_case(case)[0], case, repros) for case in grid.cases)
     failures = [v for v in verdicts if not v.passed]
     if failures:
         raise PolicyDoesNotRecover(grid.policies[0], failures, len(verdicts))
     return verdicts
+
+
+def _checked_out(out: object, where: str) -> Path | None:
+    """``out`` as a folder's path (None: a temporary folder); ``InputError`` naming ``where`` when it is neither a
+    path nor text, is empty, or is a file. The folder may hold earlier repro files: a test suite reruns."""
+    if out is None:
+        return None
+    if not isinstance(out, str | os.PathLike) or not os.fspath(out):
+        raise InputError(f"{where}: {_shown(out)} is not a folder's path; fix: give a path, as out=tmp_path / 'repro'")
+    folder = Path(out)
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"{where}: {folder} is a file; fix: give a folder")
+    return folder
 
 
 def _checked_seeds(seeds: object, where: str) -> list[int]:
