@@ -167,3 +167,24 @@ def test_an_exploration_holds_its_folder_while_it_runs_and_leaves_no_lock(
     assert first.returncode == 1, err  # retry_new_key has findings
     assert json.loads((out / "explore.json").read_text())["policies"] == ["retry_new_key"]
     assert not (out / ".lock").exists()
+
+
+def test_a_folder_for_a_scenario_and_a_long_policy_name_say_what_to_give(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--scenario scen`, a folder of the user's, was an unknown scenario with the list of shipped ones; a policy
+    name of 65 characters was 'not safe' without the limit. And a run refused for its input, without --out, left
+    an empty reports/runs/ behind in the folder it was started from."""
+    (tmp_path / "scen").mkdir()
+    (tmp_path / "long.py").write_text(
+        "from harness.policy import Stop\n"
+        "class P:\n    name, revision = 'a' * 65, '1'\n    def decide(self, situation):\n        return Stop()\n"
+        "POLICY = P()\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    said = _refused(capsys, ["run", "--policy", "retry_new_key", "--scenario", "scen", "--tracking", "none"])
+    assert "scenario 'scen': is a folder, not a scenario; fix: give one of its files, as scen/<name>.yaml" in said
+    said = _refused(capsys, ["check", "--policy", "long:POLICY", "--scenario", "lost_response"])
+    assert "fix: use 1 to 64 lower case letters, digits" in said
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["long.py", "scen"]

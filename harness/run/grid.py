@@ -175,6 +175,10 @@ def check_project(project: str) -> None:
         raise UsageError(f"--project '{project}': not a Polyaxon project name; fix: use [owner/]name in lower case")
 
 
+#: Where a run without ``--out`` goes, under the folder it is started from.
+DEFAULT_RUNS = Path("reports") / "runs"
+
+
 def new_out(out: Path | None) -> Path:
     """Create the output folder: the given one (new or empty), or a new ``reports/runs/<UTC time>[-n]``."""
     if out is not None:
@@ -185,7 +189,7 @@ def new_out(out: Path | None) -> Path:
             raise UsageError(f"--out {out}: cannot create it ({exc.strerror}); fix: give a writable folder") from exc
         return out
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    base = Path("reports") / "runs"
+    base = DEFAULT_RUNS
     base.mkdir(parents=True, exist_ok=True)
     for n in range(1000):
         candidate = base / (stamp if n == 0 else f"{stamp}-{n}")
@@ -231,13 +235,18 @@ def begin(out: Path | None, argv: Sequence[str]) -> Claim:
 
 
 def abandon(hold: Claim, created: bool) -> None:
-    """Undo ``begin`` after bad input: nothing of the run is left (the folder too, if this run made it)."""
+    """Undo ``begin`` after bad input: nothing of the run is left (the folder too, if this run made it, and the
+    default folder's ``reports/runs`` when nothing else is in them)."""
     hold.release()
     for name in (REQUEST, LOCK_FILE):
         (hold.out / name).unlink(missing_ok=True)
     if created:
-        with contextlib.suppress(OSError):
-            hold.out.rmdir()
+        made = [hold.out]
+        if hold.out.parent == DEFAULT_RUNS:
+            made += [DEFAULT_RUNS, DEFAULT_RUNS.parent]
+        with contextlib.suppress(OSError):  # one that holds anything stays, and so do those above it
+            for folder in made:
+                folder.rmdir()
 
 
 @dataclass(frozen=True, slots=True)

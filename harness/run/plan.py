@@ -57,7 +57,7 @@ def load_grid(policy_specs: Sequence[str], scenario_specs: Sequence[str], seeds:
         if not re.match(SAFE_NAME, policy.name):
             raise PolicyError(
                 f"policy '{spec}': name '{policy.name}' is not safe for file and run names; "
-                "fix: use lower case letters, digits, '_' or '-'"
+                "fix: use 1 to 64 lower case letters, digits, '_' or '-', starting with a letter or digit"
             )
     scenarios = {
         case_spec: scenario for spec in dict.fromkeys(scenario_specs) for case_spec, scenario in scenario_cases(spec)

@@ -424,6 +424,11 @@ def resolve_scenario(spec: str, directory: Path | None = None) -> Path:
         printed = _printed_case(spec, directory)
         if printed is not None:  # scenario_cases takes this spelling; a path is a whole scenario's
             raise ScenarioError(f"'{shown(spec)}' names a case, not a scenario; fix: write {shown(printed[0])}")
+        if Path(spec).is_dir():  # a folder of the user's, named without a slash: not a shipped name either
+            raise ScenarioError(
+                f"scenario '{shown(spec)}': is a folder, not a scenario; fix: give one of its files, as "
+                f"{shown(spec)}/<name>.yaml (--scenario once per file)"
+            )
         known = ", ".join(list_scenarios(directory)) or "(none)"
         raise ScenarioError(f"unknown scenario '{shown(spec)}'; fix: use one of {known}, or a path to a YAML file")
     return path
