@@ -880,7 +880,11 @@ def _first_sentence(text: str, limit: int = 200) -> str:
     stops = re.finditer(r"(?<!\.)\.(?!\.) ", words)
     end = next((m for m in stops if not paired or words.count('"', 0, m.start()) % 2 == 0), None)
     first = words if end is None else words[: end.start() + 1]
-    return first if len(first) <= limit else f"{first[: limit - 3].rstrip()}..."
+    if len(first) <= limit:
+        return first
+    cut = first[: limit - 3]
+    # At a word: the last space before the limit, unless there is none (one long word is cut where it must be).
+    return f"{(cut.rsplit(' ', 1)[0] if ' ' in cut else cut).rstrip()}..."
 
 
 def _schema(args: argparse.Namespace) -> int:

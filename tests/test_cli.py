@@ -201,6 +201,8 @@ def test_a_first_sentence_ends_at_a_full_stop_outside_quotations() -> None:
     assert _first_sentence("Waits... then stops. Done.") == "Waits... then stops."  # an ellipsis goes on
     assert _first_sentence('A 3.5" drive fails. Then it recovers.') == 'A 3.5" drive fails.'  # a lone quote
     assert _first_sentence("x" * 250) == "x" * 197 + "..."
+    # A long first sentence is cut at a word, not inside one ("...until a ve...").
+    assert _first_sentence("word " * 60 + "end.") == ("word " * 39).rstrip() + "..."
 
 
 def test_schema_export_matches_the_report_model(tmp_path: Path) -> None:
