@@ -360,7 +360,7 @@ _WITH_RESUME = frozenset({"command", "resume", "no_report", "junit", "quiet"})
 def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from harness.gate.junit import check_junit_path
     from harness.run.folder import Request, claim
-    from harness.run.grid import RunInterrupted, begin, begun_as, resume_grid
+    from harness.run.grid import Ended, RunInterrupted, begin, begun_as, resume_grid
     from harness.run.plan import UsageError
 
     if args.resume is not None:
@@ -397,11 +397,14 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         except KeyboardInterrupt:  # before its cells ran (while it checked its inputs): as resumable as it was
             raise RunInterrupted(args.resume) from None
         if resumed is None:
-            print(f"nothing to resume: the run in {args.resume} is complete")
+            ended = Ended.read(args.resume)
+            status = _exit_status(ended.harness_errors, ended.unfired, ended.tracking_ok, junit_failed=False)
+            said = _ENDED.get(status)
+            print(f"nothing to resume: the run in {args.resume} is complete" + (f"; {said}" if said else ""))
             if args.junit:  # asked for now: the JUnit XML of the run as it stands
                 _write_junit(args.junit, begun_as(args.resume)[0], args.resume)
                 print(f"junit: {args.junit}")
-            return EXIT_OK
+            return status
         plan, options = begun_as(args.resume)
         args.junit = args.junit or options.junit  # the JUnit XML the run was asked for, written now it is complete
         return _ran(args, resumed, plan)
@@ -551,11 +554,24 @@ def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> i
             f"({c.reached_in}); {fix}",
             file=sys.stderr,
         )
-    if summary.error_count or problem is not None:
+    return _exit_status(summary.error_count, len(summary.unfired), summary.tracking.ok, problem is not None)
+
+
+def _exit_status(harness_errors: int, unfired: int, tracking_ok: bool, junit_failed: bool) -> int:
+    """A finished run's exit status (and a complete one's, resumed: the same facts, read from its run.json)."""
+    if harness_errors or junit_failed:
         return EXIT_HARNESS_ERROR
-    if summary.unfired:
+    if unfired:
         return EXIT_COVERAGE
-    return EXIT_OK if summary.tracking.ok else EXIT_TRACKING
+    return EXIT_OK if tracking_ok else EXIT_TRACKING
+
+
+#: What a complete run's exit status, given again on a resume, says of it.
+_ENDED = {
+    EXIT_HARNESS_ERROR: "it ended with harness errors (summary.csv names them), so it exits 1 again",
+    EXIT_COVERAGE: "a fault or operator event it declares fired in no case (coverage.json), so it exits 4 again",
+    EXIT_TRACKING: "its Polyaxon tracking failed, so it exits 3 again",
+}
 
 
 def _junit_problem(junit: Path, plan: Plan, out: Path) -> str | None:

@@ -484,6 +484,25 @@ def test_resume_takes_no_report_junit_and_quiet(tmp_path: Path, capsys: pytest.C
     assert junit.is_file()
 
 
+def test_a_complete_run_resumed_exits_as_it_ended(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A complete run resumed (with --junit, as a CI script retries) said "nothing to resume" and exited 0, whatever
+    the run's own status: a run that ended 4 (a declared fault fired in no case) passed its CI on the retry. It
+    exits as the run did, and says why; a run.json that is not one is refused in one line."""
+    out = tmp_path / "run"
+    grid = ["--policy", "retry_same_key", "--scenario", "uncertain_lookup", "--seed-count", "1"]
+    assert main(["run", *grid, "--tracking", "none", "--no-report", "--quiet", "--out", str(out)]) == 4
+    capsys.readouterr()
+    junit = tmp_path / "junit.xml"
+    assert main(["run", "--resume", str(out), "--junit", str(junit)]) == 4
+    assert capsys.readouterr().out == (
+        f"nothing to resume: the run in {out} is complete; a fault or operator event it declares fired in no case "
+        f"(coverage.json), so it exits 4 again\njunit: {junit}\n"
+    )
+    (out / "run.json").write_text("[]")
+    assert main(["run", "--resume", str(out)]) == 2
+    assert "run.json: not a run record the harness wrote (AttributeError); fix:" in capsys.readouterr().err
+
+
 def test_report_says_which_files_it_left_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`harness report` of a folder with an unreadable recovery.json writes the page of the others and says on
     stderr, in one line, how many files it left out and the first with why (the page lists them all)."""

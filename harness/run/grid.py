@@ -162,6 +162,30 @@ class GridSummary:
         return cases - errors, errors
 
 
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """What a complete run's exit status was made of, as its run.json keeps it (a run.json written before these
+    were kept reads as nothing wrong)."""
+
+    harness_errors: int
+    unfired: int
+    tracking_ok: bool
+
+    @classmethod
+    def read(cls, out: Path) -> Ended:
+        path = out / RUN_RECORD
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return cls(
+                int(data.get("harness_errors", 0)), int(data.get("unfired", 0)), data.get("tracking_ok") is not False
+            )
+        except (OSError, ValueError, TypeError, AttributeError) as exc:
+            raise UsageError(
+                f"{path}: not a run record the harness wrote ({type(exc).__name__}); fix: start a new run with "
+                "another --out"
+            ) from None
+
+
 def harness_errors(counts: Mapping[tuple[str, str], Counter[str]]) -> Counter[str]:
     """Per scenario, the cases (over every policy run on it) that ended in ``harness_error``."""
     errors = Counter[str]()
@@ -495,6 +519,10 @@ def _complete(
                     "tracking": options.tracking,
                     "project": options.project,
                     "polyaxon_runs": {f"{c.policy_spec} x {c.scenario_spec}": t.run_uuid for c, t in tracked if t},
+                    # What the exit status was made of, for a resume of the complete run to give it again.
+                    "harness_errors": sum(c.errors for c in cells),
+                    "unfired": sum(1 for c in coverage if c.fired == 0),
+                    "tracking_ok": note.ok,
                 },
                 indent=2,
             )
