@@ -408,3 +408,50 @@ def test_a_policy_that_asks_again_for_what_was_refused_is_correct_and_counted() 
         judgement = check(simulate(scenario, policy, 1).evidence)
         assert judgement.outcome == "correct"
         assert judgement.metrics["refusals"] == refusals and judgement.metrics["executor_finished"] is finished
+
+
+def still_in_flight(at: float, n: int) -> str:
+    return f"{at} transport still_in_flight n={n} action_id=a73 execution_id=a73-x{n}"
+
+
+def still_pending(at: float, n: int, key: str = "a73") -> str:
+    return f"{at} destination still_pending idempotency_key={key} execution_id=a73-x{n}"
+
+
+def test_an_effect_the_end_cut_off_leaves_duplicate_effects_unknown_not_zero() -> None:
+    """A dispatch still on its way when the case ended (a request delayed past settle_max_s) or an operation not
+    yet applied may still apply: with one effect already, a duplicate is not ruled out, and the count was 0 with
+    verdict true. One dispatch alone, cut off or not, cannot make two effects; a duplicate seen stays seen."""
+    one_then_cut = [dispatch(0.0, 1), dispatch(15.0, 2), applied(15.5, 2, "r2"), still_in_flight(120.0, 1)]
+    found = run("duplicate_effects", history(OPENING + "\n".join(one_then_cut)))
+    assert found.value is None and found.reason is not None
+    assert "a73-x1 (a73) still on the way or pending" in found.reason and "settle_max_s" in found.reason
+    pending = [dispatch(0.0, 1), dispatch(15.0, 2), applied(15.5, 2, "r2"), still_pending(120.0, 1)]
+    assert run("duplicate_effects", history(OPENING + "\n".join(pending))).value is None
+    both_cut = [dispatch(0.0, 1), dispatch(15.0, 2), still_in_flight(120.0, 1), still_pending(120.0, 2)]
+    assert run("duplicate_effects", history(OPENING + "\n".join(both_cut))).value is None
+    alone = [dispatch(0.0, 1), still_in_flight(120.0, 1)]
+    assert run("duplicate_effects", history(OPENING + "\n".join(alone))) == Finding(0)
+    seen = [dispatch(0.0, 1), applied(0.5, 1, "r1"), dispatch(15.0, 2), applied(15.5, 2, "r2"), dispatch(30.0, 3)]
+    found = run("duplicate_effects", history(OPENING + "\n".join([*seen, still_in_flight(120.0, 3)])))
+    assert found.value == 1 and len(found.anomalies) == 1
+    # Without the ledger, one dispatch still proves at most one effect, and two stay unknown as before.
+    assert run("duplicate_effects", history(OPENING + "\n".join(alone), visible=False)).value == 0
+
+
+def test_an_effect_the_end_cut_off_leaves_effects_after_cancel_and_false_records_unknown() -> None:
+    """A dispatch sent after a cancellation and still on its way may apply after it; an action recorded absent
+    whose dispatch is still on its way may apply after that record. Cut off, each is unknown, not 0; a dispatch
+    sent before the cancellation races with it legitimately, cut off or not."""
+    cancel = "2 controller cancel_requested task_id=release-42 revision=17 reason=x"
+    after = [dispatch(0.0, 1), applied(0.5, 1, "r1"), cancel, dispatch(15.0, 2), still_in_flight(120.0, 2)]
+    found = run("effects_after_cancel", history(OPENING + "\n".join(after)))
+    assert found.value is None and found.reason is not None and "a73-x2 (a73)" in found.reason
+    before = [dispatch(0.0, 1), cancel, still_in_flight(120.0, 1)]
+    assert run("effects_after_cancel", history(OPENING + "\n".join(before))) == Finding(0)
+    absent = "15 controller absence_recorded action_id=a73 reason=x version=1"
+    found = run("false_records", history(OPENING + "\n".join([dispatch(0.0, 1), absent, still_pending(120.0, 1)])))
+    assert found.value is None and found.reason is not None and "contradicting the recorded outcome" in found.reason
+    effect = recorded(15.0, "r1")
+    kept = [dispatch(0.0, 1), applied(0.5, 1, "r1"), effect, dispatch(16.0, 2), still_in_flight(120.0, 2)]
+    assert run("false_records", history(OPENING + "\n".join(kept))) == Finding(0)

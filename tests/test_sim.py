@@ -26,6 +26,8 @@ from harness.model.events import (
     ReplyReceived,
     ReplyUndeliverable,
     RequestRefused,
+    StillInFlight,
+    StillPending,
 )
 from harness.policy import Command, LookUp, RecordEffect, Situation, Stop, Wait, load_policy
 from harness.scenario import BOUNDARIES, DestinationSpec, FaultBase, Scenario
@@ -489,7 +491,10 @@ def test_past_the_deadline_the_case_runs_up_to_settle_max_s_and_no_further() -> 
     too_short = with_changes(scenario, settle_max_s=arrival - scenario.recovery_deadline_s - 0.25)
     history = simulate(too_short, policy, 1).evidence.history
     assert not any(isinstance(e, Received) for e in history)
-    assert history[-1].at_s < scenario.recovery_deadline_s
+    # The end says what it cut off: the request, still on its way.
+    *before, cut = history
+    assert isinstance(cut, StillInFlight) and cut.execution_id == f"{scenario.action_id}-x1"
+    assert before[-1].at_s < scenario.recovery_deadline_s
 
 
 def test_past_the_deadline_a_pending_operation_still_applies() -> None:
@@ -583,3 +588,34 @@ def test_a_policys_validation_error_is_recorded_in_one_line_whatever_its_shape()
         "ValidationError: Outer: Value error, never valid",
     ]
     assert _policy_error(KeyError("k")) == "KeyError: 'k'"
+
+
+def test_what_the_end_cuts_off_is_recorded_and_leaves_the_verdict_unknown() -> None:
+    """A request delayed past the end of the case (settle_max_s after the deadline) never arrived, and the case
+    was judged correct: its late effect was not in the evidence, and nothing said so. The end records each
+    dispatch still on its way and each operation not yet applied, and the checker leaves what they could change
+    unknown; given time to land, the same request is the duplicate it would have been."""
+    contract = {"dedupe_window_s": 20.0, "request_validity_s": None}
+    late = with_changes(
+        shipped("lost_response"),
+        destination=contract,
+        faults=[{"boundary": "request_delayed", "delay_s": 1000.0}],
+        settle_max_s=600.0,
+    )
+    policy = load_policy("retry_same_key")
+    result = simulate(late, policy, 1)
+    cut = [e for e in result.evidence.history if isinstance(e, StillInFlight)]
+    assert [(e.action_id, e.execution_id, e.n) for e in cut] == [(late.action_id, f"{late.action_id}-x1", 1)]
+    assert cut[0] is result.evidence.history[-1] and cut[0].at_s <= late.horizon_s
+    judgement = check(result.evidence)
+    assert judgement.outcome == "unresolved" and judgement.metrics["duplicate_effects"] is None
+    assert "still on the way or pending" in judgement.unknown["duplicate_effects"]
+    settled = simulate(with_changes(late, settle_max_s=2000.0), policy, 1)
+    assert not [e for e in settled.evidence.history if isinstance(e, StillInFlight | StillPending)]
+    assert check(settled.evidence).metrics["duplicate_effects"] == 1
+    held = with_changes(late, faults=[{"boundary": "apply_delayed", "delay_s": 1000.0}])
+    pending = [e for e in simulate(held, policy, 1).evidence.history if isinstance(e, StillPending)]
+    assert [e.execution_id for e in pending] == [f"{late.action_id}-x1"]
+    # Nothing is cut off where nothing is left: the policy that holds its retry while the original may land.
+    safe = simulate(late, load_policy("reconcile_and_reauthorize"), 1)
+    assert check(safe.evidence).outcome in ("correct", "escalated")

@@ -34,6 +34,8 @@ from harness.model.events import (
     RecordConflict,
     RejectionRecorded,
     ReplyReceived,
+    StillInFlight,
+    StillPending,
     TaskCompleted,
     TaskRevisionRecorded,
     VerifySent,
@@ -71,6 +73,8 @@ class Facts:
     #: Commands refused besides claims: guarded ledger writes the ledger contradicted, records of receipts the
     #: worker never observed.
     refused: list[RecordConflict | CommandRefused] = field(default_factory=list)
+    #: What the case's end cut off: dispatches still on their way, operations accepted and not yet applied.
+    unsettled: list[StillInFlight | StillPending] = field(default_factory=list)
 
     #: Built on first use, so that every question below costs a lookup or a binary search, never a rescan of
     #: the history per dispatch (a case with a thousand retries would otherwise cost a million steps).
@@ -104,6 +108,16 @@ class Facts:
                 grouped.setdefault(owner.get(effect.execution_id, "(unknown action)"), []).append(effect)
             self._effects_by_action = grouped
         return self._effects_by_action
+
+    def unsettled_by_action(self) -> dict[str, list[str]]:
+        """Per logical action, the execution IDs whose effect the case's end cut off (a dispatch on its way, an
+        operation not yet applied): whether they would have applied is not in the evidence."""
+        owner = self.action_of_execution()
+        cut: dict[str, list[str]] = {}
+        for u in self.unsettled:
+            action = u.action_id if isinstance(u, StillInFlight) else owner.get(u.execution_id, "(unknown action)")
+            cut.setdefault(action, []).append(u.execution_id)
+        return cut
 
     def _revision_index(self) -> list[int]:
         """The entry index of every task revision, in order (built on first use)."""
@@ -254,4 +268,6 @@ _VIEW: dict[type[Event], str] = {
     WorkerReported: "reports",
     RecordConflict: "refused",
     CommandRefused: "refused",
+    StillInFlight: "unsettled",
+    StillPending: "unsettled",
 }

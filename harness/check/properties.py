@@ -120,7 +120,8 @@ def duplicate_effects(f: Facts) -> Finding:
         return Finding(None, reason=f"{HIDDEN} and {listed} were sent; any of them may have applied")
     anomalies = []
     total = 0
-    for action_id, effects in sorted(f.effects_by_action().items()):
+    by_action = f.effects_by_action()
+    for action_id, effects in sorted(by_action.items()):
         total += len(effects) - 1
         if len(effects) > 1:
             receipts = ", ".join(e.receipt_id for e in effects)
@@ -131,7 +132,21 @@ def duplicate_effects(f: Facts) -> Finding:
                     detail=f"{action_id} took effect {len(effects)} times (receipts {receipts})",
                 )
             )
+    if not anomalies:
+        # One effect and one more cut off by the end, or two cut off: a duplicate the evidence cannot rule out.
+        cut = {a: ids for a, ids in f.unsettled_by_action().items() if len(by_action.get(a, ())) + len(ids) > 1}
+        if cut:
+            return Finding(None, reason=_cut_off(cut, "a second effect"))
     return Finding(total, tuple(anomalies))
+
+
+def _cut_off(cut: dict[str, list[str]], what: str) -> str:
+    """Why a property the case's end cut off is unknown: which dispatches, and what they may still do."""
+    listed = ", ".join(f"{execution} ({action})" for action, ids in sorted(cut.items()) for execution in ids)
+    return (
+        f"the case ended (settle_max_s after the deadline) with {listed} still on the way or pending at the "
+        f"destination, so {what} after the end is not in the evidence"
+    )
 
 
 def effects_after_cancel(f: Facts) -> Finding:
@@ -157,6 +172,10 @@ def effects_after_cancel(f: Facts) -> Finding:
                     detail=f"receipt {effect.receipt_id} applied for {d.execution_id}, sent after cancellation",
                 )
             )
+    if not anomalies:
+        cut = {a: late_ids for a, ids in f.unsettled_by_action().items() if (late_ids := [i for i in ids if i in late])}
+        if cut:
+            return Finding(None, reason=_cut_off(cut, "an effect after the cancellation"))
     return counted(anomalies)
 
 
@@ -248,6 +267,12 @@ def false_records(f: Facts) -> Finding:
                         f"({accepted.execution_id}, pending)",
                     )
                 )
+    if not anomalies:
+        # An action recorded rejected or absent whose dispatch the end cut off may yet apply.
+        written = {r.action_id for r in f.records if not isinstance(r, EffectRecorded)}
+        cut = {a: ids for a, ids in f.unsettled_by_action().items() if a in written}
+        if cut:
+            return Finding(None, reason=_cut_off(cut, "an effect contradicting the recorded outcome"))
     return counted(anomalies)
 
 

@@ -88,6 +88,8 @@ __all__ = [
     "ReplyTimedOut",
     "ReplyUndeliverable",
     "RequestRefused",
+    "StillInFlight",
+    "StillPending",
     "TaskCompleted",
     "TaskNotCompleted",
     "TaskRevisionRecorded",
@@ -242,6 +244,18 @@ class DispatchSent(Event):
     execution_id: str
     idempotency_key: str
     artifact: Artifact
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StillInFlight(Event):
+    """The case ended (``settle_max_s`` past the recovery deadline) with this dispatch still on its way to the
+    destination: what it would have done there is not in the evidence."""
+
+    actor: ClassVar[Actor] = "transport"
+    event: ClassVar[str] = "still_in_flight"
+    n: int
+    action_id: str
+    execution_id: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -495,6 +509,17 @@ class Accepted(Event):
 
     actor: ClassVar[Actor] = "destination"
     event: ClassVar[str] = "accepted"
+    idempotency_key: str
+    execution_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StillPending(Event):
+    """The case ended with this operation accepted and not yet applied: whether it applies is not in the
+    evidence."""
+
+    actor: ClassVar[Actor] = "destination"
+    event: ClassVar[str] = "still_pending"
     idempotency_key: str
     execution_id: str
 
@@ -859,6 +884,7 @@ AnyEvent = (
     | CommandBudgetExhausted
     | LookupTimedOut
     | DispatchSent
+    | StillInFlight
     | LookupSent
     | JobFollowSent
     | VerifySent
@@ -882,6 +908,7 @@ AnyEvent = (
     | OutcomeVerified
     | Received
     | Accepted
+    | StillPending
     | Applied
     | Rejected
     | ReplayedByDestination

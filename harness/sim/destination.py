@@ -28,6 +28,7 @@ from harness.model.events import (
     Rejected,
     ReplayedByDestination,
     RequestRefused,
+    StillPending,
 )
 from harness.policy import Verified
 from harness.scenario import DestinationSpec
@@ -92,6 +93,8 @@ class Destination:
         self._receipt_count = 0
         #: Operations accepted and not yet applied or given up: the simulation settles until none is left.
         self.pending = 0
+        #: Their requests (by identity, oldest first): what the case's end may cut off.
+        self._unapplied: dict[int, Request] = {}
 
     def handle(self, request: Request) -> Generator[simpy.Event, Any, Reply | None]:
         """Process one request; return its reply, or ``None`` when the destination never answers."""
@@ -195,9 +198,18 @@ class Destination:
             return None
         late = self._injector.hit(ApplyDelayed, request.action_id, request.n)
         self.pending += 1
+        self._unapplied[id(request)] = request
         yield self._env.timeout(late.delay_s if late is not None else self._spec.apply_s)
         self.pending -= 1
+        del self._unapplied[id(request)]
         return self._apply(operation, request)
+
+    def unsettled(self) -> list[StillPending]:
+        """A record of each operation accepted and not yet applied, as the case ends."""
+        return [
+            StillPending(idempotency_key=r.idempotency_key, execution_id=r.execution_id)
+            for r in self._unapplied.values()
+        ]
 
     def _refusal(self, request: Request, now: float) -> Literal["expired", "fenced"] | None:
         validity = self._spec.request_validity_s

@@ -18,6 +18,7 @@ from harness.model.events import (
     LookupSent,
     ReplyReceived,
     ReplyUndeliverable,
+    StillInFlight,
     VerifySent,
 )
 from harness.scenario import TransportSpec
@@ -52,6 +53,8 @@ class Transport:
         self._auditor = auditor
         #: Requests sent whose carrying has not finished: the simulation settles until none is left.
         self.in_flight = 0
+        #: Dispatches on their way to the first hop (by identity, oldest first): what the case's end may cut off.
+        self.outbound: dict[int, Request] = {}
         self._spec = spec
         self._rng = rng
         self._history = history
@@ -76,6 +79,7 @@ class Transport:
                         artifact=request.artifact,
                     )
                 )
+                self.outbound[id(request)] = request
             case "lookup":
                 self._history.record(LookupSent(n=n, action_id=action_id, idempotency_key=key))
             case "follow_job":
@@ -100,6 +104,12 @@ class Transport:
         late = self._injector.hit(delayed, request.action_id, request.n)
         return travel_s + late.delay_s if late is not None else travel_s
 
+    def unsettled(self) -> list[StillInFlight]:
+        """A record of each dispatch still on its way, as the case ends."""
+        return [
+            StillInFlight(n=r.n, action_id=r.action_id, execution_id=r.execution_id) for r in self.outbound.values()
+        ]
+
     def _carry(self, request: Request, deliver: Callable[[Reply], bool]) -> Generator[simpy.Event, Any, None]:
         try:
             yield from self._cross(request, deliver)
@@ -109,8 +119,10 @@ class Transport:
     def _cross(self, request: Request, deliver: Callable[[Reply], bool]) -> Generator[simpy.Event, Any, None]:
         outbound_s = self._crossing_s(request, RequestLost, RequestDelayed)
         if outbound_s is None:
+            self.outbound.pop(id(request), None)
             return
         yield self._env.timeout(outbound_s)
+        self.outbound.pop(id(request), None)
         # A lookup inspects the target itself; everything else goes through whatever stands in the path.
         hop = self._destination if request.kind == "lookup" else self._first_hop
         reply = yield from hop.handle(request)

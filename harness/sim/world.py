@@ -127,6 +127,10 @@ def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
         due == env.now or transport.in_flight or destination.pending or any(w.is_alive for w in workers)
     ):
         env.step()
+    # Whatever the end cut off is said, so that the checker does not take a dispatch that never arrived, or an
+    # operation never applied, for one that had no effect.
+    for record in (*transport.unsettled(), *destination.unsettled()):
+        history.record(record)
 
     visible = scenario.destination.ledger_visible
     evidence = Evidence(
