@@ -295,3 +295,82 @@ def test_resolving_a_printed_case_name_gives_its_spelling() -> None:
         "'connector_crash_points-after_effect' names a case, not a scenario; fix: write "
         "connector_crash_points@after_effect"
     )
+
+
+LOST = "{boundary: response_lost, nth: 1}"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        # An operator trigger on an actor not in the path loaded, and its event then "fired in no case", with a
+        # fix no policy could follow (a fault at such an actor's boundary was refused already).
+        (
+            "faults:",
+            "operator:\n  - {do: request_cancel, when: {after: {actor: connector, event: started}}}\nfaults:",
+            "field 'operator.0.when.after.actor': no connector is in the path, so its 'started' never comes; "
+            "fix: add 'connector: {}', or trigger on a record of another actor",
+        ),
+        # Checks across fields named '(top level)' and put their own advice before a generic one.
+        (
+            LOST,
+            "{boundary: bridge_restart}",
+            "field 'faults.0.boundary': 'bridge_restart' needs a bridge in the path; fix: add 'bridge: {}'",
+        ),
+        (
+            LOST,
+            "{boundary: response_lost, action_id: a99}",
+            "field 'faults.0.action_id': 'a99' is not an action of this scenario (a73); fix: use one of a73, or "
+            "leave it out (the scenario's)",
+        ),
+        (
+            "faults:",
+            "operator:\n  - {do: change_task, model: m9, digest: d9, action_id: a2, when: {at_s: 5}}\nfaults:",
+            "field 'operator.0': action 'a2' would need an approval to be dispatched; fix: set approved: true",
+        ),
+        (
+            "faults:",
+            "operator:\n  - {do: request_cancel, when: {at_s: 5, after: {actor: worker, event: start}}}\nfaults:",
+            "field 'operator.0.when': both or neither of 'at_s' and 'after' given; fix: give exactly one of them",
+        ),
+        # A number out of its range said only "correct the value"; a field that may be null says so.
+        (
+            "faults:",
+            "destination: {request_validity_s: 0}\nfaults:",
+            "field 'destination.request_validity_s': Input should be greater than 0; fix: give a number within "
+            "that bound, or null for none",
+        ),
+        (
+            DEADLINE,
+            "recovery_deadline_s: 100000",
+            "field 'recovery_deadline_s': Input should be less than or equal to 86400; fix: give a number within "
+            "that bound",
+        ),
+        (
+            "faults:",
+            "operator:\n  - {do: request_cancel, when: {after: {actor: worker, event: nope}}}\nfaults:",
+            "field 'operator.0.when.after': the worker records no event 'nope'; fix: use one of command, ",
+        ),
+    ],
+)
+def test_a_check_across_fields_names_its_field_and_its_own_fix(
+    tmp_path: Path, old: str, new: str, expected: str
+) -> None:
+    said = error_for(write(tmp_path, old, new))
+    assert said.startswith(expected), said
+    assert said.count("fix:") == 1
+
+
+def test_a_file_without_reproduces_is_told_every_key_replay_compares(tmp_path: Path) -> None:
+    """The fix named four of reproduces' keys; written as told, the replay then differed, for 'properties' was
+    left at none. It names them all, and what to give when there are none."""
+    from harness.run.replay import replay
+
+    path = tmp_path / "lost_response.yaml"
+    path.write_text(BASE, encoding="utf-8")
+    with pytest.raises(ScenarioError) as info:
+        replay(path)
+    said = str(info.value)
+    assert "properties: [...]}' (the properties it violates; [] for none)" in said
+    (run,) = [line for line in said.split("; ") if line.startswith("fix:")]
+    assert "policy: ..., policy_revision: ..., seed: ..., outcome: ..., properties:" in run

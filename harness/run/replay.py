@@ -257,7 +257,8 @@ def _replay_scenario(path: Path, supervised: bool) -> Replay:
     if scenario.reproduces is None:
         raise ScenarioError(
             f"{path}: field 'reproduces': missing, so which policy and seed to run is unknown; "
-            "fix: add 'reproduces: {policy: ..., policy_revision: ..., seed: ..., outcome: ...}'"
+            "fix: add 'reproduces: {policy: ..., policy_revision: ..., seed: ..., outcome: ..., properties: [...]}' "
+            "(the properties it violates; [] for none), or run it with 'harness run --scenario'"
         )
     wanted = scenario.reproduces
     (case,) = load_grid([wanted.policy], [str(path)], [wanted.seed]).cases

@@ -8,6 +8,7 @@ boundaries. Every policy sees the same scenario, so every policy meets the same 
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 from typing import Annotated, Any, get_args
 
@@ -26,7 +27,7 @@ from harness.scenario.faults import (
     FaultBase,
     Side,
 )
-from harness.scenario.messages import is_secret, locate, number_fix, placement_fix, quote_fix
+from harness.scenario.messages import allows_null, is_secret, locate, number_fix, placement_fix, quote_fix
 from harness.scenario.operator import ChangeTask, EventRef, ExpireApproval, OperatorEvent, RequestCancel, Trigger
 from harness.scenario.specs import (
     SAFE_NAME,
@@ -133,22 +134,34 @@ class Scenario(Frozen):
     def _faults_name_an_action(self) -> Scenario:
         actions = self.action_ids
         if len(set(actions)) != len(actions):
-            raise ValueError(f"action IDs must be distinct, got {', '.join(actions)}")
+            raise ValueError(
+                f"operator: action IDs must be distinct, got {', '.join(actions)}; fix: give each change_task an "
+                "action_id of its own, other than the scenario's"
+            )
         for i, fault in enumerate(self.faults):
             if fault.action_id is not None and fault.action_id not in actions:
                 raise ValueError(
-                    f"faults.{i}.action_id '{fault.action_id}' is not an action of this scenario ({', '.join(actions)})"
+                    f"faults.{i}.action_id: '{fault.action_id}' is not an action of this scenario "
+                    f"({', '.join(actions)}); fix: use one of {', '.join(actions)}, or leave it out (the scenario's)"
                 )
         return self
 
     @model_validator(mode="after")
     def _faults_have_their_actor(self) -> Scenario:
         if self.connector is not None and self.bridge is not None:
-            raise ValueError("give a connector or a bridge, not both")
+            raise ValueError("bridge: a connector and a bridge in one path; fix: give one of them, not both")
         for i, fault in enumerate(self.faults):
             if fault.needs is not None and not self.has(fault.needs):
                 raise ValueError(
-                    f"faults.{i}: '{fault.boundary}' needs a {fault.needs} in the path; add '{fault.needs}: {{}}'"
+                    f"faults.{i}.boundary: '{fault.boundary}' needs a {fault.needs} in the path; fix: add "
+                    f"'{fault.needs}: {{}}'"
+                )
+        for i, event in enumerate(self.operator):
+            after = event.when.after
+            if after is not None and after.actor in ("connector", "bridge") and not self.has(after.actor):
+                raise ValueError(
+                    f"operator.{i}.when.after.actor: no {after.actor} is in the path, so its '{after.event}' never "
+                    f"comes; fix: add '{after.actor}: {{}}', or trigger on a record of another actor"
                 )
         return self
 
@@ -197,6 +210,8 @@ _FIXES = {
     "finite_number": "write a finite number",
     "tuple_type": "write a list: one '- item' line per entry, or [a, b]",
 }
+#: Pydantic's error types for a number out of its field's range.
+_BOUNDS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"})
 #: Pydantic's words for a type, where YAML's are plainer.
 _MESSAGES = {"tuple_type": "expected a list", "dict_type": "expected a mapping of 'key: value' pairs"}
 #: The choices of each tagged list's tag, for an entry that lacks it.
@@ -222,10 +237,21 @@ def _one_line(path: Path, error: ValidationError) -> str:
         fix = number_fix(first["type"], value) or fix
     elif first["type"] == "string_type":
         fix = quote_fix(where, first.get("input")) or fix
+    elif first["type"] in _BOUNDS:
+        fix = "give a number within that bound" + (", or null for none" if allows_null(Scenario, first["loc"]) else "")
     # A misspelt field is also a missing one: that is one mistake, not two.
     others = error.error_count() - 1 - (meant is not None)
     more = f" (+{others} more)" if others > 0 else ""
     message = _MESSAGES.get(first["type"]) or str(first["msg"]).removeprefix("Value error, ")
+    if first["type"] == "value_error":
+        # A check across fields says where it looked and how to mend it: "faults.0.boundary: ...; fix: ...".
+        inside, said, rest = message.partition(": ")
+        if said and re.fullmatch(r"[a-z_]+(\.[a-z0-9_]+)*", inside):
+            field = inside if field == "(top level)" else f"{field}.{inside}"
+            message = rest
+        message, said, own_fix = message.partition("; fix: ")
+        if said:
+            fix = own_fix
     if first["type"] == "union_tag_not_found":
         tag = str(first.get("ctx", {}).get("discriminator", "")).strip("'")
         message = f"the entry has no '{tag}'"

@@ -107,6 +107,12 @@ def _holds_secret(kind: object) -> bool:
     return any(_holds_secret(arg) for arg in get_args(kind))
 
 
+def allows_null(root: type[BaseModel], loc: Sequence[int | str]) -> bool:
+    """Whether the field at pydantic's ``loc`` may be null (``float | None``): its fix may say so."""
+    kinds = _walk(root, loc)[2]
+    return bool(kinds) and type(None) in get_args(kinds[-1])
+
+
 def is_secret(root: type[BaseModel], loc: Sequence[int | str]) -> bool:
     """Whether pydantic's ``loc`` is at or inside a field whose type is a secret: its value must not be shown."""
     return any(_holds_secret(kind) for kind in _walk(root, loc)[2])

@@ -29,7 +29,7 @@ class EventRef(Frozen):
     def _known_event(self) -> EventRef:
         if self.event not in VOCABULARY[self.actor]:
             known = ", ".join(sorted(VOCABULARY[self.actor]))
-            raise ValueError(f"the {self.actor} records no event '{self.event}' (it records: {known})")
+            raise ValueError(f"the {self.actor} records no event '{self.event}'; fix: use one of {known}")
         return self
 
 
@@ -43,7 +43,7 @@ class Trigger(Frozen):
     @model_validator(mode="after")
     def _exactly_one(self) -> Trigger:
         if (self.at_s is None) == (self.after is None):
-            raise ValueError("give exactly one of 'at_s' or 'after'")
+            raise ValueError("both or neither of 'at_s' and 'after' given; fix: give exactly one of them")
         return self
 
 
@@ -67,7 +67,9 @@ class ChangeTask(_OperatorBase):
     @model_validator(mode="after")
     def _dispatched_only_if_approved(self) -> ChangeTask:
         if self.action_id is not None and not self.approved:
-            raise ValueError(f"action '{self.action_id}' would need an approval to be dispatched; set approved: true")
+            raise ValueError(
+                f"action '{self.action_id}' would need an approval to be dispatched; fix: set approved: true"
+            )
         return self
 
 
