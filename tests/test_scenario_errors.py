@@ -159,8 +159,8 @@ def test_a_secret_field_is_found_from_its_type() -> None:
 @pytest.mark.parametrize(
     ("old", "new", "expected"),
     [
-        ("nth: 1}", "nth: -1}", "field 'faults.0.nth': Input should be greater than or equal to 1; fix: correct the"
-         " value"),
+        ("nth: 1}", "nth: -1}", "field 'faults.0.nth': Input should be greater than or equal to 1; fix: give a"
+         " number within that bound"),
         ("nth: 1}", "nth: 1, delay_s: 2}", "field 'faults.0.delay_s': Extra inputs are not permitted"),
         # A key spelt like the entry's tag is the file's own: kept.
         ("nth: 1}", "nth: 1, response_lost: 2}", "field 'faults.0.response_lost': Extra inputs are not permitted"),
