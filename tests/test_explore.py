@@ -363,6 +363,15 @@ def test_a_declared_operator_event_that_never_acts_fails_the_run_and_is_noted_by
     explored = "which fired in no case of the policies explored (its trigger came in"
     assert f"{said} request_cancel after=worker.crashed nth=1, {explored} 0 cases); fix: give it a trigger" in err
     assert f"{said} expire_approval at_s=100.0 delay_s=300.0, {explored} 1 case)" in err
+    # check --explore says the same of the template as written, and says that is what it judged: its findings'
+    # schedules may fire the event, and a note "in no explored case" read as false beside them.
+    gate = ["check", *args[:4], "--seed-count", "1", "--explore", "--quiet", "--out", str(tmp_path / "gx")]
+    main(gate)
+    noted = capsys.readouterr().err
+    assert (
+        "request_cancel after=worker.crashed nth=1, which fired in no case of reconcile_and_reauthorize on the "
+        "scenario as written (exploration's schedules may change when it fires)" in noted
+    )
     assert "worker.timeout" not in err
     assert json.loads((ex / "explore.json").read_text())["unfired"] == [
         {"scenario": "quiet_operator", "event": "request_cancel after=worker.crashed nth=1"},
