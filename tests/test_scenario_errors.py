@@ -374,3 +374,14 @@ def test_a_file_without_reproduces_is_told_every_key_replay_compares(tmp_path: P
     assert "properties: [...]}' (the properties it violates; [] for none)" in said
     (run,) = [line for line in said.split("; ") if line.startswith("fix:")]
     assert "policy: ..., policy_revision: ..., seed: ..., outcome: ..., properties:" in run
+
+
+def test_the_printed_name_of_a_files_case_says_how_to_name_it() -> None:
+    """`--scenario serving_rollover-after_effect` (the name a run prints for a case of the user's own file) was an
+    unknown scenario with the shipped list; the fix now writes the name that runs it."""
+    with pytest.raises(ScenarioError) as info:
+        resolve_scenario("serving_rollover-after_effect")
+    assert str(info.value) == (
+        "unknown scenario 'serving_rollover-after_effect'; fix: name a case of your own file by its path, as "
+        "serving_rollover.yaml@after_effect (the SCENARIO-phase names are the shipped scenarios')"
+    )

@@ -455,6 +455,13 @@ def resolve_scenario(spec: str, directory: Path | None = None) -> Path:
                 f"scenario '{shown(spec)}': is a folder, not a scenario; fix: give one of its files, as "
                 f"{shown(spec)}/<name>.yaml (--scenario once per file)"
             )
+        phase = next((p for p in CONNECTOR_PHASES if spec.endswith(f"-{p}")), None)
+        if phase is not None:  # the printed name of a case of the user's own file, which is no shipped name
+            base = spec.removesuffix(f"-{phase}")
+            raise ScenarioError(
+                f"unknown scenario '{shown(spec)}'; fix: name a case of your own file by its path, as "
+                f"{shown(base)}.yaml{VARIANT}{phase} (the SCENARIO-phase names are the shipped scenarios')"
+            )
         known = ", ".join(list_scenarios(directory)) or "(none)"
         raise ScenarioError(f"unknown scenario '{shown(spec)}'; fix: use one of {known}, or a path to a YAML file")
     return path
