@@ -471,3 +471,20 @@ def test_findings_files_are_loadable_scenarios(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     with pytest.raises(ScenarioError, match=r"reproduces\.sed"):
         load_scenario(path)
+
+
+def test_a_case_counts_once_per_boundary_in_explorations_coverage(tmp_path: Path) -> None:
+    """Two faults of a template at one boundary counted a case twice: 'lookup_unavailable' was reached in 83 cases
+    of an exploration that judged 82. A case reaches a boundary, or fires it, once."""
+    doc = yaml.safe_load((SCENARIOS / "lost_response.yaml").read_text())
+    doc["name"] = "twice"
+    doc["faults"] += [{"boundary": "lookup_unavailable", "nth": 1}, {"boundary": "lookup_unavailable", "nth": 2}]
+    path = tmp_path / "twice.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    out = tmp_path / "ex"
+    args = ["--policy", "reconcile_and_reauthorize", "--scenario", str(path), "--depth", "1", "--swarm", "0"]
+    assert main(["explore", *args, "--quiet", "--tracking", "none", "--out", str(out)]) == 0
+    explored = json.loads((out / "explore.json").read_text())
+    site = explored["coverage"]["lookup_unavailable"]
+    assert site["reached"] == site["fired"] == explored["cases"] > 0
+    assert all(c["fired"] <= c["reached"] <= explored["cases"] for c in explored["coverage"].values())

@@ -439,11 +439,16 @@ def explore_job(job: ExploreJob, on_case: Callable[[int], None] | None = None) -
                 if policy.name in cases.stopped:
                     break
                 out.cases[policy.name] += 1
-                sites = out.coverage.setdefault(policy.name, {})
+                # A case counts once per boundary, however many of the schedule's faults are at it.
+                at: dict[str, tuple[bool, bool]] = {}
                 for boundary, (reached, fired) in zip(boundaries, coverage, strict=False):
+                    before = at.get(boundary, (False, False))
+                    at[boundary] = (before[0] or reached > 0, before[1] or fired > 0)
+                sites = out.coverage.setdefault(policy.name, {})
+                for boundary, (reached_here, fired_here) in at.items():
                     site = sites.setdefault(boundary, [0, 0])
-                    site[0] += reached > 0
-                    site[1] += fired > 0
+                    site[0] += reached_here
+                    site[1] += fired_here
                 if not violated:
                     continue
                 out.violating[policy.name] += 1
