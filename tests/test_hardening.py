@@ -507,17 +507,24 @@ def test_a_policy_that_fails_while_loading_is_refused_in_one_line(tmp_path: Path
 def test_a_closed_output_pipe_is_not_reported_as_a_bug() -> None:
     """`harness list | head -1`: the reader went away; exit 141 as a shell's SIGPIPE, no "internal error". The
     reader here is `true`, gone before the harness has started, so the pipe is closed at the first write."""
-    proc = subprocess.run(
-        f"{shlex.quote(sys.executable)} -m harness list | true; exit ${{PIPESTATUS[0]}}",
+    proc = _into_a_closed_pipe(["list"])
+    assert proc.returncode == 141, proc.stderr
+    assert proc.stderr == ""
+
+
+def _into_a_closed_pipe(words: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m harness WORDS | true``: the reader, ``true``, is gone before the harness starts, so the pipe is
+    closed at its first write; the harness's own exit status is returned."""
+    return subprocess.run(
+        f"{shlex.quote(sys.executable)} -m harness {shlex.join(words)} | true; exit ${{PIPESTATUS[0]}}",
         shell=True,
         executable="/bin/bash",
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=120,
+        env=env,
     )
-    assert proc.returncode == 141, proc.stderr
-    assert proc.stderr == ""
 
 
 @pytest.mark.parametrize("command", ["run", "check"])
@@ -531,16 +538,7 @@ def test_a_closed_output_pipe_does_not_cost_the_junit_file(tmp_path: Path, comma
              "--out", str(out), "--quiet"]  # fmt: skip
     if command == "run":
         words += ["--tracking", "none", "--no-report"]
-    proc = subprocess.run(
-        f"{shlex.quote(sys.executable)} -m harness {command} {shlex.join(words)} | true; exit ${{PIPESTATUS[0]}}",
-        shell=True,
-        executable="/bin/bash",
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    proc = _into_a_closed_pipe([command, *words], env={**os.environ, "PYTHONUNBUFFERED": "1"})
     assert proc.returncode == 141, proc.stderr
     assert "<testsuites" in junit.read_text(encoding="utf-8")
 
