@@ -42,6 +42,9 @@ def test_singles_cover_every_reachable_site_kind_and_contract_field() -> None:
     assert ("lookup_unavailable", 3) in faults and ("request_lost", 2) in faults and ("request_lost", 3) not in faults
     operators = operator_elements(seen)
     assert len(operators) == 2 * 3
+    # Nothing is inserted after what the end of a case records (what it cut off): no event could act then.
+    ended = Observed(2, 5, (*seen.kinds, ("transport", "still_in_flight"), ("destination", "still_pending")))
+    assert operator_elements(ended) == operators
     fields = {next(iter(dict(e.data))) for e in contract_variants(template)}
     assert fields == {
         "dedupe",

@@ -452,6 +452,9 @@ def test_an_effect_the_end_cut_off_leaves_effects_after_cancel_and_false_records
     absent = "15 controller absence_recorded action_id=a73 reason=x version=1"
     found = run("false_records", history(OPENING + "\n".join([dispatch(0.0, 1), absent, still_pending(120.0, 1)])))
     assert found.value is None and found.reason is not None and "contradicting the recorded outcome" in found.reason
+    rejected = recorded(15.0, "r0", "rejection_recorded")
+    found = run("false_records", history(OPENING + "\n".join([dispatch(0.0, 1), rejected, still_in_flight(120.0, 1)])))
+    assert found.value is None, found
     effect = recorded(15.0, "r1")
     kept = [dispatch(0.0, 1), applied(0.5, 1, "r1"), effect, dispatch(16.0, 2), still_in_flight(120.0, 2)]
     assert run("false_records", history(OPENING + "\n".join(kept))) == Finding(0)

@@ -346,6 +346,13 @@ LOST = "{boundary: response_lost, nth: 1}"
             "field 'recovery_deadline_s': Input should be less than or equal to 86400; fix: give a number within "
             "that bound",
         ),
+        # What the end of a case records comes after any operator event could act: a trigger on it never fires.
+        (
+            "faults:",
+            "operator:\n  - {do: request_cancel, when: {after: {actor: transport, event: still_in_flight}}}\nfaults:",
+            "field 'operator.0.when.after': the transport's 'still_in_flight' is recorded as the case ends, after "
+            "any operator event could act; fix: trigger on a record made while the case runs",
+        ),
         (
             "faults:",
             "operator:\n  - {do: request_cancel, when: {after: {actor: worker, event: nope}}}\nfaults:",

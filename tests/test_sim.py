@@ -616,6 +616,9 @@ def test_what_the_end_cuts_off_is_recorded_and_leaves_the_verdict_unknown() -> N
     held = with_changes(late, faults=[{"boundary": "apply_delayed", "delay_s": 1000.0}])
     pending = [e for e in simulate(held, policy, 1).evidence.history if isinstance(e, StillPending)]
     assert [e.execution_id for e in pending] == [f"{late.action_id}-x1"]
-    # Nothing is cut off where nothing is left: the policy that holds its retry while the original may land.
+    # Not over-eager: the policy that holds its retry while the original may land sent one dispatch, cut off as
+    # well, and one dispatch cannot make two effects: decided, and no violation.
     safe = simulate(late, load_policy("reconcile_and_reauthorize"), 1)
-    assert check(safe.evidence).outcome in ("correct", "escalated")
+    assert [e.execution_id for e in safe.evidence.history if isinstance(e, StillInFlight)] == [f"{late.action_id}-x1"]
+    judged = check(safe.evidence)
+    assert judged.metrics["duplicate_effects"] == 0 and judged.outcome in ("correct", "escalated")

@@ -144,8 +144,8 @@ def _cut_off(cut: dict[str, list[str]], what: str) -> str:
     """Why a property the case's end cut off is unknown: which dispatches, and what they may still do."""
     listed = ", ".join(f"{execution} ({action})" for action, ids in sorted(cut.items()) for execution in ids)
     return (
-        f"the case ended (settle_max_s after the deadline) with {listed} still on the way or pending at the "
-        f"destination, so {what} after the end is not in the evidence"
+        f"the case ended (it runs at most settle_max_s past the deadline) with {listed} still on the way or "
+        f"pending at the destination, so {what} after the end is not in the evidence"
     )
 
 

@@ -26,6 +26,7 @@ from harness.model.commands import _COMMAND, Command
 from harness.model.records import Artifact
 
 __all__ = [
+    "AT_END",
     "EVENT_TYPES",
     "VOCABULARY",
     "AbsenceRecorded",
@@ -947,9 +948,12 @@ EVENT_TYPES: tuple[type[Event], ...] = typing.get_args(AnyEvent)
 for _cls in EVENT_TYPES:
     fast_frozen_init(_cls)
 
-#: Every event name each actor records: the vocabulary operator triggers may refer to.
+#: What the end of a case records (what it cut off), after everything else: no operator event can follow it.
+AT_END: frozenset[tuple[str, str]] = frozenset((t.actor, t.event) for t in (StillInFlight, StillPending))
+#: Every event name each actor records while the case runs: the vocabulary operator triggers may refer to.
 VOCABULARY: dict[Actor, frozenset[str]] = {
-    actor: frozenset(t.event for t in EVENT_TYPES if t.actor == actor) for actor in typing.get_args(Actor)
+    actor: frozenset(t.event for t in EVENT_TYPES if t.actor == actor and (t.actor, t.event) not in AT_END)
+    for actor in typing.get_args(Actor)
 }
 
 

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from harness.model import Actor, Frozen
-from harness.model.events import VOCABULARY
+from harness.model.events import AT_END, VOCABULARY
 from harness.scenario.specs import Count, Flag, SafeName, Seconds
 
 __all__ = ["ChangeTask", "EventRef", "ExpireApproval", "OperatorEvent", "RequestCancel", "Trigger"]
@@ -27,6 +27,11 @@ class EventRef(Frozen):
 
     @model_validator(mode="after")
     def _known_event(self) -> EventRef:
+        if (self.actor, self.event) in AT_END:
+            raise ValueError(
+                f"the {self.actor}'s '{self.event}' is recorded as the case ends, after any operator event could "
+                "act; fix: trigger on a record made while the case runs"
+            )
         if self.event not in VOCABULARY[self.actor]:
             known = ", ".join(sorted(VOCABULARY[self.actor]))
             raise ValueError(f"the {self.actor} records no event '{self.event}'; fix: use one of {known}")
