@@ -491,3 +491,18 @@ def test_a_case_counts_once_per_boundary_in_explorations_coverage(tmp_path: Path
     site = explored["coverage"]["lookup_unavailable"]
     assert site["reached"] == site["fired"] == explored["cases"] > 0
     assert all(c["fired"] <= c["reached"] <= explored["cases"] for c in explored["coverage"].values())
+
+
+def test_every_property_an_exploration_counts_has_a_finding_that_shows_it() -> None:
+    """Shrinking kept any violation, and findings of one shape are one: lost_response's exploration counted
+    thousands of unauthorized dispatches and effects after a cancellation with no finding showing either (its one
+    finding was a duplicate effect). A property a violating case shows that no finding of its policy shows yet is
+    shrunk for on its own; each finding still replays to the properties it names."""
+    found = explore_job(ExploreJob(("retry_new_key",), "lost_response", 1, 0, (1,)))
+    counted = set(found.violations["retry_new_key"])
+    assert {"duplicate_effects", "unauthorized_dispatches", "effects_after_cancel"} <= counted
+    assert counted <= {p for f in found.findings for p in f.properties}
+    template, policy = shipped("lost_response"), load_policy("retry_new_key")
+    for f in found.findings:
+        judged = check(simulate(apply(template, f.schedule), policy, f.seed).evidence)
+        assert tuple(n for n, v in judged.checks.items() if v == "false") == f.properties

@@ -303,7 +303,8 @@ def test_each_delay_of_a_schedule_is_tried_shorter_in_turn() -> None:
     """Elements without a delay are passed over, not a reason to stop: here the contract change comes first."""
     start = Schedule.of([element("contract", {"fencing": True}), _delayed(5.0), CANCEL])
     assert start.elements[0].kind == "contract"
-    shorter = search._shorter_delay(RuleJudge(), RETRY, start, 7)  # type: ignore[arg-type]
+    judge = RuleJudge()
+    shorter = search._shorter_delay(start, lambda s: bool(judge(RETRY, s, 7)[1]))
     assert shorter == start.replacing(_delayed(5.0), _delayed(2.5))
 
 
@@ -386,8 +387,9 @@ def test_a_job_s_counts_are_the_sums_over_its_cases_and_each_finding_is_a_shrunk
 ) -> None:
     """Counted case by case, the simple way (simulate and check each schedule applied to the template): the
     cases and violating cases per policy, the properties violated, and per fault boundary the cases that
-    reached its site and those in which it fired (once per case, however many of its faults are at it). Each finding is what shrinking gives for the first schedule
-    that showed it, judged at its seed; no case runs at a seed the job was not given."""
+    reached its site and those in which it fired (once per case, however many of its faults are at it). Each
+    finding is what shrinking gives for the first schedule that showed it (for any violation, or for a property
+    no finding showed yet), judged at its seed; no case runs at a seed the job was not given."""
     template = shipped("request_lost")
     seeds = (1, 2)
     seen, _ = search.observe(template, [RETRY, RECONCILE], seeds)
@@ -421,12 +423,17 @@ def test_a_job_s_counts_are_the_sums_over_its_cases_and_each_finding_is_a_shrunk
     assert (job.cases, job.violating, job.violations) == (cases, violating, violations)
     assert job.coverage == coverage and all(len(sites) > 3 for sites in coverage.values())
     assert violating["retry_new_key"] > len(job.findings) > 0
+    # Every property counted is shown by a finding: shrunk for any violation first, then for each property
+    # no finding showed yet.
+    for name, counted in job.violations.items():
+        assert set(counted) <= {p for f in job.findings if f.policy == name for p in f.properties}
     own = frozenset(e.key for e in elements_of(template))
     for f in job.findings:
         assert f.seed in seeds
         policy = load_policy(f.policy_spec)
         judge = search._Judge(template)
-        assert shrink(judge, policy, every[f.first_seen], f.seed, own) == f.schedule
+        first = every[f.first_seen]
+        assert any(shrink(judge, policy, first, f.seed, own, keep=k) == f.schedule for k in (None, *f.properties))
         assert (f.policy, f.policy_revision, f.scenario, f.scenario_spec) == (
             policy.name,
             policy.revision,

@@ -362,24 +362,30 @@ def shrink(
     seed: int,
     own: frozenset[str] = frozenset(),
     memo: dict[str, Schedule] | None = None,
+    keep: str | None = None,
 ) -> Schedule:
-    """A 1-minimal schedule that still shows a violation: no single element can be removed without losing
-    every violation, and each delay is as short as halving keeps it.
+    """A 1-minimal schedule that still shows a violation (with ``keep``, a violation of that property): no single
+    element can be removed without losing every such violation, and each delay is as short as halving keeps it.
 
     Elements the template does not have (keys not in ``own``) are removed first: their smaller schedules are
     the ones exploration has already run. Shrinking is a function of the schedule alone, so ``memo`` (every
     schedule met on the way, to the minimal one it led to) changes nothing but the time it takes."""
     memo = {} if memo is None else memo
+
+    def shows(s: Schedule) -> bool:
+        violated = judge(policy, s, seed)[1]
+        return keep in violated if keep is not None else bool(violated)
+
     path: list[str] = []
     current = schedule
     while current.key not in memo:
         path.append(current.key)
         order = sorted(current.elements, key=lambda e: e.key in own)
-        smaller = next((current.without(e) for e in order if judge(policy, current.without(e), seed)[1]), None)
+        smaller = next((current.without(e) for e in order if shows(current.without(e))), None)
         if smaller is not None:
             current = smaller
             continue
-        shorter = _shorter_delay(judge, policy, current, seed)
+        shorter = _shorter_delay(current, shows)
         if shorter is None:
             memo[current.key] = current
             break
@@ -392,14 +398,14 @@ def shrink(
     return minimal
 
 
-def _shorter_delay(judge: _Judge, policy: Policy, schedule: Schedule, seed: int) -> Schedule | None:
+def _shorter_delay(schedule: Schedule, shows: Callable[[Schedule], bool]) -> Schedule | None:
     for e in schedule.elements:
         data = element_dict(e)
         delay = data.get("delay_s")
         if e.kind != "fault" or not isinstance(delay, float) or delay <= 1.0:
             continue
         halved = schedule.replacing(e, element("fault", data | {"delay_s": max(1.0, round(delay / 2, 3))}))
-        if judge(policy, halved, seed)[1]:
+        if shows(halved):
             return halved
     return None
 
@@ -423,7 +429,8 @@ def explore_job(job: ExploreJob, on_case: Callable[[int], None] | None = None) -
     judge = _Judge(template, cases, skip_unreached=job.skip_unreached, singles=added)
     found: dict[tuple[str, str], Finding] = {}
     own = frozenset(e.key for e in elements_of(template))
-    memos: dict[tuple[str, int], dict[str, Schedule]] = {(p.name, seed): {} for _, p in policies for seed in job.seeds}
+    # Per policy, seed and the property shrinking keeps (None: any violation), every schedule met to its minimal one.
+    memos: dict[tuple[str, int, str | None], dict[str, Schedule]] = {}
     for index, schedule in enumerate(schedules(template, seen, job.depth, job.swarm)):
         if len(cases.stopped) == len(policies):
             break  # every policy stopped: nothing left to explore in this job
@@ -454,24 +461,32 @@ def explore_job(job: ExploreJob, on_case: Callable[[int], None] | None = None) -
                 out.violating[policy.name] += 1
                 counts = out.violations.setdefault(policy.name, Counter())
                 counts.update(violated)
-                minimal = shrink(judge, policy, schedule, seed, own, memos[(policy.name, seed)])
-                if policy.name in cases.stopped:
-                    break  # a case failed while shrinking: what shrinking reached is not minimal
-                if (policy.name, shape(minimal)) in found:
-                    continue
-                final_outcome, final_violated, _ = judge(policy, minimal, seed)
-                found[(policy.name, shape(minimal))] = Finding(
-                    policy=policy.name,
-                    policy_spec=spec,
-                    policy_revision=policy.revision,
-                    scenario=template.name,
-                    scenario_spec=case_spec,
-                    properties=final_violated,
-                    outcome=final_outcome,
-                    seed=seed,
-                    schedule=minimal,
-                    first_seen=index,
-                )
+                # Shrunk for any violation; then, for each property it violates that no finding of this policy
+                # shows yet, for that property: every property a summary counts has a finding that shows it.
+                for keep in (None, *violated):
+                    if keep is not None and any(
+                        keep in f.properties for (p, _), f in found.items() if p == policy.name
+                    ):
+                        continue
+                    memo = memos.setdefault((policy.name, seed, keep), {})
+                    minimal = shrink(judge, policy, schedule, seed, own, memo, keep)
+                    if policy.name in cases.stopped:
+                        break  # a case failed while shrinking: what shrinking reached is not minimal
+                    if (policy.name, shape(minimal)) in found:
+                        continue
+                    final_outcome, final_violated, _ = judge(policy, minimal, seed)
+                    found[(policy.name, shape(minimal))] = Finding(
+                        policy=policy.name,
+                        policy_spec=spec,
+                        policy_revision=policy.revision,
+                        scenario=template.name,
+                        scenario_spec=case_spec,
+                        properties=final_violated,
+                        outcome=final_outcome,
+                        seed=seed,
+                        schedule=minimal,
+                        first_seen=index,
+                    )
     out.findings = sorted(found.values(), key=lambda f: (f.policy, f.first_seen))
     out.errors = judge.errors[:20]
     out.simulated = judge.simulated
