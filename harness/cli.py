@@ -548,13 +548,17 @@ def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> i
     for c in summary.unfired:
         # A case the harness could not run reached no fault: that, not the scenario, may be why this one never fired.
         _, failed = summary.finished(c.scenario)
-        fix = "fix: mend the harness errors above first; a case that did not run reached no fault" if failed else c.fix
+        fix = _MEND_FIRST if failed else c.fix
         print(
             f"harness: scenario {c.scenario} declares {c.what}, which fired in no case of this run "
             f"({c.reached_in}); {fix}",
             file=sys.stderr,
         )
     return _exit_status(summary.error_count, len(summary.unfired), summary.tracking.ok, problem is not None)
+
+
+#: The fix for a fault that fired in no case where some case did not finish (it may have fired there).
+_MEND_FIRST = "fix: mend the harness errors above first; a case that did not run reached no fault"
 
 
 def _exit_status(harness_errors: int, unfired: int, tracking_ok: bool, junit_failed: bool) -> int:
@@ -742,9 +746,11 @@ def _explore(args: argparse.Namespace) -> int:
     for error in summary.errors:
         print(f"harness error (exploration went on): {error}", file=sys.stderr)
     for u in summary.unfired:
+        # As a run says it: a case that did not finish reached no fault, so the error comes first.
+        fix = _MEND_FIRST if u.scenario in summary.stopped_in else u.fix
         print(
             f"harness: scenario {u.scenario} declares {u.what}, which fired in no case of the policies explored "
-            f"({u.reached_in}); {u.fix}",
+            f"({u.reached_in}); {fix}",
             file=sys.stderr,
         )
     if summary.tracking.message:

@@ -371,15 +371,20 @@ def _job(
 
 
 def test_a_job_reports_unfired_faults_from_its_first_shard_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every shard runs the template, but only shard 0 reports what never fired (the run adds up the shards);
-    a job in which a policy stopped reports nothing unfired (its runs are not all there)."""
+    """Every shard runs the template, but only shard 0 reports what never fired (the run adds up the shards).
+    A job in which a policy stopped reports what fired in none of the runs that finished, as a run does (the
+    summary then says to mend the error first): it reported nothing, hiding the other policies' unfired faults."""
     template, never = _firing_once_for_one_policy()
     job = _job(monkeypatch, template, depth=0, swarm=0, seeds=(1,))
     whole = job()
     assert whole.scenario == template.name and whole.schedules == 1
     assert [u.fault for u in whole.unfired] == [describe(next(f for f in template.faults if f.nth == never["nth"]))]
     assert job(shard=0, shards=2).unfired == whole.unfired and job(shard=1, shards=2).unfired == []
-    assert job(failed=((0, "over its budget"),)).unfired == []
+    # retry_new_key (the first policy) stopped at its first case: the second lost reply, which only it reached,
+    # and the ninth lost request, which no one reaches, fired in no run that finished.
+    stopped = job(failed=((0, "over its budget"),))
+    assert [u.fault for u in stopped.unfired] == [describe(f) for f in template.faults if f.nth != 1]
+    assert [s.policy for s in stopped.stuck] == ["retry_new_key"]
 
 
 def test_a_job_s_counts_are_the_sums_over_its_cases_and_each_finding_is_a_shrunk_first_sighting(

@@ -353,3 +353,23 @@ def test_work_stopped_midway_kills_its_busy_workers_at_once(tmp_path: Path) -> N
     assert (slow / "started").exists()
     time.sleep(1.5)  # it would have finished by now, had it been left to
     assert not (slow / "finished").exists()
+
+
+def test_a_stopped_policy_does_not_hide_what_the_others_never_fired(bad: Path, tmp_path: Path) -> None:
+    """One policy that hangs stopped its exploration of a template, and the fault no policy reaches went
+    unreported for all of them. It is reported, counted over the runs that finished, with the fix a run gives in
+    that case: mend the error first (a case that did not run reached no fault); the exit is 1 for the error."""
+    text = resolve_scenario("lost_response").read_text().replace("name: lost_response", "name: never")
+    path = tmp_path / "never.yaml"
+    path.write_text(text.replace("{boundary: response_lost, nth: 1}", "{boundary: response_lost, nth: 1}\n"
+                                 "  - {boundary: request_lost, nth: 9}"))  # fmt: skip
+    proc = harness("explore", "--policy", GOOD, "--policy", "badpol:LOOP", "--scenario", str(path), "--depth", "1",
+                   "--swarm", "0", "--case-timeout", "2", "--tracking", "none", "--quiet", "--out",
+                   str(tmp_path / "ex"), env={"PYTHONPATH": str(bad)})  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    said = [line for line in proc.stderr.splitlines() if "declares fault request_lost nth=9" in line]
+    assert len(said) == 1 and said[0].endswith(
+        "fix: mend the harness errors above first; a case that did not run reached no fault"
+    ), proc.stderr
+    unfired = json.loads((tmp_path / "ex" / "explore.json").read_text())["unfired"]
+    assert [u["fault"] for u in unfired] == ["request_lost nth=9"]

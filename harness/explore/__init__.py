@@ -99,6 +99,9 @@ class ExploreSummary:
     errors: list[str] = field(default_factory=list)
     #: The command that re-runs each case over its budget or whose worker died (also in its line of ``errors``).
     reproduce: list[str] = field(default_factory=list)
+    #: The templates (by name) in which such a case stopped a policy's exploration: a fault listed in ``unfired``
+    #: there may have fired in the case that did not finish.
+    stopped_in: set[str] = field(default_factory=set)
     tracking: TrackingNote = field(default_factory=lambda: TrackingNote(ok=True, message=None))
     polyaxon_runs: dict[str, str | None] = field(default_factory=dict)
     elapsed_s: float = 0.0
@@ -226,6 +229,7 @@ def explore(
             write_atomic(path, finding_yaml(templates[finding.scenario_spec], finding, n))
             rows[(by_name[finding.policy], spec_of_case[finding.scenario_spec])].findings.append((finding, path))
         stopped = _write_stuck(out, stuck, templates, options)
+        summary.stopped_in = {f.scenario for f in stuck}
         summary.errors[:0] = [line for line, _ in stopped]
         summary.reproduce = [command for _, command in stopped]
         summary.explorations = list(rows.values())

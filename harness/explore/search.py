@@ -424,7 +424,8 @@ def explore_job(job: ExploreJob, on_case: Callable[[int], None] | None = None) -
     ((case_spec, template),) = scenario_cases(job.scenario_spec)  # one case: the planner expands variants
     cases = _Cases(job.failed, on_case)
     seen, unfired = observe(template, [p for _, p in policies], job.seeds, cases)
-    out = JobResult(scenario=template.name, unfired=unfired if job.shard == 0 and not cases.stopped else [])
+    # Counted over the runs that finished: a policy stopped here ran none of the rest (the summary says so).
+    out = JobResult(scenario=template.name, unfired=unfired if job.shard == 0 else [])
     added = frozenset(e.key for e in singles(template, seen))
     judge = _Judge(template, cases, skip_unreached=job.skip_unreached, singles=added)
     found: dict[tuple[str, str], Finding] = {}
