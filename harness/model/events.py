@@ -249,8 +249,8 @@ class DispatchSent(Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StillInFlight(Event):
-    """The case ended (``settle_max_s`` past the recovery deadline) with this dispatch still on its way to the
-    destination: what it would have done there is not in the evidence."""
+    """The case ended (it runs at most ``settle_max_s`` past the recovery deadline) with this dispatch still on
+    its way to the destination: what it would have done there is not in the evidence."""
 
     actor: ClassVar[Actor] = "transport"
     event: ClassVar[str] = "still_in_flight"

@@ -151,7 +151,7 @@ class GridSummary:
         they claim to. Counted over the cases that finished (``finished``): a fault listed here may have fired in
         a case that ended in harness_error, which is why a run with any exits 1 (before 4) and says to mend those
         first."""
-        return tuple(c for c in self.coverage if c.fired == 0)
+        return unfired(self.coverage)
 
     def finished(self, scenario: str) -> tuple[int, int]:
         """How many cases of ``scenario`` (over every policy run on it) finished, and how many ended in
@@ -184,6 +184,11 @@ class Ended:
                 f"{path}: not a run record the harness wrote ({type(exc).__name__}); fix: start a new run with "
                 "another --out"
             ) from None
+
+
+def unfired(coverage: Iterable[FaultCoverage]) -> tuple[FaultCoverage, ...]:
+    """The declared faults and operator events that fired in none of the cases counted."""
+    return tuple(c for c in coverage if c.fired == 0)
 
 
 def harness_errors(counts: Mapping[tuple[str, str], Counter[str]]) -> Counter[str]:
@@ -521,7 +526,7 @@ def _complete(
                     "polyaxon_runs": {f"{c.policy_spec} x {c.scenario_spec}": t.run_uuid for c, t in tracked if t},
                     # What the exit status was made of, for a resume of the complete run to give it again.
                     "harness_errors": sum(c.errors for c in cells),
-                    "unfired": sum(1 for c in coverage if c.fired == 0),
+                    "unfired": len(unfired(coverage)),
                     "tracking_ok": note.ok,
                 },
                 indent=2,
@@ -668,12 +673,12 @@ def coverage_json(coverage: Sequence[FaultCoverage], errors: Mapping[str, int]) 
             if c.kind == kind
         ]
 
-    unfired = [c for c in coverage if c.fired == 0]
-    unknown = sum(1 for c in unfired if errors.get(c.scenario, 0))
+    never = unfired(coverage)
+    unknown = sum(1 for c in never if errors.get(c.scenario, 0))
     document = {
         "faults": rows("fault", "fault"),
         "operator_events": rows("operator", "event"),
-        "unfired": len(unfired) - unknown,
+        "unfired": len(never) - unknown,
         "unknown": unknown,
     }
     return json.dumps(document, indent=2) + "\n"

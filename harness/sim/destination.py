@@ -91,9 +91,8 @@ class Destination:
         #: Keys this process remembers for deduplication (all of the ledger's when ``dedupe`` is durable).
         self._remembered: dict[str, _Operation] = {}
         self._receipt_count = 0
-        #: Operations accepted and not yet applied or given up: the simulation settles until none is left.
-        self.pending = 0
-        #: Their requests (by identity, oldest first): what the case's end may cut off.
+        #: The requests of operations accepted and not yet applied (by identity, oldest first): the simulation
+        #: settles until none is left, and the case's end says which it cut off.
         self._unapplied: dict[int, Request] = {}
 
     def handle(self, request: Request) -> Generator[simpy.Event, Any, Reply | None]:
@@ -197,12 +196,15 @@ class Destination:
         if self._injector.hit(AcceptedNotApplied, request.action_id, request.n):
             return None
         late = self._injector.hit(ApplyDelayed, request.action_id, request.n)
-        self.pending += 1
         self._unapplied[id(request)] = request
         yield self._env.timeout(late.delay_s if late is not None else self._spec.apply_s)
-        self.pending -= 1
         del self._unapplied[id(request)]
         return self._apply(operation, request)
+
+    @property
+    def pending(self) -> int:
+        """Operations accepted and not yet applied."""
+        return len(self._unapplied)
 
     def unsettled(self) -> list[StillPending]:
         """A record of each operation accepted and not yet applied, as the case ends."""
