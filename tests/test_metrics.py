@@ -458,3 +458,22 @@ def test_an_effect_the_end_cut_off_leaves_effects_after_cancel_and_false_records
     effect = recorded(15.0, "r1")
     kept = [dispatch(0.0, 1), applied(0.5, 1, "r1"), effect, dispatch(16.0, 2), still_in_flight(120.0, 2)]
     assert run("false_records", history(OPENING + "\n".join(kept))) == Finding(0)
+
+
+def test_an_abandoned_action_no_policy_was_asked_about_says_so() -> None:
+    """When no policy decided anything about the action before the deadline, the anomaly says so, and when the
+    first recovering worker of that action started: no policy could have saved it."""
+    late_start = "\n15 worker start action_id=a73 incarnation=2 role=recovery"
+    other = "\n1 worker start action_id=a74 incarnation=2 role=recovery\n2 worker policy_error action_id=a74 error=x"
+    detail = run("abandoned_actions", history(OPENING + dispatch(0.0, 1) + other + late_start, deadline_s=12))
+    assert detail.anomalies[0].detail.endswith(
+        "; no policy was asked about it before then (the first recovering worker started at 15.0 s)"
+    )
+    never = run("abandoned_actions", history(OPENING + dispatch(0.0, 1), deadline_s=12)).anomalies[0].detail
+    assert never.endswith("; no policy was asked about it before then (no recovering worker started)")
+    # A decision before the deadline (here a failed one, at the deadline itself): the policy was asked.
+    for at in (11, 12):
+        asked = history(OPENING + dispatch(0.0, 1) + f"\n{at} worker policy_error action_id=a73 error=x", deadline_s=12)
+        assert run("abandoned_actions", asked).anomalies[0].detail.endswith("by the deadline (12 s)")
+    after = history(OPENING + dispatch(0.0, 1) + "\n12.5 worker policy_error action_id=a73 error=x", deadline_s=12)
+    assert "no policy was asked" in run("abandoned_actions", after).anomalies[0].detail

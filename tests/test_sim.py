@@ -622,3 +622,18 @@ def test_what_the_end_cuts_off_is_recorded_and_leaves_the_verdict_unknown() -> N
     assert [e.execution_id for e in safe.evidence.history if isinstance(e, StillInFlight)] == [f"{late.action_id}-x1"]
     judged = check(safe.evidence)
     assert judged.metrics["duplicate_effects"] == 0 and judged.outcome in ("correct", "escalated")
+
+
+def test_a_deadline_before_recovery_starts_is_named_in_the_abandoned_anomaly() -> None:
+    """lost_response with its deadline before the recovering worker starts (timeout 5 s, restart 10 s): every
+    policy abandons a73, and the anomaly says none was asked; with the shipped deadline a policy that gives up
+    abandons it too, but was asked."""
+    lost = shipped("lost_response")
+    early = lost.model_copy(update={"recovery_deadline_s": 12.0})
+    for name in ("reconcile_and_reauthorize", "stop_on_timeout"):
+        anomaly = check(simulate(early, load_policy(name), 1).evidence).anomalies[0]
+        assert anomaly.kind == "abandoned_action" and anomaly.detail.endswith(
+            "no policy was asked about it before then (the first recovering worker started at 15.0 s)"
+        )
+    asked = check(simulate(lost, load_policy("stop_on_timeout"), 1).evidence).anomalies[0]
+    assert asked.kind == "abandoned_action" and "no policy was asked" not in asked.detail

@@ -15,10 +15,13 @@ from harness.model import UNCERTAIN_REPLIES, Anomaly, Artifact, conclusive
 from harness.model.events import (
     AbsenceRecorded,
     ActionRecorded,
+    CommandGiven,
     DispatchSent,
     EffectRecorded,
+    PolicyFailed,
     RejectionRecorded,
     ReplyReceived,
+    WorkerStarted,
 )
 
 __all__ = [
@@ -347,10 +350,27 @@ def abandoned_actions(f: Facts) -> Finding:
             Anomaly(
                 kind="abandoned_action",
                 witnesses=(action.index,),
-                detail=f"{action_id} was neither accounted for nor escalated by the deadline ({deadline} s)",
+                detail=f"{action_id} was neither accounted for nor escalated by the deadline ({deadline} s)"
+                + _unasked(f, action_id),
             )
         )
     return counted(anomalies)
+
+
+def _unasked(f: Facts, action_id: str) -> str:
+    """Why no policy could have saved an abandoned action, when none was asked about it before the deadline
+    (a deadline earlier than the first recovering worker, say); nothing when one was."""
+    deadline = f.evidence.recovery_deadline_s
+    started = None
+    for event in f.evidence.history:
+        if getattr(event, "action_id", None) != action_id:
+            continue
+        if isinstance(event, CommandGiven | PolicyFailed) and event.at_s <= deadline:
+            return ""
+        if started is None and isinstance(event, WorkerStarted) and event.role == "recovery":
+            started = event.at_s
+    when = "no recovering worker started" if started is None else f"the first recovering worker started at {started} s"
+    return f"; no policy was asked about it before then ({when})"
 
 
 def retries_after_uncertain(f: Facts) -> Finding:
