@@ -49,7 +49,18 @@ BAD_POLICIES = textwrap.dedent(
             from harness.model import Escalate
             return Escalate(reason="r" * 1_000_000)
 
+    class Interrupt:
+        name, revision = "interrupt", "1"
+        def decide(self, situation):
+            raise KeyboardInterrupt
+
+    class Base:
+        name, revision = "base", "1"
+        def decide(self, situation):
+            raise BaseException("out of here")
+
     LOOP, OSEXIT, SYSEXIT, CHATTY = Loop(), Exit(), SysExit(), Chatty()
+    INTERRUPT, BASE = Interrupt(), Base()
     """
 )
 
@@ -77,6 +88,65 @@ def bad(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def summary_rows(out: Path) -> list[dict[str, str]]:
     with open(out / "summary.csv", newline="") as handle:
         return list(csv.DictReader(handle))
+
+
+def test_what_no_case_catches_ends_a_worker_with_its_name_and_no_traceback(bad: Path, tmp_path: Path) -> None:
+    """A policy raising KeyboardInterrupt or a bare BaseException ends its worker (nothing may catch them), and
+    the case's harness_error names what did it; nothing prints a traceback."""
+    out = tmp_path / "run"
+    policies = ("badpol:INTERRUPT", "badpol:BASE", "reconcile_and_reauthorize")
+    proc = harness(
+        "run",
+        *(arg for name in policies for arg in ("--policy", name)),
+        "--scenario",
+        "lost_response",
+        "--seed-count",
+        "1",
+        "--tracking",
+        "none",
+        "--no-report",
+        "--quiet",
+        "--out",
+        str(out),
+        env={"PYTHONPATH": str(bad)},
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    errors = {r["policy"]: r["error"] for r in summary_rows(out)}
+    assert errors == {
+        "interrupt": "the worker process exited (status 1) while running the case: KeyboardInterrupt",
+        "base": "the worker process exited (status 1) while running the case: BaseException: out of here",
+        "reconcile_and_reauthorize": "",
+    }
+
+
+def test_a_policy_that_ends_its_worker_while_explored_costs_that_case_only(bad: Path, tmp_path: Path) -> None:
+    """sys.exit or KeyboardInterrupt in a policy on an explored schedule is a harness error of that case, written
+    under errors/, and the other policy is explored as it would be alone (the exploration ran whole: it gave up
+    with 'a worker process died outside any case')."""
+    alone = harness(
+        "explore", "--policy", "retry_new_key", "--scenario", "lost_response", "--tracking", "none",
+        "--quiet", "--out", str(tmp_path / "alone"),
+    )  # fmt: skip
+    assert alone.returncode == 1, alone.stderr
+    out = tmp_path / "explored"
+    proc = harness(
+        "explore", "--policy", "badpol:SYSEXIT", "--policy", "badpol:INTERRUPT", "--policy", "retry_new_key",
+        "--scenario", "lost_response", "--tracking", "none", "--quiet", "--out", str(out),
+        env={"PYTHONPATH": str(bad)},
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert "outside any case" not in proc.stderr and "Traceback" not in proc.stderr
+    assert "sysexit seed 1: the worker process exited (status 3) while running the case: SystemExit: 3" in proc.stderr
+    assert "interrupt seed 1: the worker process exited (status 1) while running the case: KeyboardInterrupt" in (
+        proc.stderr
+    )
+    assert sorted(p.name for p in (out / "errors").iterdir()) == ["interrupt", "sysexit"]
+    findings = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.yaml") if "errors" not in p.parts)
+    assert findings == sorted(
+        p.relative_to(tmp_path / "alone").as_posix() for p in (tmp_path / "alone").rglob("*.yaml")
+    )
+    assert findings
 
 
 def test_bad_policies_become_counted_harness_errors_and_the_grid_goes_on(bad: Path, tmp_path: Path) -> None:

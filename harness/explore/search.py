@@ -136,10 +136,11 @@ class _Cases:
         if self._on_case is None:
             return work()
         self._on_case(position)
-        try:
-            return work()
-        finally:
-            self._on_case(-1)
+        # Not in a ``finally``: a case that ends its worker (a policy's ``sys.exit``) must leave the worker's
+        # position on that case, or the parent takes the death for one between cases and gives up the job.
+        result = work()
+        self._on_case(-1)
+        return result
 
 
 def observe(

@@ -140,6 +140,7 @@ def supervise(
             for worker in busy:
                 assert worker.task is not None
                 index, job = worker.task
+                ended = None
                 if worker.conn in ready:
                     try:
                         message = worker.conn.recv()
@@ -150,12 +151,15 @@ def supervise(
                         if kind == "oserror":  # a worker could not write its files (a full disk, say)
                             errno, strerror, filename = payload
                             raise OSError(errno, strerror) if filename is None else OSError(errno, strerror, filename)
-                        worker.task = None
-                        finished(index, payload)
-                        continue
-                if worker.process.is_alive() and not _overdue(worker, case_timeout_s):
+                        if kind == "ended":  # a case ended its worker, which said what did it
+                            ended = payload
+                        else:
+                            worker.task = None
+                            finished(index, payload)
+                            continue
+                if ended is None and worker.process.is_alive() and not _overdue(worker, case_timeout_s):
                     continue
-                reason = _why(worker, case_timeout_s)
+                reason = ended or _why(worker, case_timeout_s)
                 position = int(worker.where[0])
                 pool.retire(worker)
                 pool.start()
@@ -218,8 +222,33 @@ def _serve(conn: Connection, where: Any) -> None:
         except OSError as exc:  # raised again in the parent, which knows whose files they are
             conn.send(("oserror", (exc.errno, exc.strerror or str(exc), exc.filename)))
             return
+        except Exception:
+            raise  # the harness's own failure: its traceback is the report, and the parent sees the worker die
+        except BaseException as exc:  # what no case catches: a policy's sys.exit, KeyboardInterrupt, BaseException
+            code = _ended_by(exc)
+            with contextlib.suppress(OSError, ValueError):
+                conn.send(("ended", f"the worker process exited (status {code}) while running the case: {_named(exc)}"))
+            sys.stderr.flush()
+            os._exit(code)  # no traceback: the reason goes to the parent, which writes it into the case
         where[0] = -1.0
         conn.send(("done", result))
+
+
+def _ended_by(exc: BaseException) -> int:
+    """The status a process ends with when ``exc`` ends it: ``sys.exit``'s own, else 1."""
+    if isinstance(exc, SystemExit):
+        if exc.code is None:
+            return 0
+        return exc.code if isinstance(exc.code, int) else 1
+    return 1
+
+
+def _named(exc: BaseException) -> str:
+    """``SystemExit: 3``, ``KeyboardInterrupt``: what ended the worker, on one line, cut."""
+    said = " ".join(str(exc).split())
+    if len(said) > 200:
+        said = f"{said[:200]}..."
+    return f"{type(exc).__name__}: {said}" if said else type(exc).__name__
 
 
 def _die_with_parent() -> None:
