@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import re
 from pathlib import Path
 from typing import Any, get_args
@@ -99,6 +100,10 @@ def test_the_policy_example_passes_the_gate_as_the_readme_says(tmp_path: Path) -
     with open(out / "summary.csv", encoding="utf-8") as handle:
         outcomes = [row["outcome"] for row in csv.DictReader(handle)]
     assert len(outcomes) >= len(list_scenarios()) and set(outcomes) == {"correct", "escalated"}
+    # It does what its escalation says: where no lookup finds a receipt, it looked up three times first.
+    case = json.loads((out / "cases/record_or_escalate/uncertain_lookup/seed-1/recovery.json").read_text())
+    kinds = [e["data"]["kind"] for e in case["timeline"] if e["event"] == "command"]
+    assert kinds.count("look_up") == 3 and kinds[-2:] == ["escalate", "stop"], kinds
 
 
 def test_every_situation_field_and_command_is_in_the_policy_tables() -> None:
