@@ -234,6 +234,24 @@ def test_assert_recovers_raises_for_a_bad_policy_and_returns_for_a_good_one(tmp_
         assert_recovers(BlindRetry("orphan", "1", RetryNewKey()), scenarios=["lost_response"], seeds=[1])
 
 
+def test_assert_recovers_given_a_class_names_the_module_that_defines_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A policy's class passed for the policy is refused naming the module it is written in, not the first module
+    (in sorted order) that imported it."""
+    (tmp_path / "zz_home.py").write_text(
+        "from harness.policy import Stop\n\nclass Cls:\n    name, revision = 'cls', '1'\n\n"
+        "    def decide(self, situation):\n        return Stop()\n"
+    )
+    (tmp_path / "aa_alias.py").write_text("from zz_home import Cls\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import aa_alias  # noqa: F401
+    import zz_home
+
+    with pytest.raises(InputError, match=r"^policy 'zz_home:Cls': is the class Cls, not a policy object; fix: "):
+        assert_recovers(zz_home.Cls, scenarios=["lost_response"], seeds=[1], out=tmp_path / "out")
+
+
 def test_assert_recovers_takes_out_as_text_and_names_a_scenario_file_by_its_whole_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -288,7 +288,8 @@ def _spec_of(policy: Policy) -> str:
     for name in builtin_policy_names():
         if load_policy(name) is policy:
             return name
-    home = type(policy).__module__
+    # A class's home is its own module (its type's is builtins): the spec then names where it was written.
+    home = policy.__module__ if isinstance(policy, type) else type(policy).__module__
     modules = [home, *sorted(m for m in list(sys.modules) if m != home)]
     for module_name in modules:
         module = sys.modules.get(module_name)
