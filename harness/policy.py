@@ -336,8 +336,16 @@ def load_policy(spec: str) -> Policy:
         if missing is not None and (missing == module_name or module_name.startswith(f"{missing}.")):
             # The module itself (or its package) is not on the path, as from another folder than usual.
             fix = f"run from the folder that holds '{module_name.split('.')[0]}', or put that folder on PYTHONPATH"
+            package = sys.modules.get(missing.rpartition(".")[0])
             if module_name.endswith(".py"):  # a file's name given for the module's
                 fix = f"name the module without '.py', as in {module_name.removesuffix('.py')}:{attr}"
+            elif package is not None and hasattr(package, "__path__"):  # the package is there; its module is not
+                has = sorted(m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_"))
+                fix = f"'{package.__name__}' has no module '{missing.rpartition('.')[2]}': check the name" + (
+                    f" (it has {', '.join(has[:10])}{', ...' if len(has) > 10 else ''})" if has else ""
+                )
+            elif package is not None:
+                fix = f"'{package.__name__}' is a module, not a package: name a policy in it as {package.__name__}:ATTR"
         raise PolicyError(
             f"policy '{where}': cannot import '{module_name}' ({type(exc).__name__}: {reason}); fix: {fix}"
         ) from exc

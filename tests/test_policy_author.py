@@ -398,3 +398,23 @@ def test_a_module_whose_own_import_is_missing_is_told_to_check_the_module(tmp_pa
     finally:
         sys.path.remove(str(tmp_path))
     assert str(raised.value).endswith("(ModuleNotFoundError: No module named 'depmod'); fix: check the module")
+
+
+def test_a_missing_module_of_a_package_that_is_there_is_told_to_check_the_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`mine.nope:X` where `mine` imports: the folder is right and the module's name is wrong (the fix said to run
+    from the folder that holds 'mine'). `mine.good.x:X` names a module as if it were a package."""
+    package = tmp_path / "mine"
+    package.mkdir()
+    for name in ("__init__", "good", "other", "_private"):
+        (package / f"{name}.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(PolicyError) as raised:
+        load_policy("mine.nope:X")
+    assert str(raised.value).endswith("fix: 'mine' has no module 'nope': check the name (it has good, other)")
+    with pytest.raises(PolicyError) as raised:
+        load_policy("mine.good.x:X")
+    assert str(raised.value).endswith(
+        "fix: 'mine.good' is a module, not a package: name a policy in it as mine.good:ATTR"
+    )
