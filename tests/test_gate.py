@@ -141,6 +141,32 @@ def test_a_repro_file_that_does_not_replay_is_said_under_its_fail_line(
     assert "the policy did not decide the same way twice" in "\n".join(lines[at + 1 :])
 
 
+def test_a_policy_that_counts_across_cases_is_named_as_the_cause_when_its_repro_differs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A policy that counts its calls in a global and turns reckless after a few decides the same way twice in
+    a replay (it is past the count by then), yet not as recorded: the warning named only the differences."""
+    (tmp_path / "counting.py").write_text(
+        "from harness.policy import RetryNewKey, Stop\n"
+        "CALLS = 0\n"
+        "class Counting:\n"
+        "    name, revision = 'counting', '1'\n"
+        "    def decide(self, situation):\n"
+        "        global CALLS\n"
+        "        CALLS += 1\n"
+        "        return RetryNewKey() if CALLS > 2 and not situation.attempts[-1].receipt else Stop()\n"
+        "POLICY = Counting()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert check("--policy", "counting:POLICY", "--scenario", "lost_response", "--seed-count", "2") == 1
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("FAIL counting x lost_response seed 1: abandoned"))
+    warned = "\n".join(lines[at + 1 :])
+    assert "outcome: recorded abandoned, now incorrect" in warned
+    assert "the policy's revision is the one recorded, yet it decided otherwise" in warned
+    assert "did not decide the same way twice" not in warned
+
+
 def test_explored_findings_fail_the_gate_with_their_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """With --explore each finding is a failure whose repro file is the finding; the safe policy has none."""
     junit = tmp_path / "j.xml"

@@ -278,6 +278,14 @@ def _replay_scenario(path: Path, supervised: bool) -> Replay:
             "two runs of the case gave different evidence: the policy did not decide the same way twice (it must "
             "decide from the Situation alone: nothing kept between calls, no randomness or clock of its own)"
         )
+    elif differences and report.error is None and report.policy_revision == wanted.policy_revision:
+        # Twice the same here, and not as recorded: what the policy kept from the cases before the recorded one
+        # (a count on its object, a module's global) is the usual cause, when nothing else changed.
+        differences.append(
+            "the policy's revision is the one recorded, yet it decided otherwise: unless its code or the harness "
+            "changed since, it kept something from the cases run before this one (on its object or in a global), "
+            "or used randomness or a clock of its own (it must decide from the Situation alone)"
+        )
     return Replay(report, not differences, tuple(printable(d) for d in differences))
 
 
