@@ -317,16 +317,15 @@ def test_every_shipped_scenario_fires_every_fault_it_declares(tmp_path: Path) ->
 def test_a_declared_operator_event_that_never_acts_fails_the_run_and_is_noted_by_check(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """An operator event whose trigger never comes (a record no case makes, a time past the end) or that comes
-    too late to act before the end tests nothing, as an unfired fault does: it was silent, and check passed."""
+    """An operator event whose trigger never comes (a record no case makes) or that comes too late to act before
+    the recovery deadline tests nothing, as an unfired fault does: it was silent, and check passed."""
     from harness.run.cell import CellResult, FaultCoverage
 
     doc = yaml.safe_load((SCENARIOS / "lost_response.yaml").read_text())
     doc["name"] = "quiet_operator"
     doc["operator"] = [
         {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "crashed", "nth": 1}}},
-        {"do": "expire_approval", "when": {"at_s": 500}},
-        {"do": "expire_approval", "when": {"at_s": 100, "delay_s": 300}},
+        {"do": "expire_approval", "when": {"after": {"actor": "worker", "event": "timeout"}, "delay_s": 300}},
         {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "timeout", "nth": 1}}},
     ]
     path = tmp_path / "quiet_operator.yaml"
@@ -338,17 +337,16 @@ def test_a_declared_operator_event_that_never_acts_fails_the_run_and_is_noted_by
     said = "harness: scenario quiet_operator declares operator event"
     came = "which fired in no case of this run (its trigger came in"
     assert f"{said} request_cancel after=worker.crashed nth=1, {came} 0 cases); fix: give it a trigger" in err
-    assert f"{said} expire_approval at_s=100.0 delay_s=300.0, {came} 2 cases)" in err
-    assert "worker.timeout" not in err
+    assert f"{said} expire_approval after=worker.timeout nth=1 delay_s=300.0, {came} 2 cases)" in err
+    assert "request_cancel after=worker.timeout" not in err
     coverage = json.loads((out / "coverage.json").read_text())
     assert [(f["fault"], f["index"], f["fired"]) for f in coverage["faults"]] == [("response_lost", 0, 2)]
     assert [(e["event"], e["index"], e["reached"], e["fired"]) for e in coverage["operator_events"]] == [
         ("request_cancel after=worker.crashed nth=1", 1, 0, 0),
-        ("expire_approval at_s=500.0", 2, 0, 0),
-        ("expire_approval at_s=100.0 delay_s=300.0", 3, 2, 0),
-        ("request_cancel after=worker.timeout nth=1", 4, 2, 2),
+        ("expire_approval after=worker.timeout nth=1 delay_s=300.0", 2, 2, 0),
+        ("request_cancel after=worker.timeout nth=1", 3, 2, 2),
     ]
-    assert coverage["unfired"] == 3
+    assert coverage["unfired"] == 2
     # A resumed run's tally keeps which is which.
     tally = CellResult(coverage=(FaultCoverage("s", 1, "expire_approval at_s=1.0", 1, 0, "operator"),))
     assert CellResult.from_json(tally.to_json()).coverage == tally.coverage
@@ -365,7 +363,7 @@ def test_a_declared_operator_event_that_never_acts_fails_the_run_and_is_noted_by
     err = capsys.readouterr().err
     explored = "which fired in no case of the policies explored (its trigger came in"
     assert f"{said} request_cancel after=worker.crashed nth=1, {explored} 0 cases); fix: give it a trigger" in err
-    assert f"{said} expire_approval at_s=100.0 delay_s=300.0, {explored} 1 case)" in err
+    assert f"{said} expire_approval after=worker.timeout nth=1 delay_s=300.0, {explored} 1 case)" in err
     # check --explore says the same of the template as written, and says that is what it judged: its findings'
     # schedules may fire the event, and a note "in no explored case" read as false beside them.
     gate = ["check", *args[:4], "--seed-count", "1", "--explore", "--quiet", "--out", str(tmp_path / "gx")]
@@ -375,11 +373,10 @@ def test_a_declared_operator_event_that_never_acts_fails_the_run_and_is_noted_by
         "request_cancel after=worker.crashed nth=1, which fired in no case of reconcile_and_reauthorize on the "
         "scenario as written (exploration's schedules may change when it fires)" in noted
     )
-    assert "worker.timeout" not in err
+    assert "request_cancel after=worker.timeout" not in err
     assert json.loads((ex / "explore.json").read_text())["unfired"] == [
         {"scenario": "quiet_operator", "event": "request_cancel after=worker.crashed nth=1"},
-        {"scenario": "quiet_operator", "event": "expire_approval at_s=500.0"},
-        {"scenario": "quiet_operator", "event": "expire_approval at_s=100.0 delay_s=300.0"},
+        {"scenario": "quiet_operator", "event": "expire_approval after=worker.timeout nth=1 delay_s=300.0"},
     ]
 
 

@@ -453,22 +453,22 @@ def test_a_delayed_request_reaches_the_destination_that_much_later(delay_s: floa
 
 
 @pytest.mark.parametrize("recoverers", [1, 2])
-def test_a_case_ends_at_the_end_of_an_instant(lost_response: Scenario, recoverers: int) -> None:
-    """Past the deadline, an operator event set off by a worker's report, at that same instant, still happens:
-    the case runs to the end of the instant the last thing settled in, however many recovering processes the
-    worker had (one carries on in the dispatcher's process, more each run in their own)."""
+def test_an_event_set_off_past_the_deadline_does_not_act(lost_response: Scenario, recoverers: int) -> None:
+    """Past the deadline, an operator event set off by a worker's report (at that same instant) does not act,
+    however many recovering processes the worker had: its trigger came, and nothing of it is recorded (it acted
+    when the case ran on past the deadline, which only what is in flight decides)."""
     scenario = with_changes(
         lost_response,
         recovery_deadline_s=15.1,
         worker={"recoverers": recoverers},
         operator=[{"do": "expire_approval", "when": {"after": {"actor": "worker", "event": "report"}}}],
     )
-    history = simulate(scenario, load_policy("reconcile_and_reauthorize"), 1).evidence.history
-    first = next(i for i, e in enumerate(history) if e.event == "report")
-    report = history[first]
+    result = simulate(scenario, load_policy("reconcile_and_reauthorize"), 1)
+    history = result.evidence.history
+    report = next(e for e in history if e.event == "report")
     assert report.at_s > scenario.recovery_deadline_s
-    after = [(e.at_s, e.actor, e.event) for e in history[first + 1 : first + 3]]
-    assert after == [(report.at_s, "operator", "expire_approval"), (report.at_s, "controller", "approval_expired")]
+    assert result.operator_coverage == ((1, 0),)
+    assert not [e for e in history if e.actor == "operator" or e.event == "approval_expired"]
 
 
 def test_past_the_deadline_the_case_runs_up_to_settle_max_s_and_no_further() -> None:
@@ -535,23 +535,19 @@ def test_past_the_deadline_a_waiting_worker_still_reaches_it() -> None:
 
 def test_the_operator_counts_per_declared_event_whether_its_trigger_came_and_whether_it_acted() -> None:
     """Each declared event's (trigger came, acted), in the scenario's order: a trigger on a record no case makes,
-    a time past the end, a time in the run whose delay outlasts it, a record made, a record made too few times, a
-    record made whose delay outlasts the run, a time in the run, and the run's last instant."""
+    a record made, a record made too few times, a record made whose delay outlasts the deadline, a time in the
+    run, and a time just before the deadline whose delay outlasts it."""
     base = shipped("lost_response").model_dump()
     events: list[dict[str, Any]] = [
         {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "crashed"}}},
-        {"do": "expire_approval", "when": {"at_s": 500}},
-        {"do": "expire_approval", "when": {"at_s": 100, "delay_s": 300}},
         {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "timeout"}}},
         {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "timeout", "nth": 2}}},
         {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "start"}, "delay_s": 900}},
         {"do": "expire_approval", "when": {"at_s": 119}},
-        # At the very instant the run ends (its deadline): its time came, its delay did not run out.
-        {"do": "expire_approval", "when": {"at_s": 120, "delay_s": 5}},
     ]
     scenario = Scenario.model_validate({**base, "operator": events})
     result = simulate(scenario, load_policy("reconcile_and_reauthorize"), 1)
-    assert result.operator_coverage == ((0, 0), (0, 0), (1, 0), (1, 1), (0, 0), (1, 0), (1, 1), (1, 0))
+    assert result.operator_coverage == ((0, 0), (1, 1), (0, 0), (1, 0), (1, 1))
     # The events that acted left their records; the faults' coverage is its own.
     fired = [e.event for e in result.evidence.history if e.actor == "operator"]
     assert fired == ["request_cancel", "expire_approval"]
@@ -637,3 +633,22 @@ def test_a_deadline_before_recovery_starts_is_named_in_the_abandoned_anomaly() -
         )
     asked = check(simulate(lost, load_policy("stop_on_timeout"), 1).evidence).anomalies[0]
     assert asked.kind == "abandoned_action" and "no policy was asked" not in asked.detail
+
+
+def test_an_operator_event_acts_only_before_the_recovery_deadline() -> None:
+    """After the deadline the case runs on only while something is in flight, which depends on the policy: an
+    event whose trigger comes then does not act (it acted, and its new action was judged abandoned by a deadline
+    that came before the action existed). The same trigger before the deadline acts."""
+    base = shipped("late_original_in_window").model_dump()  # its first dispatch applies 30 s late
+    change = {"do": "change_task", "model": "m8", "digest": "d8", "approved": True, "action_id": "a74"}
+    after_applied = {"after": {"actor": "destination", "event": "applied"}}
+    for deadline, acted in ((20.0, 0), (120.0, 1)):
+        scenario = Scenario.model_validate(
+            {**base, "recovery_deadline_s": deadline, "operator": [{**change, "when": after_applied}]}
+        )
+        result = simulate(scenario, load_policy("stop_on_timeout"), 1)
+        applied = next(e for e in result.evidence.history if e.event == "applied")
+        assert applied.at_s > 20
+        assert result.operator_coverage == ((1, acted),)
+        actions = [e.action_id for e in result.evidence.history if e.event == "action_recorded"]
+        assert actions == (["a73", "a74"] if acted else ["a73"])

@@ -264,17 +264,23 @@ def test_a_recovering_worker_sees_when_its_approval_runs_out() -> None:
 
 
 def test_after_the_deadline_the_world_only_settles_what_is_in_flight() -> None:
-    """Once every worker has ended and nothing is in flight, the simulation stops: an operator event scheduled
-    long after the deadline never happens."""
+    """Once every worker has ended and nothing is in flight, the simulation stops: an operator event set off
+    before the deadline to act long after it never happens (its trigger came; it did not act)."""
     scenario = shipped("lost_response")
     late = scenario.recovery_deadline_s + 10.0
-    history = simulate(
-        _scenario("lost_response", operator=[{"do": "request_cancel", "when": {"at_s": late}}]),
+    result = simulate(
+        _scenario(
+            "lost_response",
+            operator=[
+                {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "timeout"}, "delay_s": late}}
+            ],
+        ),
         load_policy("reconcile_and_reauthorize"),
         1,
-    ).evidence.history
-    assert not _indexes(history, CancelRequestFired)
-    assert max(e.at_s for e in history) <= scenario.recovery_deadline_s
+    )
+    assert not _indexes(result.evidence.history, CancelRequestFired)
+    assert result.operator_coverage == ((1, 0),)
+    assert max(e.at_s for e in result.evidence.history) <= scenario.recovery_deadline_s
 
 
 def test_a_guarded_completion_needs_the_revisions_own_artifact_and_completes_a_revision_once() -> None:

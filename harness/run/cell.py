@@ -126,8 +126,8 @@ class FaultCoverage:
         if self.kind == "fault":
             return "fix: make the fault reachable, or run a policy that reaches it"
         return (
-            "fix: give it a trigger the run reaches (an entry it records, a time before it ends), or run a policy "
-            "that gets there"
+            "fix: give it a trigger the run reaches, early enough that it acts before the recovery deadline (an "
+            "event acts only before it), or run a policy that gets there"
         )
 
 

@@ -165,6 +165,26 @@ class Scenario(Frozen):
                 )
         return self
 
+    @model_validator(mode="after")
+    def _begins_before_the_deadline(self) -> Scenario:
+        deadline = self.recovery_deadline_s
+        if self.worker.dispatch_at_s >= deadline:
+            raise ValueError(
+                f"worker.dispatch_at_s: {self.worker.dispatch_at_s} s is not before the recovery deadline "
+                f"({deadline} s), so the action would start when the case is over; fix: dispatch it earlier, or "
+                "give a later recovery_deadline_s"
+            )
+        for i, event in enumerate(self.operator):
+            at_s = event.when.at_s
+            if at_s is not None and at_s + event.when.delay_s >= deadline:
+                moment = f"{at_s} s" + (f" + delay_s {event.when.delay_s} s" if event.when.delay_s else "")
+                raise ValueError(
+                    f"operator.{i}.when: it would act at {moment}, not before the recovery deadline ({deadline} s), "
+                    "when the case is over but for what is still in flight (an event acts only before it); fix: "
+                    "give an earlier time, or a later recovery_deadline_s"
+                )
+        return self
+
     def has(self, part: str) -> bool:
         """Whether a connector or a bridge stands in this scenario's path."""
         return (self.connector if part == "connector" else self.bridge) is not None

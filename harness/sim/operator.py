@@ -1,7 +1,7 @@
 """Scripted operator events: a person changes the task, asks to cancel, or an approval runs out.
 
 Events fire at a virtual time or after the nth occurrence of a history entry (for example the worker's first
-timeout), so they happen at the same point of the protocol for every policy.
+timeout), so they happen at the same point of the protocol for every policy; only before the recovery deadline.
 """
 
 from __future__ import annotations
@@ -27,8 +27,12 @@ class Operator:
         history: History,
         controller: Controller,
         dispatch: Callable[[str], None],
+        deadline_s: float,
     ) -> None:
         self._env = env
+        #: The recovery deadline: an event whose moment comes then or later does not act (the case is over but
+        #: for what is still in flight, and whether it runs on that long depends on the policy's traffic).
+        self._deadline_s = deadline_s
         #: Starts a worker for a new revision's own action.
         self._dispatch = dispatch
         self._history = history
@@ -77,6 +81,8 @@ class Operator:
 
     def _fire(self, declared: int, event: OperatorEvent, delay_s: float) -> Generator[simpy.Event, Any, None]:
         yield self._env.timeout(delay_s)
+        if self._env.now >= self._deadline_s:
+            return
         self.fired[declared] = 1
         match event:
             case ChangeTask():

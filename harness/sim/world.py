@@ -117,7 +117,7 @@ def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
         worker = Worker(env, scenario, policy, history, controller, transport, injector, auditor, action_id)
         workers.append(env.process(worker.run(start_at_s)))
 
-    operator = Operator(env, scenario.operator, history, controller, dispatch)
+    operator = Operator(env, scenario.operator, history, controller, dispatch, scenario.recovery_deadline_s)
     dispatch(scenario.action_id, scenario.worker.dispatch_at_s)
     env.run(until=scenario.recovery_deadline_s)
     horizon = scenario.horizon_s
