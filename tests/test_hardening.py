@@ -597,6 +597,27 @@ def _into_a_closed_pipe(words: list[str], env: dict[str, str] | None = None) -> 
     )
 
 
+def test_a_closed_error_pipe_lets_the_run_finish_with_its_own_status(tmp_path: Path) -> None:
+    """`harness run ... 2>&1 >/dev/null | true`-like: the reader of standard error is gone at the first progress
+    line. The run finishes, writes every file and exits as it ends (it stopped half-written and exited 0)."""
+    out = tmp_path / "out"
+    words = ["run", "--policy", "retry_new_key", "--scenario", "lost_response", "--seed-count", "2",
+             "--tracking", "none", "--no-report", "--out", str(out)]  # fmt: skip
+    proc = subprocess.run(
+        f"{shlex.quote(sys.executable)} -m harness {shlex.join(words)} 2>&1 >/dev/null | true; exit ${{PIPESTATUS[0]}}",
+        shell=True,
+        executable="/bin/bash",
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "run.json").is_file() and len(summary_rows(out)) == 2
+    assert not (out / ".parts").exists()
+
+
 @pytest.mark.parametrize("command", ["run", "check"])
 def test_a_closed_output_pipe_does_not_cost_the_junit_file(tmp_path: Path, command: str) -> None:
     """`harness run --junit FILE | head -1` of a grid whose table fills the pipe: the files are written before

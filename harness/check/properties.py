@@ -363,12 +363,10 @@ def _unasked(f: Facts, action_id: str) -> str:
     deadline = f.evidence.recovery_deadline_s
     started = None
     for event in f.evidence.history:
-        if getattr(event, "action_id", None) != action_id:
-            continue
-        if isinstance(event, CommandGiven | PolicyFailed) and event.at_s <= deadline:
+        if isinstance(event, CommandGiven | PolicyFailed) and event.action_id == action_id and event.at_s <= deadline:
             return ""
-        if started is None and isinstance(event, WorkerStarted) and event.role == "recovery":
-            started = event.at_s
+        if started is None and isinstance(event, WorkerStarted) and event.action_id == action_id:
+            started = event.at_s if event.role == "recovery" else None
     when = "no recovering worker started" if started is None else f"the first recovering worker started at {started} s"
     return f"; no policy was asked about it before then ({when})"
 
