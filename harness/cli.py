@@ -401,9 +401,12 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             status = _exit_status(ended.harness_errors, ended.unfired, ended.tracking_ok, junit_failed=False)
             said = _ENDED.get(status)
             print(f"nothing to resume: the run in {args.resume} is complete" + (f"; {said}" if said else ""))
-            if args.junit:  # asked for now: the JUnit XML of the run as it stands
-                _write_junit(args.junit, begun_as(args.resume)[0], args.resume)
-                print(f"junit: {args.junit}")
+            # Asked for now, or asked for when the run began and not written (the run was stopped just before):
+            # the JUnit XML of the run as it stands.
+            if args.junit or (junit is not None and not junit.exists()):
+                assert junit is not None
+                _write_junit(junit, begun_as(args.resume)[0], args.resume)
+                print(f"junit: {junit}")
             return status
         plan, options = begun_as(args.resume)
         args.junit = args.junit or options.junit  # the JUnit XML the run was asked for, written now it is complete

@@ -523,6 +523,34 @@ def test_a_complete_run_resumed_exits_as_it_ended(tmp_path: Path, capsys: pytest
     assert "run.json: not a run record the harness wrote (AttributeError); fix:" in capsys.readouterr().err
 
 
+def test_a_run_stopped_while_writing_its_report_resumes_to_its_report_and_junit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stopped after run.json, while drawing report.html: it said it was resumable, and --resume then said
+    "nothing to resume", leaving no report, no JUnit file and the pieces' parts for good. It resumes to all of
+    them; and a complete run whose JUnit file (asked for when it began) is missing gets it written."""
+    import harness.present.html_report as html_report
+
+    out, junit = tmp_path / "run", tmp_path / "junit.xml"
+    words = ["run", "--policy", "stop_on_timeout", "--scenario", "lost_response", "--seed-count", "2",
+             "--tracking", "none", "--quiet", "--junit", str(junit), "--out", str(out)]  # fmt: skip
+
+    def stopped(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(html_report, "write_report", stopped)
+        assert main(words) == 130
+    assert (out / "run.json").is_file() and (out / ".parts").is_dir()
+    assert not (out / "report.html").exists() and not junit.exists()
+    capsys.readouterr()
+    assert main(["run", "--resume", str(out), "--quiet"]) == 0
+    assert (out / "report.html").is_file() and junit.is_file() and not (out / ".parts").exists()
+    junit.unlink()  # as a run killed after its report, before its JUnit file
+    assert main(["run", "--resume", str(out), "--quiet"]) == 0
+    assert capsys.readouterr().out.endswith(f"is complete\njunit: {junit}\n") and junit.is_file()
+
+
 def test_report_says_which_files_it_left_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`harness report` of a folder with an unreadable recovery.json writes the page of the others and says on
     stderr, in one line, how many files it left out and the first with why (the page lists them all)."""

@@ -353,12 +353,15 @@ def resume_grid(
 ) -> GridSummary | None:
     """Complete a run that was stopped: run only the pieces and Polyaxon runs that are missing, then write the
     summary, run.json and the report (``report`` false: no report, whatever the run began with; ``reading`` as
-    for ``run_grid``). None when the run is already complete. Raises ``UsageError`` when a scenario, a policy or
+    for ``run_grid``). None when the run is already complete (its report written: a run stopped while writing
+    it completes again from its pieces' parts). Raises ``UsageError`` when a scenario, a policy or
     the harness changed since the run began (its results would mix two inputs)."""
     manifest = Manifest.read(out)
     hold = claim(out, fresh=False)
     try:
-        if (out / RUN_RECORD).is_file():
+        # run.json is written before the report; the pieces' parts are removed once the report is written too.
+        # Stopped in between, the run is complete on disk but for its report (and the JUnit file after it).
+        if (out / RUN_RECORD).is_file() and not (out / ".parts").exists():
             return None
         plan = Plan(manifest.cells, manifest.concurrency)
         options = _options_of(manifest.options, out)
