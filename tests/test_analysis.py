@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import SMALL_GRID, run_into
+from conftest import SCENARIO_DIR, SMALL_GRID, run_into
 
 from harness.model import SCHEMA_VERSION
 from harness.present.analysis import (
@@ -56,6 +56,18 @@ def test_one_row_per_case_with_every_input_metric_outcome_and_verdict(run_dir: P
         assert column in df.columns, column
     assert not df.duplicated(["policy", "scenario", "seed"]).any()
     assert df.attrs["skipped"] == []
+
+
+def test_a_folder_that_holds_no_case_is_said_to_be_no_run_folder(run_dir: Path, tmp_path: Path) -> None:
+    """An empty folder, or the scenarios' folder, loaded as a run: no row, and attrs["skipped"] says why (it
+    was empty, and the notebook read that as a run with no failing case); beside a run folder, that run loads."""
+    from harness.present.analysis import Skipped
+
+    (tmp_path / "empty").mkdir()
+    reason = "no recovery.json or compact records under it: not a run folder"
+    df = load([tmp_path / "empty", run_dir])
+    assert len(df) == 12 and df.attrs["skipped"] == [Skipped(str(tmp_path / "empty"), reason)]
+    assert load(SCENARIO_DIR).attrs["skipped"] == [Skipped(str(SCENARIO_DIR), reason)]
 
 
 def test_unknown_metric_is_missing_with_its_reason_never_zero(run_dir: Path) -> None:

@@ -471,3 +471,46 @@ def test_the_verdicts_first_failure_is_the_runs_and_a_harness_error_is_shown(tmp
     errors = page[page.index('id="errors"') :]
     assert '<tr id="error-0"><td>stop_on_timeout</td><td>lost_response</td><td>3</td>' in errors
     assert "wall-clock budget of 1 s" in errors and html.escape(hung.reproduce) in errors
+
+
+def test_the_notebook_reads_a_relative_run_from_the_project_and_stops_on_no_run(run_dir: Path, tmp_path: Path) -> None:
+    """`HARNESS_RUN=reports/runs/<id> jupyter nbconvert --execute reports/compare_policies.ipynb`, as the README
+    writes it: the kernel starts in reports/, and the relative path read from there found no case, yet the
+    notebook ran on and said the run had no failing case. It reads the path from the project's folder; with no run
+    yet, or a folder that holds no case, it stops and says so (it looked in reports/reports/runs)."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    project = tmp_path / "project"
+    (project / "reports").mkdir(parents=True)
+    shutil.copy(ROOT / "reports" / "compare_policies.ipynb", project / "reports")
+    (project / "empty").mkdir()
+
+    def executed(run: str | None) -> tuple[str, str]:
+        notebook = nbformat.read(ROOT / "reports" / "compare_policies.ipynb", as_version=4)
+        notebook.cells = notebook.cells[:2]  # the introduction and the cell that loads the run
+        saved = os.environ.pop("HARNESS_RUN", None)
+        if run is not None:
+            os.environ["HARNESS_RUN"] = run
+        try:
+            NotebookClient(
+                notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(project / "reports")}}
+            ).execute()
+            error = ""
+        except CellExecutionError as exc:
+            error = str(exc)
+        finally:
+            os.environ.pop("HARNESS_RUN", None)
+            if saved is not None:
+                os.environ["HARNESS_RUN"] = saved
+        return "".join(o.get("text", "") for o in notebook.cells[1].outputs), error
+
+    _, error = executed(None)
+    assert f"no run in {project / 'reports' / 'runs'} yet: make one with 'python -m harness run'" in error
+    _, error = executed("empty")
+    assert "no case loaded from " in error and "not a run folder" in error
+    shutil.copytree(run_dir / "cases", project / "reports" / "runs" / "r1" / "cases")
+    printed, error = executed("reports/runs/r1")
+    cases = len(list(run_dir.rglob("recovery.json")))
+    assert not error and printed.startswith(f"{cases} cases from {project / 'reports' / 'runs' / 'r1'};"), error

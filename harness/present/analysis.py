@@ -278,7 +278,10 @@ def load(
         incomplete += _incomplete(root)
         # Case folders before Polyaxon copies, recovery.json before compact records: the kept path is the
         # stable one, and a case that is not correct keeps the file its timeline is drawn beside.
-        listed.append((given, _files(root)))
+        found = _files(root)
+        if not found:  # a folder that is no run (a scenario folder, a Polyaxon run's, a typo's neighbour): said
+            skipped.append(Skipped(str(root), "no recovery.json or compact records under it: not a run folder"))
+        listed.append((given, found))
     files, files_read = sum(len(found) for _, found in listed), 0
     for given, found_files in listed:
         seen: set[tuple[Any, ...]] = set()
