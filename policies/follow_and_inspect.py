@@ -10,7 +10,8 @@ yet). Anything else is reconciled as ``reconcile_and_reauthorize`` does: verifie
 dispatch without a valid revision, approval and claim, uncertainty waited out and escalated before the deadline.
 
 Revision 2 (from what ``harness explore`` found): the connector's "no record" no longer makes a same-key
-retry safe by itself.
+retry safe by itself. Revision 3: as ``reconcile_and_reauthorize`` revision 5, no retry on an absence read before
+the target's reads caught up with the last attempt.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from policies.reconcile_and_reauthorize import ReconcileAndReauthorize
 
 class FollowAndInspect(ReconcileAndReauthorize):
     name = "follow_and_inspect"
-    revision = "2"
+    revision = "3"
 
     def decide(self, situation: Situation) -> Command:
         if situation.contract.via != "connector" or situation.recorded or situation.escalated:

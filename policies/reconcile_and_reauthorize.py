@@ -13,7 +13,10 @@ Revision 3 checks the window against late originals (not only at the moment of t
 absence a late original could still contradict, holds further dispatch when it is no longer authorized, and
 reads refusals instead of repeating a refused command. Revision 4 (from what ``harness explore`` found): the
 window must outlast the late arrival of every earlier attempt, not only the first; a read sent before (or in the
-same instant as) the last send is stale; and an attempt another worker recorded counts as sent then.
+same instant as) the last send is stale; and an attempt another worker recorded counts as sent then. Revision 5
+(from a review of the checker): a retry follows only an absence read once the target's reads had caught up with
+the last attempt (sent ``lookup_lag_s`` after it or later); an earlier read may simply not show that attempt's
+effect yet, and after an uncertain reply a mutation must wait until a read has truly settled it.
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ def recovery_decision(
 
 class ReconcileAndReauthorize:
     name = "reconcile_and_reauthorize"
-    revision = "4"
+    revision = "5"
     #: Time between lookups while the result is pending or unknown.
     wait_s = 10.0
     #: Escalate while at least this much time is left before the deadline.
@@ -132,6 +135,9 @@ class ReconcileAndReauthorize:
             deduplication_valid=self.retry_is_safe(situation, looked_at),
         )
         if decision == "retry_same_action":
+            caught_up = self.caught_up_s(situation, looked_at)
+            if caught_up is not None:
+                return self._read_when_caught_up(situation, caught_up)
             refused = situation.last is not None and situation.last.refused
             if refused or len(situation.attempts) > self.retry_count_max:
                 why = situation.last.reason if refused and situation.last else "absent after the allowed retries"
@@ -170,6 +176,23 @@ class ReconcileAndReauthorize:
         if quiet is not None and quiet + 1.0 < situation.deadline_s - self.escalate_margin_s:
             return self._wait_until_final(situation, quiet)
         return Escalate(reason="absent so far, but a late request could still arrive before the deadline")
+
+    def caught_up_s(self, situation: Situation, looked_at_s: float) -> float | None:
+        """``None`` when a read made at ``looked_at_s`` shows the last attempt's effect, if there is one; else the
+        moment from which a read would: the target's reads lag ``lookup_lag_s`` behind it."""
+        last_sent, lag = situation.last_sent_bound_s, situation.contract.lookup_lag_s
+        if last_sent is None or lag <= 0 or looked_at_s >= last_sent + lag:
+            return None
+        return last_sent + lag
+
+    def _read_when_caught_up(self, situation: Situation, caught_up_s: float) -> Command:
+        """An absence read before the target's reads caught up with the last attempt proves nothing yet: read
+        again once they have (waiting till then), or escalate when that comes too close to the deadline."""
+        if situation.now_s >= caught_up_s:
+            return self.read_command
+        if caught_up_s + 1.0 < situation.deadline_s - self.escalate_margin_s:
+            return self._wait_until_final(situation, caught_up_s)
+        return Escalate(reason="absent so far, but the target's reads lag behind the last attempt")
 
     def _wait_until_final(self, situation: Situation, quiet_s: float) -> Command:
         """A wait until just past the moment an absence becomes final (a millisecond past, so that float

@@ -5,7 +5,9 @@ run. Before anything is sent again, the run is read through the bridge and compa
 expectation (``verify_outcome``), never by sending the input again: a confirmed result is recorded, another
 timeout keeps the block (wait, verify again, escalate before the deadline), a result for other arguments is
 never accepted as a weaker success, and a user's stop stays a stop (nothing more is sent). Only a verified
-absence may be followed by sending the same call again, under the same request UUID, after a claim.
+absence may be followed by sending the same call again, under the same request UUID, after a claim. Revision 2:
+as ``reconcile_and_reauthorize`` revision 5, no retry on an absence read before the target's reads caught up with
+the last attempt.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from policies.reconcile_and_reauthorize import ReconcileAndReauthorize
 
 class VerifyBeforeMutation(ReconcileAndReauthorize):
     name = "verify_before_mutation"
-    revision = "1"
+    revision = "2"
     read_command: Command = VerifyOutcome()
     read_source = "verify"
 

@@ -428,6 +428,13 @@ class TrustsReadBeforeRetry(_Variant):
         return super()._latest_fresh_read(situation, None)
 
 
+class RetriesBeforeReadsCatchUp(_Variant):
+    """Retries on an absence read before the target's reads caught up with the last attempt (lagging lookups)."""
+
+    def caught_up_s(self, situation: Situation, looked_at_s: float) -> float | None:
+        return None
+
+
 class UnknownSentAsUnsent(_Variant):
     """Counts only the attempts it saw sent: one of a crashed (or another) incarnation is taken as never sent."""
 
@@ -590,6 +597,12 @@ CORPUS: tuple[Catch, ...] = (
     Catch(WindowFromFirstSend("window_from_first_send"), "retry_delayed_past_window", "duplicate_effects"),
     Catch(
         TrustsReadBeforeRetry("trusts_read_before_retry"), "bridge_second_connection_error", "retries_after_uncertain"
+    ),
+    # Passed every shipped case until the checker stopped taking a lagging "absent" as settling an uncertain reply.
+    Catch(
+        RetriesBeforeReadsCatchUp("retries_before_reads_catch_up"),
+        "connector_dead_job_lagging_lookup",
+        "retries_after_uncertain",
     ),
     Catch(UnknownSentAsUnsent("unknown_sent_as_unsent"), "racing_recoverers_no_dedupe", "duplicate_effects"),
     Catch(UnknownLookupAsAbsent("unknown_lookup_as_absent"), "bridge_newer_write_held", "false_records"),

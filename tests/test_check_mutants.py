@@ -212,6 +212,36 @@ def test_a_retry_after_an_uncertain_reply_is_a_retry_after_uncertain() -> None:
     assert anomaly.detail.startswith("a73-x2 sent after a73-x1 was answered connection_error")
 
 
+def test_a_read_that_says_nothing_is_there_settles_nothing_the_ledger_contradicts() -> None:
+    """After a connection error, a lookup answering absent (or a verification refuted) settles the doubt, unless
+    the ledger shows the action applied before that answer (a lagging lookup, a misread verification): then the
+    retry after it is still a retry after uncertain. With the ledger withheld, whether it was so is unknown; a
+    read that finds the receipt settles it either way."""
+    applied = "0.5 destination applied receipt_id=r1 idempotency_key=a73 execution_id=a73-x1 operation=activate " + (
+        "target=staging/fraud model=m7 digest=d7"
+    )
+    told = OPENING + dispatch(0.0, 1) + "\n" + applied + "\n" + reply(1.0, 1, "connection_error") + "\n"
+    for status, kind in (("absent", "lookup"), ("refuted", "verify")):
+        ev = history(told + reply(2.0, 1, status, kind=kind) + "\n" + dispatch(3.0, 2))
+        found = run("retries_after_uncertain", ev)
+        assert found.value == 1 and found.anomalies[0].witnesses == (6, 8), (status, found)
+    # The same answer before the effect applied: it was so when given, and it settles the doubt.
+    early = OPENING + dispatch(0.0, 1) + "\n" + reply(1.0, 1, "connection_error") + "\n"
+    read_then_retry = early + reply(2.0, 1, "absent", kind="lookup") + "\n" + dispatch(3.0, 2)
+    assert run("retries_after_uncertain", history(read_then_retry)).value == 0
+    hidden = history(read_then_retry, visible=False)
+    found = run("retries_after_uncertain", hidden)
+    assert found.value is None and found.reason == (
+        "the destination's ledger is unavailable to the checker, so whether the read that answered absent before "
+        "a73-x2 was right is unknown"
+    )
+    settled = early + reply(2.0, 1, "applied", "r1", kind="lookup") + "\n" + dispatch(3.0, 2)
+    assert run("retries_after_uncertain", history(settled, visible=False)).value == 0
+    # A violation seen beside a doubtful read is still one.
+    both = early + dispatch(1.5, 2) + "\n" + reply(2.0, 1, "absent", kind="lookup") + "\n" + dispatch(3.0, 3)
+    assert run("retries_after_uncertain", history(both, visible=False)).value == 1
+
+
 # -- completions, deadlines and accounting times ------------------------------------------------------------
 
 SECOND = """
@@ -299,7 +329,7 @@ def test_an_action_not_accounted_for_names_the_deadline_it_missed() -> None:
     ev = history(OPENING + dispatch(0.0, 1), deadline_s=90.5)
     for metric, text in (("unresolved_actions", "not accounted for"), ("abandoned_actions", "neither accounted")):
         (anomaly,) = run(metric, ev).anomalies
-        assert text in anomaly.detail and anomaly.detail.endswith("by the deadline (90.5 s)"), anomaly.detail
+        assert text in anomaly.detail and "by the deadline (90.5 s)" in anomaly.detail, anomaly.detail
 
 
 def test_every_action_is_judged_even_after_an_escalated_one() -> None:

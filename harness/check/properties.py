@@ -376,8 +376,13 @@ def retries_after_uncertain(f: Facts) -> Finding:
     replay", a connector's ``unknown_outcome``) and before a read settled it: automatic retries must stop
     until the original expectation has been checked against what is there now."""
     anomalies = []
+    undecided: list[str] = []
+    effects = f.effects_by_action()
     for action_id in sorted(f.actions):
         told: ReplyReceived | None = None
+        #: A read answered that nothing is there, and the ledger that could say whether it was so is withheld.
+        doubted: ReplyReceived | None = None
+        applied = [e.index for e in effects.get(action_id, ())]
         replies = [r for r in f.replies if r.action_id == action_id]
         timeline: list[ReplyReceived | DispatchSent] = sorted([*replies, *f.dispatches_of(action_id)], key=_index)
         for event in timeline:
@@ -391,11 +396,31 @@ def retries_after_uncertain(f: Facts) -> Finding:
                             f"{told.status}, before any read settled it",
                         )
                     )
+                elif doubted is not None:
+                    undecided.append(
+                        f"whether the read that answered {doubted.status} before {event.execution_id} was right"
+                    )
             elif (event.kind == "dispatch" and event.status in UNCERTAIN_REPLIES) or event.status == "unknown_outcome":
-                told = told or event
+                told, doubted = told or event, None
             elif conclusive(event.kind, event.status):
+                if told is not None and event.status in NOTHING_THERE:
+                    # A read that says nothing is there settles nothing when the ledger already shows the action
+                    # applied (a lagging lookup, a verification that read another's receipt); with the ledger
+                    # withheld, whether it did is unknown.
+                    if f.destination_visible and applied and applied[0] < event.index:
+                        continue
+                    if not f.destination_visible:
+                        doubted = event
+                elif event.status not in NOTHING_THERE:
+                    doubted = None
                 told = None
+    if not anomalies and undecided:
+        return Finding(None, reason=f"{HIDDEN}, so {undecided[0]} is unknown")
     return counted(anomalies)
+
+
+#: Read answers that say the action's effect is not there.
+NOTHING_THERE = frozenset({"absent", "refuted"})
 
 
 def _index(event: ReplyReceived | DispatchSent) -> int:

@@ -278,10 +278,10 @@ def load(
         incomplete += _incomplete(root)
         # Case folders before Polyaxon copies, recovery.json before compact records: the kept path is the
         # stable one, and a case that is not correct keeps the file its timeline is drawn beside.
-        found = _files(root)
-        if not found:  # a folder that is no run (a scenario folder, a Polyaxon run's, a typo's neighbour): said
+        case_files = _files(root)
+        if not case_files:  # a folder that is no run (a scenario folder, a Polyaxon run's, a typo's neighbour): said
             skipped.append(Skipped(str(root), "no recovery.json or compact records under it: not a run folder"))
-        listed.append((given, found))
+        listed.append((given, case_files))
     files, files_read = sum(len(found) for _, found in listed), 0
     for given, found_files in listed:
         seen: set[tuple[Any, ...]] = set()

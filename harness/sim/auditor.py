@@ -156,7 +156,9 @@ class Auditor:
         elif status == "unknown_outcome":
             caller.uncertain = True
         elif conclusive(kind, status):
-            caller.uncertain = False
+            # An answer that nothing is there, while the action's effect is there already, settles nothing.
+            if not (status in ("absent", "refuted") and any(e.action_id == action_id for e in self.effects)):
+                caller.uncertain = False
             caller.settled |= status != "absent"
             caller.absent_since_dispatch |= status == "absent"
 
