@@ -351,6 +351,12 @@ def stopped_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (lambda m: m["cells"][0].update(seeds=[2**63]), "field 'cells.0.seeds.0': Input should be less than or"),
         (lambda m: m["cells"][0].update(seeds={"first": 1, "last": 10**7}), "field 'cells.0.seeds': 10,000,000 seeds"),
         (lambda m: m["cells"][0].update(seeds={"first": 5, "last": 1}), "field 'cells.0.seeds': 0 seeds, outside 1.."),
+        # Well-formed edits: another concurrency counted the stopped run's pieces twice (107,500 cases of 80,000),
+        # more seeds were run as if asked for.
+        (lambda m: m.update(concurrency=8), "field 'digest': does not match the rest of the file, so the cells"),
+        (lambda m: m["cells"][0].update(seeds=[1, 2]), "field 'digest': does not match the rest of the file"),
+        (lambda m: m["options"].update(records="compact"), "field 'digest': does not match the rest of the file"),
+        (lambda m: m.pop("digest"), "field 'digest': Field required"),
     ],
 )
 def test_a_manifest_edited_by_hand_is_refused_naming_the_field(

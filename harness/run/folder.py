@@ -174,9 +174,16 @@ class _ManifestShape(TypedDict):
     concurrency: Annotated[int, Field(ge=1)]
     options: dict[str, Any]
     fingerprints: dict[str, str]
+    #: A digest of everything else in the file: an edit that keeps every field well-typed (another concurrency,
+    #: more seeds) would make a resume mix two runs.
+    digest: str
 
 
 _MANIFEST_SHAPE = TypeAdapter(_ManifestShape)
+
+
+def _manifest_digest(data: dict[str, Any]) -> str:
+    return _digest(json.dumps({k: v for k, v in data.items() if k != "digest"}, sort_keys=True))
 
 
 def _seeds_json(seeds: Sequence[int]) -> Any:
@@ -199,24 +206,22 @@ class Manifest:
     concurrency: int
     options: dict[str, Any]
     fingerprints: dict[str, str]
+    #: Read back as written (its digest matches): what ``check_unedited`` asks.
+    unedited: bool = True
 
     def to_json(self) -> str:
-        return (
-            json.dumps(
-                {
-                    "harness_version": __version__,
-                    "cells": [
-                        {"policy": c.policy_spec, "scenario": c.scenario_spec, "seeds": _seeds_json(c.seeds)}
-                        for c in self.cells
-                    ],
-                    "concurrency": self.concurrency,
-                    "options": self.options,
-                    "fingerprints": self.fingerprints,
-                },
-                indent=2,
-            )
-            + "\n"
-        )
+        data: dict[str, Any] = {
+            "harness_version": __version__,
+            "cells": [
+                {"policy": c.policy_spec, "scenario": c.scenario_spec, "seeds": _seeds_json(c.seeds)}
+                for c in self.cells
+            ],
+            "concurrency": self.concurrency,
+            "options": self.options,
+            "fingerprints": self.fingerprints,
+        }
+        data["digest"] = _manifest_digest(data)
+        return json.dumps(data, indent=2) + "\n"
 
     @classmethod
     def read(cls, out: Path) -> Manifest:
@@ -227,7 +232,8 @@ class Manifest:
         if not path.is_file():
             raise UsageError(f"{out}: no {MANIFEST}, so not a run folder; fix: give a folder written by 'harness run'")
         try:
-            data = _MANIFEST_SHAPE.validate_python(json.loads(path.read_text(encoding="utf-8")))
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            data = _MANIFEST_SHAPE.validate_python(raw)
         except ValidationError as exc:
             raise UsageError(
                 f"{path}: {wrong_field(exc)}; fix: start the run anew with another --out (the manifest was edited "
@@ -242,7 +248,19 @@ class Manifest:
                     f"{path}: field 'cells.{i}.seeds': {len(cell.seeds):,} seeds, outside 1..{SEED_COUNT_MAX:,}; fix: "
                     "start the run anew with another --out (the manifest was edited or damaged)"
                 )
-        return cls(cells, data["concurrency"], data["options"], data["fingerprints"])
+        return cls(
+            cells, data["concurrency"], data["options"], data["fingerprints"], _manifest_digest(raw) == data["digest"]
+        )
+
+    def check_unedited(self, out: Path) -> None:
+        """Refuse a manifest whose fields are each well-formed (checked first, each naming its field) but not as
+        the run wrote them: a resume would mix two runs (another concurrency counted pieces twice)."""
+        if not self.unedited:
+            raise UsageError(
+                f"{out / MANIFEST}: field 'digest': does not match the rest of the file, so the cells, seeds or "
+                "options are not the ones the run began with; fix: start the run anew with another --out (the "
+                "manifest was edited or damaged)"
+            )
 
 
 def fingerprints(grid: Grid) -> dict[str, str]:

@@ -365,6 +365,7 @@ def resume_grid(
             return None
         plan = Plan(manifest.cells, manifest.concurrency)
         options = _options_of(manifest.options, out)
+        manifest.check_unedited(out)
         if not report:
             options = replace(options, report=False)
         grid = load_grid([c.policy_spec for c in plan.cells], [c.scenario_spec for c in plan.cells], [0])
