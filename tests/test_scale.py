@@ -111,7 +111,22 @@ def test_pieces_share_a_cell_and_the_summary_comes_out_in_seed_order(tmp_path: P
 
 
 @pytest.mark.parametrize(
-    "damage", [None, b"", b'{"counts": [', b'{"counts": "x"}', "errors", "earlier format", "summary rows without error"]
+    "damage",
+    [
+        None,
+        b"",
+        b'{"counts": [',
+        b'{"counts": "x"}',
+        "errors",
+        "earlier format",
+        "summary rows without error",
+        # The piece's own files damaged since: its records deleted or cut short, its rows deleted (it was
+        # counted from its tally all the same: 75,000 rows loaded of a run said to hold 80,000, or an error
+        # "cannot write the run's files ... make room" at every resume).
+        "records deleted",
+        "records cut short",
+        "rows deleted",
+    ],
 )
 def test_a_finished_piece_whose_tally_is_damaged_runs_again_on_resume(
     damage: bytes | str | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -140,6 +155,13 @@ def test_a_finished_piece_whose_tally_is_damaged_runs_again_on_resume(
         tally.write_text(json.dumps({k: v for k, v in json.loads(tally.read_text()).items() if k != "format"}))
     elif damage == "summary rows without error":  # as a run begun before summary.csv had an error column left it
         tally.write_text(json.dumps({**json.loads(tally.read_text()), "format": 2}))
+    elif damage == "records deleted":
+        next((out / "cases").rglob("records-*.jsonl.gz")).unlink()
+    elif damage == "records cut short":
+        written = next((out / "cases").rglob("records-*.jsonl.gz"))
+        written.write_bytes(written.read_bytes()[:-100])
+    elif damage == "rows deleted":
+        tally.with_suffix(".csv").unlink()
     capsys.readouterr()
     assert main(["run", "--resume", str(out), "--no-report"]) == 0
     ran = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[")]

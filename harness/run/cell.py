@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import TypeAdapter
+from pydantic import Field, TypeAdapter
 from typing_extensions import TypedDict
 
 from harness.check.registry import METRICS
@@ -177,6 +177,9 @@ class CellResult:
     identity: dict[str, str] = field(default_factory=dict)
     #: The rows of summary.csv for these cases, in seed order (written by the parent, in grid order).
     summary_part: Path | None = None
+    #: Every file the piece wrote (its cases, its compact records, its rows), relative to the run's folder, with
+    #: its size: a resumed run runs a piece again when one is missing or of another size (deleted, cut short).
+    files: dict[str, int] = field(default_factory=dict)
 
     @property
     def cases(self) -> int:
@@ -194,6 +197,7 @@ class CellResult:
                 "metrics": {name: [t.total, t.known] for name, t in self.metrics.items()},
                 "identity": self.identity,
                 "summary_part": str(self.summary_part) if self.summary_part else None,
+                "files": self.files,
             },
             sort_keys=True,
         )
@@ -211,6 +215,7 @@ class CellResult:
             metrics={name: MetricTally(total, known) for name, (total, known) in data["metrics"].items()},
             identity=data["identity"],
             summary_part=Path(data["summary_part"]) if data["summary_part"] else None,
+            files=data["files"],
         )
 
     def merge(self, other: CellResult) -> None:
@@ -241,18 +246,19 @@ class CellResult:
         for name, tally in other.metrics.items():
             self.metrics[name] = self.metrics[name].plus(tally) if name in self.metrics else tally
         self.identity = self.identity or other.identity
+        self.files.update(other.files)
 
 
-#: The tally's format. A tally of another (an earlier version's, which counted no operator events, or wrote
-#: summary rows without their ``error`` column) no longer reads as one, so its piece runs again on resume rather
-#: than leave its cases out of the coverage or its rows a column short.
-TALLY_FORMAT = 3
+#: The tally's format. A tally of another (an earlier version's, which counted no operator events, wrote summary
+#: rows without their ``error`` column, or listed no files) no longer reads as one, so its piece runs again on
+#: resume rather than leave its cases out of the coverage, its rows a column short or its files unchecked.
+TALLY_FORMAT = 4
 
 
 class _TallyShape(TypedDict):
     """What ``CellResult.to_json`` writes, typed."""
 
-    format: Literal[3]
+    format: Literal[4]
     counts: list[tuple[str, str, dict[str, int]]]
     notable: list[CaseLine]
     errors: int
@@ -260,6 +266,7 @@ class _TallyShape(TypedDict):
     metrics: dict[str, tuple[float, int]]
     identity: dict[str, str]
     summary_part: str | None
+    files: dict[str, Annotated[int, Field(ge=0)]]
 
 
 _TALLY = TypeAdapter(_TallyShape)
@@ -350,21 +357,44 @@ def execute_cell(job: CellJob, cell: int = 0, on_case: Callable[[int], None] | N
                 if report.outcome == "correct":
                     continue
             path = case_path(job.out, report)
+            text = recovery_json(report)
             if deferred is not None:
-                deferred.write(path, recovery_json(report))
+                deferred.write(path, text)
             else:
-                write_atomic(path, recovery_json(report))
+                write_atomic(path, text)
+            result.files[_within(job.out, path)] = len(text.encode())
             if job.timelines and report.outcome in FAILING:
                 lowest = shown.setdefault((report.scenario, report.outcome), (report.seed, path))
                 if report.seed < lowest[0]:
                     shown[report.scenario, report.outcome] = (report.seed, path)
+        written = list(compact.values())
+    for records in written:  # closed: complete, in place
+        result.files[_within(job.out, records.path)] = records.path.stat().st_size
     if shown:
         draw_timelines([path for _, path in shown.values()], 1)  # what it cannot draw is left to the report
     result.coverage = tuple(FaultCoverage(sc, i, name, n[0], n[1], kind) for (sc, i, name, kind), n in coverage.items())
     result.summary_part = summary_part_path(job.out, job, cell)
-    write_atomic(result.summary_part, rows.getvalue())
+    text = rows.getvalue()
+    write_atomic(result.summary_part, text)
+    result.files[_within(job.out, result.summary_part)] = len(text.encode())
     write_atomic(result.summary_part.with_suffix(".json"), result.to_json())
     return result
+
+
+def _within(out: Path, path: Path) -> str:
+    """``path`` relative to the run's folder, as a tally lists it."""
+    return path.relative_to(out).as_posix()
+
+
+def files_in_place(out: Path, files: dict[str, int]) -> bool:
+    """Whether every file a piece wrote is still there, of the size it was written."""
+    for name, size in files.items():
+        try:
+            if (out / name).stat().st_size != size:
+                return False
+        except OSError:
+            return False
+    return True
 
 
 def _cases(

@@ -43,6 +43,7 @@ from harness.run.cell import (
     Piece,
     cell_scenario,
     execute_cell,
+    files_in_place,
     summary_part_path,
 )
 from harness.run.files import check_new_or_empty, write_atomic, write_summary
@@ -473,6 +474,9 @@ def _complete(
         try:
             found = CellResult.from_json(tally.read_text(encoding="utf-8"))
         except (OSError, ValueError):  # not run, or its tally damaged since: it runs (again), as a clean run would
+            todo.append(index)
+            continue
+        if not files_in_place(out, found.files):  # a file of it deleted or cut short since: it runs again
             todo.append(index)
             continue
         results.add(cell, found)
