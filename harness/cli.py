@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
 import re
@@ -29,7 +30,7 @@ from harness.seeds import DEFAULT_SEEDS, SEED_MAX
 if TYPE_CHECKING:
     from harness.present.analysis import Reading
     from harness.run import CellJob, CellResult, GridSummary, Plan
-    from harness.run.folder import Claim
+    from harness.run.folder import Claim, Request
     from harness.run.grid import Progress
 
 __all__ = ["main"]
@@ -373,9 +374,10 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             )
         request = Request.read(args.resume)
         if request is not None:  # stopped before its grid was planned: plan it again, from the same words
+            again = _requested(args, request)
             hold = claim(args.resume, fresh=False)
             os.chdir(request.cwd)
-            return _plan_and_run(_parser().parse_args(request.argv), hold, created=False)
+            return _plan_and_run(again, hold, created=False, resumed=True)
         started_in = Request.folder(args.resume)
         if started_in is not None and started_in not in sys.path:
             # A user's policy (package.module:attr) imports as it did when the run began, from wherever it resumes.
@@ -417,15 +419,51 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return _plan_and_run(args, begin(args.out, argv), created)
 
 
-def _plan_and_run(args: argparse.Namespace, hold: Claim, created: bool) -> int:
-    """Plan the grid ``args`` ask for and run it in the claimed folder; bad input leaves nothing behind."""
+def _requested(args: argparse.Namespace, request: Request) -> argparse.Namespace:
+    """The words a run stopped before it planned its grid was given, as that run read them, with what the resume
+    adds (``--quiet``, ``--no-report``, ``--junit``); a request.json edited or damaged so that they are not the
+    words of a run, or whose folder is gone, is refused naming it, and the folder is left as it was."""
+    from harness.run.folder import REQUEST
+    from harness.run.plan import UsageError
+
+    where = args.resume / REQUEST
+    mend = "fix: start the run anew with another --out (the request was edited or damaged)"
+    if not request.argv or request.argv[0] != "run" or "--resume" in request.argv:
+        raise UsageError(f"{where}: field 'argv': not the words of a 'harness run' that plans a grid; {mend}")
+    if not Path(request.cwd).is_dir():
+        raise UsageError(
+            f"{where}: field 'cwd': {request.cwd} is no longer a folder, and the run's words are read from there; "
+            "fix: make that folder again, or start the run anew with another --out"
+        )
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):
+            again = _parser().parse_args(_attached(list(request.argv)))
+    except SystemExit:
+        refused = said.getvalue().strip().removeprefix("harness: ").partition("; fix: ")[0]
+        raise UsageError(f"{where}: field 'argv': {refused}; {mend}") from None
+    again.quiet = again.quiet or args.quiet
+    again.no_report = again.no_report or args.no_report
+    again.junit = args.junit or again.junit
+    return again
+
+
+def _plan_and_run(args: argparse.Namespace, hold: Claim, created: bool, resumed: bool = False) -> int:
+    """Plan the grid ``args`` ask for and run it in the claimed folder; bad input leaves nothing behind (a
+    ``resumed`` run's folder is left as it was: its request stays, to be mended or started anew)."""
     from harness.run import GridOptions, run_grid
     from harness.run.grid import abandon
+
+    def undo() -> None:
+        if resumed:
+            hold.release()
+        else:
+            abandon(hold, created)
 
     try:
         plan, note = _plan(args)
     except BaseException:
-        abandon(hold, created)
+        undo()
         raise
     options = GridOptions(
         out=hold.out,
@@ -449,7 +487,7 @@ def _plan_and_run(args: argparse.Namespace, hold: Claim, created: bool) -> int:
         raise
     except InputError:
         if not (hold.out / "manifest.json").is_file():
-            abandon(hold, created)
+            undo()
         raise
     return _ran(args, summary, plan)
 

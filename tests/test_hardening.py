@@ -287,6 +287,46 @@ def test_a_run_killed_before_it_planned_resumes_from_its_command_line(tmp_path: 
     assert (out / "manifest.json").is_file() and (out / "run.json").is_file()
 
 
+@pytest.mark.parametrize(
+    ("argv", "cwd", "said"),
+    [
+        (["list"], None, "field 'argv': not the words of a 'harness run' that plans a grid; fix: start the run anew"),
+        (["run", "--resume", "x"], None, "field 'argv': not the words of a 'harness run'"),
+        (["run", "--seed-count", "zz"], None, "field 'argv': argument --seed-count: seed count 'zz' is not a whole"),
+        (["run", "--scenario", "no_such_scenario"], None, "unknown scenario 'no_such_scenario'"),
+        (["run", "--seed", "1"], "/nonexistent/gone", "field 'cwd': /nonexistent/gone is no longer a folder, and the"),
+    ],
+)
+def test_a_damaged_request_is_refused_naming_it_and_the_folder_stays(
+    tmp_path: Path, argv: list[str], cwd: str | None, said: str
+) -> None:
+    """A folder stopped before it planned its grid, whose request.json no longer holds the words of a run (or
+    the folder it was started from is gone): one line naming request.json and its field, exit 2, the folder as it
+    was (it was an internal error, and the request and the lock were deleted, leaving nothing to resume)."""
+    out = tmp_path / "early"
+    out.mkdir()
+    (out / ".lock").touch()
+    (out / "request.json").write_text(json.dumps({"argv": argv, "cwd": cwd or str(tmp_path)}))
+    proc = harness("run", "--resume", str(out))
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert said in line and "internal error" not in line
+    assert sorted(p.name for p in out.iterdir()) == [".lock", "request.json"]
+
+
+def test_a_run_resumed_from_its_request_takes_quiet_no_report_and_junit(tmp_path: Path) -> None:
+    """--quiet, --no-report and --junit given with --resume hold for a run planned again from its request (they
+    were dropped: progress lines and a report came all the same)."""
+    out = tmp_path / "early"
+    out.mkdir()
+    words = ["run", "--policy", "retry_new_key", "--scenario", "lost_response", "--seed", "1", "--tracking", "none"]
+    (out / "request.json").write_text(json.dumps({"argv": [*words, "--out", str(out)], "cwd": str(tmp_path)}))
+    junit = tmp_path / "j.xml"
+    proc = harness("run", "--resume", str(out), "--quiet", "--no-report", "--junit", str(junit))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == "" and not (out / "report.html").exists() and "<testsuites" in junit.read_text()
+
+
 def test_bad_input_leaves_nothing_behind(tmp_path: Path) -> None:
     """The folder is claimed first, but an unknown scenario still leaves no folder and no file."""
     out = tmp_path / "never"
