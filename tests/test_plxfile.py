@@ -200,3 +200,20 @@ def test_a_grid_file_may_name_a_case_as_the_harness_prints_it(tmp_path: Path) ->
     assert "field 'matrix.params.scenario'" in str(info.value) and "connector_crash_points@after_effect" in str(
         info.value
     )
+
+
+def test_cells_that_differ_only_in_seed_count_are_refused_for_what_they_would_do(tmp_path: Path) -> None:
+    """A matrix whose seed_count is a choice of two makes each policy and scenario twice: refused, saying both
+    would write the same cases (it said harness run does not use seed_count, which it does)."""
+    from harness.run.plan import plan_cells
+
+    path = broken(tmp_path, "  seed_count: {value: 3}\n", "")
+    text = path.read_text().replace("    scenario:\n", "    seed_count: {kind: choice, value: [2, 5]}\n    scenario:\n")
+    path.write_text(text)
+    with pytest.raises(GridFileError) as info:
+        plan_cells(None, None, None, path, None)
+    message = str(info.value)
+    assert "(they differ only in seed_count; a run's cell is a policy and a scenario, so both would write the same" in (
+        message
+    )
+    assert "does not use" not in message

@@ -158,7 +158,12 @@ def plan_cells(
             # A run's cell is its policy and scenario: cells that differ only in what a run does not read (an
             # exploration's shard, say) would run the same cases twice and count them twice.
             others = sorted(k for k in params if k not in ("policy", "scenario") and params[k] != earlier[k])
-            why = f" (they differ only in {', '.join(others)}, which harness run does not use)" if others else ""
+            why = (
+                f" (they differ only in {', '.join(others)}; a run's cell is a policy and a scenario, so both would "
+                "write the same cases and count them twice)"
+                if others
+                else ""
+            )
             raise GridFileError(
                 f"{grid.path}: field 'matrix.params': the cell {cell.policy_spec} x {cell.scenario_spec} comes "
                 f"more than once{why}; fix: give each policy and scenario once, or run the file with the command "
