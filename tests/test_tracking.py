@@ -483,3 +483,18 @@ def test_a_thread_that_was_running_before_tracking_keeps_its_own_failure(tmp_pat
     finally:
         threading.excepthook = before
     assert tracked.status == "succeeded" and seen == ["not Polyaxon's"]
+
+
+def test_a_scenario_of_many_cases_names_them_and_each_has_its_folder(tmp_path: Path) -> None:
+    """connector_crash_points stands for one case per phase: its run's inputs name the cases (`variants`), and
+    under cases_path each has its folder of seeds, as the README says (the scenario's own name has none)."""
+    out = tmp_path / "run"
+    proc = harness("run", "--policy", "follow_and_inspect", "--scenario", "connector_crash_points", "--seed", "1",
+                   "--no-report", "--quiet", "--out", str(out))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (run,) = read_offline(out / "polyaxon")
+    variants = run["inputs"]["variants"]
+    assert run["inputs"]["scenario"] == "connector_crash_points" and len(variants) == 4
+    cases = Path(run["outputs"]["cases_path"])
+    assert sorted(p.name for p in cases.iterdir()) == sorted(variants)
+    assert all((cases / v / "seed-1" / "recovery.json").is_file() for v in variants)
