@@ -245,6 +245,19 @@ def test_tables_show_unknown_cells(run_dir: Path) -> None:
         metric_table(df, "speed")
 
 
+def test_a_metric_range_reads_as_two_numbers(run_dir: Path) -> None:
+    """Seeds that give 14.77, 14.76 and 14.76: the range shows as many digits as tell its ends apart (it read
+    14.8 (14.8-14.8)); equal values show no range."""
+    df = load(run_dir)
+    cell = (df["policy"] == "reconcile_and_reauthorize") & (df["scenario"] == "lost_response")
+    df.loc[cell, "time_to_account_s"] = [14.7712, 14.7644, 14.7644]
+    assert metric_table(df, "time_to_account_s").loc["reconcile_and_reauthorize", "lost_response"] == (
+        "14.8 (14.76-14.77)"
+    )
+    df.loc[cell, "time_to_account_s"] = [2.0, 2.0, 2.0]
+    assert metric_table(df, "time_to_account_s").loc["reconcile_and_reauthorize", "lost_response"] == "2"
+
+
 def test_compare_runs_flags_changed_outcomes(run_dir: Path) -> None:
     """Comparing a run with an edited copy shows exactly the case whose outcome changed."""
     before = load(run_dir)

@@ -569,11 +569,21 @@ def metric_table(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
         else:
             text = f"{mean:.3g}"
             if low != high:
-                text += f" ({low:.3g}-{high:.3g})"
+                text += f" ({_apart(low, high)})"
             if unknown:
                 text += f" · {unknown} unknown"
         records.append({"policy": policy, "scenario": scenario, "cell": text})
     return _pivot(pd.DataFrame.from_records(records), frame)
+
+
+def _apart(low: float, high: float) -> str:
+    """``low-high`` with as many significant digits as it takes (3 to 9) for them to read apart: three made
+    14.77 and 14.76 both ``14.8``, a range that read as one number."""
+    for digits in range(3, 10):
+        shown = f"{low:.{digits}g}", f"{high:.{digits}g}"
+        if shown[0] != shown[1]:
+            break
+    return "-".join(shown)
 
 
 def outcome_counts(frame: pd.DataFrame) -> pd.DataFrame:
