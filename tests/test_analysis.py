@@ -20,6 +20,7 @@ from harness.present.analysis import (
     metric_table,
     outcome_counts,
     pass_k,
+    percent,
     rate_table,
     rates,
     wilson_interval,
@@ -221,6 +222,10 @@ def test_wilson_interval_matches_known_values() -> None:
     low, high = wilson_interval(8, 10)
     assert (round(low, 3), round(high, 3)) == (0.490, 0.943)
     assert all(math.isnan(v) for v in wilson_interval(0, 0))
+    # All or none of many: the bound on that side is exactly 1 or 0, and reads so (it printed >99.999%).
+    for n in (3, 1000, 100_000, 1_000_000):
+        assert wilson_interval(n, n)[1] == 1.0 and wilson_interval(0, n)[0] == 0.0
+    assert percent(wilson_interval(100_000, 100_000)[1]) == "100%"
 
 
 def test_pass_k_is_the_all_of_k_estimate() -> None:
