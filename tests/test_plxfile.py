@@ -217,3 +217,13 @@ def test_cells_that_differ_only_in_seed_count_are_refused_for_what_they_would_do
         message
     )
     assert "does not use" not in message
+
+
+def test_the_grid_files_concurrency_holds_only_when_the_grid_file_is_run() -> None:
+    """As the README says: the default concurrency is the matrix's when the grid file is run; --policy or
+    --scenario leave the grid file unread, so it is 1; --concurrency wins either way."""
+    from harness.run.plan import plan_cells
+
+    assert plan_cells(None, None, None, None, None).concurrency == load_grid_file(FILES / "grid.yaml").concurrency == 2
+    assert plan_cells(["retry_new_key"], None, None, None, None).concurrency == 1
+    assert plan_cells(None, ["lost_response"], None, None, 3).concurrency == 3
