@@ -118,13 +118,31 @@ def test_an_unresolved_case_fails_the_gate(tmp_path: Path, capsys: pytest.Captur
     capsys.readouterr()
 
 
+def _warned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], source: str, seeds: str
+) -> list[str]:
+    """Gate the policy ``source`` defines (attribute ``POLICY`` of a module named for the test, as one imported
+    stays imported) on lost_response at seeds 1..``seeds``; the lines printed under the FAIL line of the last seed
+    (replayed last: after every other case the policy saw)."""
+    module = f"policy_{tmp_path.name}"
+    (tmp_path / f"{module}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert check("--policy", f"{module}:POLICY", "--scenario", "lost_response", "--seed-count", seeds) == 1
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, line in enumerate(lines) if f" x lost_response seed {seeds}: abandoned" in line)
+    assert lines[at].startswith("FAIL ") and lines[at + 1].startswith(
+        "  warning: its repro file does not replay to this case: "
+    ), lines
+    return lines[at + 1 :]
+
+
 def test_a_repro_file_that_does_not_replay_is_said_under_its_fail_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A policy that does not decide the same way twice: its FAIL line's replay command then gives another
     outcome, and only the JUnit text said so, blaming the simulation. The console says it under the line, and
     names the policy's decisions as the cause."""
-    (tmp_path / "flipping.py").write_text(
+    source = (
         "from harness.policy import Escalate, Stop\n"
         "class Flipping:\n"
         "    name, revision, calls = 'flipping', '1', 0\n"
@@ -133,12 +151,8 @@ def test_a_repro_file_that_does_not_replay_is_said_under_its_fail_line(
         "        return Stop() if type(self).calls % 2 else Escalate(reason='unsure')\n"
         "POLICY = Flipping()\n"
     )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    assert check("--policy", "flipping:POLICY", "--scenario", "lost_response", "--seed-count", "1") == 1
-    lines = capsys.readouterr().out.splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith("FAIL flipping x lost_response seed 1: abandoned"))
-    assert lines[at + 1].startswith("  warning: its repro file does not replay to this case: "), lines
-    assert "the policy did not decide the same way twice" in "\n".join(lines[at + 1 :])
+    warned = "\n".join(_warned(tmp_path, monkeypatch, capsys, source, "1"))
+    assert "the policy did not decide the same way twice" in warned
 
 
 def test_a_policy_that_counts_across_cases_is_named_as_the_cause_when_its_repro_differs(
@@ -146,7 +160,7 @@ def test_a_policy_that_counts_across_cases_is_named_as_the_cause_when_its_repro_
 ) -> None:
     """A policy that counts its calls in a global and turns reckless after a few decides the same way twice in
     a replay (it is past the count by then), yet not as recorded: the warning named only the differences."""
-    (tmp_path / "counting.py").write_text(
+    source = (
         "from harness.policy import RetryNewKey, Stop\n"
         "CALLS = 0\n"
         "class Counting:\n"
@@ -157,11 +171,7 @@ def test_a_policy_that_counts_across_cases_is_named_as_the_cause_when_its_repro_
         "        return RetryNewKey() if CALLS > 2 and not situation.attempts[-1].receipt else Stop()\n"
         "POLICY = Counting()\n"
     )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    assert check("--policy", "counting:POLICY", "--scenario", "lost_response", "--seed-count", "2") == 1
-    lines = capsys.readouterr().out.splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith("FAIL counting x lost_response seed 1: abandoned"))
-    warned = "\n".join(lines[at + 1 :])
+    warned = "\n".join(_warned(tmp_path, monkeypatch, capsys, source, "2"))
     assert "outcome: recorded abandoned, now incorrect" in warned
     assert "the policy's revision is the one recorded, yet it decided otherwise" in warned
     assert "did not decide the same way twice" not in warned

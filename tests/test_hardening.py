@@ -95,21 +95,9 @@ def test_what_no_case_catches_ends_a_worker_with_its_name_and_no_traceback(bad: 
     the case's harness_error names what did it; nothing prints a traceback."""
     out = tmp_path / "run"
     policies = ("badpol:INTERRUPT", "badpol:BASE", "reconcile_and_reauthorize")
-    proc = harness(
-        "run",
-        *(arg for name in policies for arg in ("--policy", name)),
-        "--scenario",
-        "lost_response",
-        "--seed-count",
-        "1",
-        "--tracking",
-        "none",
-        "--no-report",
-        "--quiet",
-        "--out",
-        str(out),
-        env={"PYTHONPATH": str(bad)},
-    )
+    proc = harness("run", *(arg for name in policies for arg in ("--policy", name)), "--scenario", "lost_response",
+                   "--seed-count", "1", "--tracking", "none", "--no-report", "--quiet", "--out", str(out),
+                   env={"PYTHONPATH": str(bad)})  # fmt: skip
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr
     errors = {r["policy"]: r["error"] for r in summary_rows(out)}
