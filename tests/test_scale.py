@@ -342,6 +342,12 @@ def test_a_sweep_s_progress_says_cases_rate_and_time_left() -> None:
     )
     assert _sweep(Progress(200, 200, 1_000_000, 1_000_000, 250.0)) == "1,000,000 of 1,000,000 cases, 4,000 cases/s"
     assert _sweep(Progress(1, 2, 5_000, 10_000, 0.0)) == "5,000 of 10,000 cases"  # no time yet, no rate
+    # Two pieces side by side: the first to finish is not the rate (the other is about as far along), the second is.
+    assert _sweep(Progress(1, 16, 5_000, 80_000, 4.0, concurrency=2)) == "5,000 of 80,000 cases"
+    assert _sweep(Progress(2, 16, 10_000, 80_000, 4.0, concurrency=2)) == (
+        "10,000 of 80,000 cases, 2,500 cases/s, about 28 s left"
+    )
+    assert _sweep(Progress(1, 1, 5_000, 5_000, 2.0, concurrency=2)) == "5,000 of 5,000 cases, 2,500 cases/s"
     assert [_duration(s) for s in (0.4, 59.4, 60, 3599.4, 3600, 7530)] == [
         "0 s", "59 s", "1 min 0 s", "59 min 59 s", "1 h 00 min", "2 h 05 min"
     ]  # fmt: skip

@@ -289,11 +289,17 @@ class Progress:
     cases_done: int
     cases: int
     elapsed_s: float
+    #: Processes running pieces side by side.
+    concurrency: int = 1
 
     @property
     def rate(self) -> float | None:
-        """Cases per second so far (start-up included), or ``None`` before any time has passed."""
-        return self.cases_done / self.elapsed_s if self.elapsed_s > 0 else None
+        """Cases per second so far (start-up included), or ``None`` before any time has passed, and until as many
+        pieces have finished as run side by side: the first of two pieces to finish counts only its own cases,
+        though the other is about as far along (the rate read half what it was, and the time left twice)."""
+        if self.elapsed_s <= 0 or self.pieces_done < min(self.concurrency, self.pieces):
+            return None
+        return self.cases_done / self.elapsed_s
 
     @property
     def remaining_s(self) -> float | None:
@@ -494,7 +500,9 @@ def _complete(
         done += 1
         cases_done += len(job.seeds)
         if progress is not None:
-            progress(Progress(done, len(todo), cases_done, cases, time.perf_counter() - started), job, result)
+            elapsed_s = time.perf_counter() - started
+            side_by_side = plan.concurrency if options.isolate else 1
+            progress(Progress(done, len(todo), cases_done, cases, elapsed_s, side_by_side), job, result)
         if results.add(cell, result):
             tracker.track(cell, results[cell])
 
