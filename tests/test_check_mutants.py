@@ -237,9 +237,14 @@ def test_a_read_that_says_nothing_is_there_settles_nothing_the_ledger_contradict
     )
     settled = early + reply(2.0, 1, "applied", "r1", kind="lookup") + "\n" + dispatch(3.0, 2)
     assert run("retries_after_uncertain", history(settled, visible=False)).value == 0
-    # A violation seen beside a doubtful read is still one.
+    # A violation seen beside a doubtful read is still one, and how many there are is unknown (a count would be a
+    # lower bound: it read 1 where the truth was 2).
     both = early + dispatch(1.5, 2) + "\n" + reply(2.0, 1, "absent", kind="lookup") + "\n" + dispatch(3.0, 3)
-    assert run("retries_after_uncertain", history(both, visible=False)).value == 1
+    found = run("retries_after_uncertain", history(both, visible=False))
+    assert found.value is None and len(found.anomalies) == 1
+    judged = check(history(both, visible=False))
+    assert judged.checks["retries_after_uncertain"] == "false" and judged.outcome == "incorrect"
+    assert judged.metrics["retries_after_uncertain"] is None and "retries_after_uncertain" in judged.unknown
 
 
 # -- completions, deadlines and accounting times ------------------------------------------------------------

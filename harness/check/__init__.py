@@ -67,7 +67,9 @@ def _run(name: str, checker: Checker, f: Facts, is_property: bool) -> CheckResul
         return CheckResult(name, "unknown", None, f"checker raised {type(exc).__name__}: {exc}")
     value = found.value
     if value is None:
-        verdict: Verdict = "unknown"
+        # A violation witnessed whose count the evidence cannot finish (more may hide where it cannot see) is
+        # still a violation: false beats unknown, and the count stays null, with its reason.
+        verdict: Verdict = "false" if is_property and found.anomalies else "unknown"
     elif is_property:
         verdict = "false" if value else "true"
     else:

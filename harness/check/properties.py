@@ -414,8 +414,8 @@ def retries_after_uncertain(f: Facts) -> Finding:
                 elif event.status not in NOTHING_THERE:
                     doubted = None
                 told = None
-    if not anomalies and undecided:
-        return Finding(None, reason=f"{HIDDEN}, so {undecided[0]} is unknown")
+    if undecided:  # a count beside them would be a lower bound: null, with the violations seen kept
+        return Finding(None, tuple(anomalies), reason=f"{HIDDEN}, so {undecided[0]} is unknown")
     return counted(anomalies)
 
 
