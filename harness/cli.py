@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import InputError, RunFailed, no_room, one_line
+from harness.errors import InputError, OutlivesReader, RunFailed, no_room, one_line
 from harness.limits import CASE_TIMEOUT_MAX_S, COMPACT_ABOVE, DEFAULT_CASE_TIMEOUT_S, SEED_COUNT_MAX
 from harness.plx import DEFAULT_PROJECT, TRACKING_MODES
 from harness.seeds import DEFAULT_SEEDS, SEED_MAX
@@ -984,44 +984,10 @@ def _is_case_schema(path: Path) -> bool:
 _SCHEMA_MAX = 4 * 1024 * 1024
 
 
-class _Stderr:
-    """Standard error that outlives its reader: once the program reading it goes away (``2>&1 | head -1``), what
-    is still to say goes nowhere and the command carries on to its own end and exit status. A long run's first
-    progress line must not stop it half-written (it did, and exited 0)."""
-
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-        self._gone = False
-
-    def write(self, text: str) -> int:
-        if not self._gone:
-            try:
-                return int(self._stream.write(text))
-            except BrokenPipeError:
-                self._lost()
-        return len(text)
-
-    def flush(self) -> None:
-        if not self._gone:
-            try:
-                self._stream.flush()
-            except BrokenPipeError:
-                self._lost()
-
-    def _lost(self) -> None:
-        self._gone = True
-        # What the stream still buffers goes nowhere too, so that Python's flush at exit does not complain.
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     stderr = sys.stderr
-    sys.stderr = _Stderr(stderr)
+    sys.stderr = OutlivesReader(stderr)
     try:
         return _main(words)
     finally:

@@ -5,14 +5,16 @@ The command line catches ``InputError`` and exits with status 2; nothing else in
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
-__all__ = ["InputError", "NotWritten", "RunFailed", "no_room", "one_line", "wrong_field"]
+__all__ = ["InputError", "NotWritten", "OutlivesReader", "RunFailed", "no_room", "one_line", "wrong_field"]
 
 
 class InputError(ValueError):
@@ -55,3 +57,38 @@ def wrong_field(error: ValidationError) -> str:
     parts = [str(p) for p in first["loc"] if not (isinstance(p, str) and ("[" in p or p.startswith("_")))]
     more = f" (+{error.error_count() - 1} more)" if error.error_count() > 1 else ""
     return f"field '{'.'.join(parts) or '(top level)'}': {first['msg']}{more}"
+
+
+class OutlivesReader:
+    """A stream (standard error, or a worker's output) that outlives its reader: once the program reading it goes
+    away (``2>&1 | head -1``), what is still to say goes nowhere and the command carries on to its own end and exit
+    status. A long run's first progress line must not stop it half-written (it did, and exited 0), nor a policy's
+    print in a worker end its case as a policy error."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._gone = False
+
+    def write(self, text: str) -> int:
+        if not self._gone:
+            try:
+                return int(self._stream.write(text))
+            except BrokenPipeError:
+                self._lost()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._lost()
+
+    def _lost(self) -> None:
+        self._gone = True
+        # What the stream still buffers goes nowhere too, so that Python's flush at exit does not complain.
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)

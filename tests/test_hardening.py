@@ -631,12 +631,27 @@ def _into_a_closed_pipe(words: list[str], env: dict[str, str] | None = None) -> 
     )
 
 
-def test_a_closed_error_pipe_lets_the_run_finish_with_its_own_status(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", ["run", "check"])
+def test_a_closed_error_pipe_lets_the_run_finish_with_its_own_status(tmp_path: Path, command: str) -> None:
     """`harness run ... 2>&1 >/dev/null | true`-like: the reader of standard error is gone at the first progress
-    line. The run finishes, writes every file and exits as it ends (it stopped half-written and exited 0)."""
+    line. The run finishes, writes every file and exits as it ends (it stopped half-written and exited 0); a
+    policy that prints as it decides is judged as it would be (each print raised in its worker, and every case
+    ended abandoned by a policy error)."""
+    (tmp_path / "chatty_policy.py").write_text(
+        "import sys\n"
+        "from policies.reconcile_and_reauthorize import ReconcileAndReauthorize\n"
+        "class Chatty(ReconcileAndReauthorize):\n"
+        "    def decide(self, situation):\n"
+        "        print('deciding', file=sys.stderr, flush=True)\n"
+        "        print('deciding', flush=True)\n"
+        "        return super().decide(situation)\n"
+        "POLICY = Chatty()\n"
+    )
     out = tmp_path / "out"
-    words = ["run", "--policy", "retry_new_key", "--scenario", "lost_response", "--seed-count", "2",
-             "--tracking", "none", "--no-report", "--out", str(out)]  # fmt: skip
+    words = [command, "--policy", "chatty_policy:POLICY", "--scenario", "lost_response", "--seed-count", "2",
+             "--out", str(out)]  # fmt: skip
+    if command == "run":
+        words += ["--tracking", "none", "--no-report"]
     proc = subprocess.run(
         f"{shlex.quote(sys.executable)} -m harness {shlex.join(words)} 2>&1 >/dev/null | true; exit ${{PIPESTATUS[0]}}",
         shell=True,
@@ -645,10 +660,11 @@ def test_a_closed_error_pipe_lets_the_run_finish_with_its_own_status(tmp_path: P
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(tmp_path)},
     )
     assert proc.returncode == 0, proc.stderr
-    assert (out / "run.json").is_file() and len(summary_rows(out)) == 2
+    rows = summary_rows(out)
+    assert [r["outcome"] for r in rows] == ["correct", "correct"] and not any(r["error"] for r in rows)
     assert not (out / ".parts").exists()
 
 

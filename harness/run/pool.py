@@ -27,7 +27,7 @@ from multiprocessing.process import BaseProcess
 from multiprocessing.sharedctypes import RawArray
 from typing import Any, Protocol, Self
 
-from harness.errors import RunFailed
+from harness.errors import OutlivesReader, RunFailed
 
 __all__ = ["RunFailed", "Supervised", "supervise"]
 #: How often the parent looks at its workers.
@@ -200,6 +200,9 @@ def _serve(conn: Connection, where: Any) -> None:
     with contextlib.suppress(OSError):
         sys.stdout.flush()
         os.dup2(2, 1)
+    # A reader of standard error that went away does not make a policy's print a policy error: its lines then go
+    # nowhere, as the parent's own do.
+    sys.stdout, sys.stderr = OutlivesReader(sys.stdout), OutlivesReader(sys.stderr)
     # A case makes thousands of short-lived objects, and its few cycles (a simulation's processes and their
     # environment) can wait: the cycle collector looks at new objects every 50,000 allocations, not 700, and
     # never again at what was imported before the first job. 2% of a sweep's instructions (callgrind,
