@@ -374,6 +374,9 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             )
         request = Request.read(args.resume)
         if request is not None:  # stopped before its grid was planned: plan it again, from the same words
+            # The paths given now are read from here, before the words are read from where the run began.
+            args.resume = args.resume.absolute()
+            args.junit = args.junit.absolute() if args.junit else None
             again = _requested(args, request)
             hold = claim(args.resume, fresh=False)
             os.chdir(request.cwd)

@@ -304,15 +304,19 @@ def test_a_damaged_request_is_refused_naming_it_and_the_folder_stays(
 
 def test_a_run_resumed_from_its_request_takes_quiet_no_report_and_junit(tmp_path: Path) -> None:
     """--quiet, --no-report and --junit given with --resume hold for a run planned again from its request (they
-    were dropped: progress lines and a report came all the same)."""
-    out = tmp_path / "early"
-    out.mkdir()
+    were dropped: progress lines and a report came all the same). Begun in folder a/ with `--out early`, resumed
+    from folder b/ with paths relative to b/: the run completes in a/early and the JUnit file is b/j.xml (both
+    were read from a/, where the run began)."""
+    began, here = tmp_path / "a", tmp_path / "b"
+    out = began / "early"
+    out.mkdir(parents=True)
+    here.mkdir()
     words = ["run", "--policy", "retry_new_key", "--scenario", "lost_response", "--seed", "1", "--tracking", "none"]
-    (out / "request.json").write_text(json.dumps({"argv": [*words, "--out", str(out)], "cwd": str(tmp_path)}))
-    junit = tmp_path / "j.xml"
-    proc = harness("run", "--resume", str(out), "--quiet", "--no-report", "--junit", str(junit))
+    (out / "request.json").write_text(json.dumps({"argv": [*words, "--out", "early"], "cwd": str(began)}))
+    proc = harness("run", "--resume", "../a/early", "--quiet", "--no-report", "--junit", "j.xml", cwd=here)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr == "" and not (out / "report.html").exists() and "<testsuites" in junit.read_text()
+    assert proc.stderr == "" and not (out / "report.html").exists() and "<testsuites" in (here / "j.xml").read_text()
+    assert (out / "run.json").is_file() and not (began / "j.xml").exists()
 
 
 def test_bad_input_leaves_nothing_behind(tmp_path: Path) -> None:
