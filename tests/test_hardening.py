@@ -388,7 +388,6 @@ def stopped_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (lambda m: m.update(concurrency=8), "field 'digest': does not match the rest of the file, so the cells"),
         (lambda m: m["cells"][0].update(seeds=[1, 2]), "field 'digest': does not match the rest of the file"),
         (lambda m: m["options"].update(records="compact"), "field 'digest': does not match the rest of the file"),
-        (lambda m: m.pop("digest"), "field 'digest': Field required"),
     ],
 )
 def test_a_manifest_edited_by_hand_is_refused_naming_the_field(
@@ -413,6 +412,19 @@ def test_a_manifest_edited_by_hand_is_refused_naming_the_field(
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith(f"harness: {out / 'manifest.json'}: {said}") and "fix: start the run anew" in line
     assert sorted(p.relative_to(out) for p in out.rglob("*")) == before
+
+
+def test_a_manifest_without_a_digest_is_one_begun_before_it_and_resumes(stopped_run: Path, tmp_path: Path) -> None:
+    """A run begun by a harness that kept no digest in its manifest resumes (it was refused as edited)."""
+    from harness.cli import main
+
+    out = tmp_path / "run"
+    shutil.copytree(stopped_run, out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    del manifest["digest"]
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    assert main(["run", "--resume", str(out), "--quiet", "--no-report"]) == 0
+    assert (out / "run.json").is_file()
 
 
 def test_a_cell_whose_tracking_note_is_damaged_is_tracked_anew_in_one_run(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Annotated, Any
+from typing import IO, Annotated, Any, NotRequired
 
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypedDict
@@ -175,8 +175,8 @@ class _ManifestShape(TypedDict):
     options: dict[str, Any]
     fingerprints: dict[str, str]
     #: A digest of everything else in the file: an edit that keeps every field well-typed (another concurrency,
-    #: more seeds) would make a resume mix two runs.
-    digest: str
+    #: more seeds) would make a resume mix two runs. A run begun before it was kept has none, and is not checked.
+    digest: NotRequired[str]
 
 
 _MANIFEST_SHAPE = TypeAdapter(_ManifestShape)
@@ -249,7 +249,11 @@ class Manifest:
                     "start the run anew with another --out (the manifest was edited or damaged)"
                 )
         return cls(
-            cells, data["concurrency"], data["options"], data["fingerprints"], _manifest_digest(raw) == data["digest"]
+            cells,
+            data["concurrency"],
+            data["options"],
+            data["fingerprints"],
+            data.get("digest", _manifest_digest(raw)) == _manifest_digest(raw),
         )
 
     def check_unedited(self, out: Path) -> None:
