@@ -572,22 +572,24 @@ def metric_table(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
             text = f"unknown x{unknown}"
         else:
             text = f"{mean:.3g}"
-            if low != high:
-                text += f" ({_apart(low, high)})"
+            apart = _apart(low, high)
+            if apart is not None:
+                text += f" ({apart})"
             if unknown:
                 text += f" · {unknown} unknown"
         records.append({"policy": policy, "scenario": scenario, "cell": text})
     return _pivot(pd.DataFrame.from_records(records), frame)
 
 
-def _apart(low: float, high: float) -> str:
+def _apart(low: float, high: float) -> str | None:
     """``low-high`` with as many significant digits as it takes (3 to 9) for them to read apart: three made
-    14.77 and 14.76 both ``14.8``, a range that read as one number."""
+    14.77 and 14.76 both ``14.8``, a range that read as one number. ``None`` when nine do not (equal, or apart
+    by a rounding error): no range."""
     for digits in range(3, 10):
         shown = f"{low:.{digits}g}", f"{high:.{digits}g}"
         if shown[0] != shown[1]:
-            break
-    return "-".join(shown)
+            return "-".join(shown)
+    return None
 
 
 def outcome_counts(frame: pd.DataFrame) -> pd.DataFrame:
