@@ -810,9 +810,12 @@ def _explore_progress(done: int, total: int, result: object) -> None:
     from harness.explore.search import JobResult
 
     assert isinstance(result, JobResult)
-    found = len(result.findings)
+    # Violating cases, not findings: a part's findings are only candidates until every part's are merged.
+    part = f" (part {result.shard + 1} of {result.shards})" if result.shards > 1 else ""
+    violating = sum(result.violating.values())
     print(
-        f"[{done:>{len(str(total))}}/{total}] {result.scenario}: {result.schedules} schedules, {found} findings",
+        f"[{done:>{len(str(total))}}/{total}] {result.scenario}{part}: {result.schedules} schedules, "
+        f"{violating} violating case{'' if violating == 1 else 's'}",
         file=sys.stderr,
     )
 

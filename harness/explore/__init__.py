@@ -15,8 +15,8 @@ import shlex
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from harness.errors import NotWritten, no_room
 from harness.explore.schedule import apply, element_dict
 from harness.explore.search import ExploreJob, Finding, JobResult, explore_job, shape
 from harness.limits import DEFAULT_CASE_TIMEOUT_S
+from harness.model import needed_findings
 from harness.plx.tracking import (
     DEFAULT_PROJECT,
     ExplorationRecord,
@@ -219,10 +220,13 @@ def explore(
             stuck += result.stuck
             for finding in result.findings:
                 key = (finding.policy, job.scenario_spec, shape(finding.schedule))
-                if key not in merged or finding.first_seen < merged[key].first_seen:
-                    merged[key] = finding
+                other = merged.get(key)
+                if other is None or finding.first_seen < other.first_seen:
+                    merged[key], other = finding, other or finding
+                if other.kept is None:  # some schedule's shrinking for any violation reached it
+                    merged[key] = replace(merged[key], kept=None)
         numbered: Counter[tuple[str, str]] = Counter()
-        for finding in sorted(merged.values(), key=lambda f: (f.policy, f.scenario, f.first_seen)):
+        for finding in _needed(merged.values()):
             numbered[(finding.policy, finding.scenario)] += 1
             n = numbered[(finding.policy, finding.scenario)]
             path = out / "findings" / finding.policy / f"{finding.scenario}-{n}.yaml"
@@ -370,6 +374,17 @@ def _run(
     return [results[i] for i in range(len(jobs))]
 
 
+def _needed(findings: Iterable[Finding]) -> list[Finding]:
+    """The findings to write, per policy and template in the order they were first seen (see
+    ``needed_findings``)."""
+    return needed_findings(
+        sorted(findings, key=lambda f: (f.policy, f.scenario, f.first_seen, f.seed)),
+        group=lambda f: (f.policy, f.scenario),
+        kept=lambda f: f.kept,
+        properties=lambda f: f.properties,
+    )
+
+
 def finding_yaml(template: Scenario, finding: Finding, n: int) -> str:
     """The finding as a runnable scenario: the template with exactly the minimal schedule, named ``<scenario>-<n>``,
     with how to reproduce it (policy, revision, seed) in ``reproduces`` and in its description. A case that could
@@ -455,6 +470,9 @@ def explore_json(
                         "seed": f.seed,
                         "file": str(path.relative_to(summary.out)),
                         "schedule": [_show(e) for e in f.schedule.elements],
+                        # What merging shards needs to choose the findings as one exploration would.
+                        "first_seen": f.first_seen,
+                        "kept": f.kept,
                     }
                     for f, path in summary.findings
                 ],

@@ -87,6 +87,8 @@ class Finding:
     first_seen: int
     #: Outcome ``harness_error`` only: why the case could not be judged (over its budget, its worker died).
     error: str | None = None
+    #: The property shrinking kept to reach it, when it shrank for one (``None``: any violation, as first shrunk).
+    kept: str | None = None
 
 
 @dataclass(slots=True)
@@ -94,6 +96,9 @@ class JobResult:
     """Counts for one job, per policy, and its findings."""
 
     scenario: str
+    #: Which part of the template's schedules this job explored, of how many (0 of 1: all of them).
+    shard: int = 0
+    shards: int = 1
     schedules: int = 0
     cases: Counter[str] = field(default_factory=Counter)
     #: Cases actually run, per policy, shrinking's included; the others were judged without running them.
@@ -426,7 +431,9 @@ def explore_job(job: ExploreJob, on_case: Callable[[int], None] | None = None) -
     cases = _Cases(job.failed, on_case)
     seen, unfired = observe(template, [p for _, p in policies], job.seeds, cases)
     # Counted over the runs that finished: a policy stopped here ran none of the rest (the summary says so).
-    out = JobResult(scenario=template.name, unfired=unfired if job.shard == 0 else [])
+    out = JobResult(
+        scenario=template.name, shard=job.shard, shards=job.shards, unfired=unfired if job.shard == 0 else []
+    )
     added = frozenset(e.key for e in singles(template, seen))
     judge = _Judge(template, cases, skip_unreached=job.skip_unreached, singles=added)
     found: dict[tuple[str, str], Finding] = {}
@@ -463,20 +470,26 @@ def explore_job(job: ExploreJob, on_case: Callable[[int], None] | None = None) -
                 out.violating[policy.name] += 1
                 counts = out.violations.setdefault(policy.name, Counter())
                 counts.update(violated)
-                # Shrunk for any violation; then, for each property it violates that no finding of this policy
-                # shows yet, for that property: every property a summary counts has a finding that shows it.
+                # Shrunk for any violation; then, for each property it violates that its minimal schedule no
+                # longer does, for that property: every property a summary counts has a finding that shows it.
+                # Which schedules are shrunk, and how, depends on the schedule alone (not on what this job found
+                # before it), so the findings are the same however the schedules are split among processes.
+                kept: tuple[str, ...] = ()
                 for keep in (None, *violated):
-                    if keep is not None and any(
-                        keep in f.properties for (p, _), f in found.items() if p == policy.name
-                    ):
+                    if keep is not None and keep in kept:
                         continue
                     memo = memos.setdefault((policy.name, seed, keep), {})
                     minimal = shrink(judge, policy, schedule, seed, own, memo, keep)
                     if policy.name in cases.stopped:
                         break  # a case failed while shrinking: what shrinking reached is not minimal
-                    if (policy.name, shape(minimal)) in found:
-                        continue
                     final_outcome, final_violated, _ = judge(policy, minimal, seed)
+                    if keep is None:
+                        kept = final_violated
+                    earlier = found.get((policy.name, shape(minimal)))
+                    if earlier is not None:
+                        if keep is None and earlier.kept is not None:  # any violation shrinks to it too
+                            found[(policy.name, shape(minimal))] = replace(earlier, kept=None)
+                        continue
                     found[(policy.name, shape(minimal))] = Finding(
                         policy=policy.name,
                         policy_spec=spec,
@@ -488,6 +501,7 @@ def explore_job(job: ExploreJob, on_case: Callable[[int], None] | None = None) -
                         seed=seed,
                         schedule=minimal,
                         first_seen=index,
+                        kept=keep,
                     )
     out.findings = sorted(found.values(), key=lambda f: (f.policy, f.first_seen))
     out.errors = judge.errors[:20]

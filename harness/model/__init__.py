@@ -19,6 +19,7 @@ from harness.model.base import (
     Scalar,
     Verdict,
     conclusive,
+    needed_findings,
 )
 from harness.model.commands import (
     COMMAND_TYPES,
@@ -98,5 +99,6 @@ __all__ = [
     "conclusive",
     "entries",
     "events",
+    "needed_findings",
     "validated",
 ]

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal, Self
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, Literal, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -149,3 +150,34 @@ def fast_frozen_init(cls: type[Any]) -> None:
     signature = ", ".join(["self", *positional, *(["*", *keywords] if keywords else [])])
     source = f"def __init__({signature}):\n" + "\n".join(body)
     cls.__init__ = compiled(source, namespace, "__init__", f"{cls.__qualname__}.__init__")
+
+
+F = TypeVar("F")
+
+
+def needed_findings(
+    findings: Iterable[F],
+    group: Callable[[F], Hashable],
+    kept: Callable[[F], str | None],
+    properties: Callable[[F], Iterable[str]],
+) -> list[F]:
+    """The findings worth showing, of ``findings`` given in the order they were first seen: every one that
+    shrinking for any violation reached (``kept`` None), and, of those shrinking reached keeping one property,
+    the first for each property that no finding of its ``group`` (a policy and a template) shows before it.
+    Decided over every part's findings at once, so that the result does not depend on how the schedules were
+    split among processes or shards (each part alone would decide otherwise)."""
+    ordered = list(findings)
+    shown: dict[Hashable, set[str]] = {}
+    for f in ordered:
+        if kept(f) is None:
+            shown.setdefault(group(f), set()).update(properties(f))
+    needed = []
+    for f in ordered:
+        seen = shown.setdefault(group(f), set())
+        wanted = kept(f)
+        if wanted is not None:
+            if wanted in seen:
+                continue
+            seen.update(properties(f))
+        needed.append(f)
+    return needed

@@ -28,7 +28,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, NotRequired, ParamSpec, TypeVar
 
 import pandas as pd
 from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
@@ -37,7 +37,7 @@ from typing_extensions import TypedDict
 
 from harness.check.registry import METRIC_NAMES, METRICS, PROPERTIES, by_name
 from harness.errors import wrong_field
-from harness.model import MANIFEST, OUTCOMES, RECORDS_GLOB, RUN_RECORD
+from harness.model import MANIFEST, OUTCOMES, RECORDS_GLOB, RUN_RECORD, needed_findings
 from harness.present.shape import INPUT_COLUMNS, MalformedCase, checked_case
 
 __all__ = [
@@ -664,6 +664,9 @@ class _FindingShape(TypedDict):
     properties: list[str]
     schedule: list[str]
     file: str
+    #: Written since findings are chosen over every shard (an older file has neither: its findings are all kept).
+    first_seen: NotRequired[int]
+    kept: NotRequired[str | None]
 
 
 @with_config(ConfigDict(strict=True))
@@ -721,14 +724,25 @@ def load_explorations(paths: Path | str | Iterable[Path | str]) -> Explorations:
                 parts.setdefault(key, {**row, **merged, "shard": data["shard"]})
             for finding in data["findings"]:
                 fkey = (finding["policy"], finding["template"], finding["shape"])
-                if fkey not in findings:
+                first = findings.get(fkey)
+                if first is None or finding.get("first_seen", 0) < first["first_seen"]:
                     findings[fkey] = {
                         **{k: v for k, v in finding.items() if k != "file"},
                         "properties": ", ".join(finding["properties"]),
                         "schedule": "; ".join(finding["schedule"]),
                         "file": str(path.parent / finding["file"]),
+                        "first_seen": finding.get("first_seen", 0),
+                        "kept": finding.get("kept") if first is None or first["kept"] is not None else None,
                     }
-    return Explorations(_merge_shards(parts.values()), _findings_frame(findings.values()), tuple(skipped))
+                elif finding.get("kept") is None:
+                    first["kept"] = None
+    chosen = needed_findings(
+        sorted(findings.values(), key=lambda f: (f["policy"], f["template"], f["first_seen"], f["seed"])),
+        group=lambda f: (f["policy"], f["template"]),
+        kept=lambda f: f["kept"],
+        properties=lambda f: f["properties"].split(", "),
+    )
+    return Explorations(_merge_shards(parts.values()), _findings_frame(chosen), tuple(skipped))
 
 
 def _merge_shards(parts: Iterable[dict[str, Any]]) -> pd.DataFrame:
