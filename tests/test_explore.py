@@ -458,6 +458,32 @@ def test_replay_refuses_a_file_that_names_no_case(tmp_path: Path) -> None:
     assert main(["replay", str(junk)]) == 2
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("outcome", "bogus", "field 'reproduces.outcome': Input should be 'correct', 'escalated'"),
+        ("properties", ["made_up_property"], "field 'reproduces.properties': 'made_up_property' is no property"),
+        ("seed", 99999999999999999999999, "field 'reproduces.seed': 99999999999999999999999 is over"),
+        ("policy", "nosuch", "field 'reproduces.policy': unknown policy 'nosuch'; fix: use one of"),
+    ],
+)
+def test_replay_refuses_an_edited_reproduces_naming_its_field(
+    tmp_path: Path, field: str, value: object, said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A finding file whose `reproduces:` was edited into something no case could be (an outcome or a property
+    that does not exist, a seed --seed refuses, a policy that does not load): one line naming the file and the
+    field, exit 2. They were replayed, and the difference blamed on the policy; the seed replayed as a seed."""
+    doc = yaml.safe_load((SCENARIOS / "lost_response.yaml").read_text())
+    doc["name"] = "edited"
+    doc["reproduces"] = {"policy": "retry_new_key", "policy_revision": "1", "seed": 1, "outcome": "incorrect",
+                         "properties": ["duplicate_effects"], field: value}  # fmt: skip
+    path = tmp_path / "edited.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    assert main(["replay", str(path)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"harness: {path}: {said}"), line
+
+
 def test_findings_files_are_loadable_scenarios(tmp_path: Path) -> None:
     """The `reproduces` block is part of the scenario format; a wrong field in it is refused like any other."""
     doc = yaml.safe_load((SCENARIOS / "lost_response.yaml").read_text())

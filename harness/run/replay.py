@@ -29,9 +29,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from harness.check.registry import PROPERTIES
 from harness.errors import InputError
 from harness.limits import CASE_TIMEOUT_MAX_S, DEFAULT_CASE_TIMEOUT_S
 from harness.model import CaseReport
+from harness.policy import PolicyError
 from harness.present.shape import MalformedCase, checked_case
 from harness.run.case import failed_report, run_case
 from harness.run.files import record_line, recovery_json
@@ -252,6 +254,10 @@ def _run(case: Case, runs: int, budget_s: float | None, supervised: bool) -> tup
     return reports
 
 
+#: The safety properties a finding may say it violates.
+PROPERTY_NAMES = tuple(m.name for m in PROPERTIES)
+
+
 def _replay_scenario(path: Path, supervised: bool) -> Replay:
     scenario = load_scenario(path)
     if scenario.reproduces is None:
@@ -261,7 +267,20 @@ def _replay_scenario(path: Path, supervised: bool) -> Replay:
             "(the properties it violates; [] for none), or run it with 'harness run --scenario'"
         )
     wanted = scenario.reproduces
-    (case,) = load_grid([wanted.policy], [str(path)], [wanted.seed]).cases
+    # What it says it reproduces is read as the scenario is: each field named when it cannot be what replay needs.
+    mend = "fix: write it as the finding or repro file had it, or run the scenario with 'harness run --scenario'"
+    if wanted.seed > SEED_MAX:
+        raise ScenarioError(f"{path}: field 'reproduces.seed': {wanted.seed} is over {SEED_MAX}; {mend}")
+    unknown = [p for p in wanted.properties if p not in PROPERTY_NAMES]
+    if unknown:
+        raise ScenarioError(
+            f"{path}: field 'reproduces.properties': '{unknown[0]}' is no property the checker judges (it judges "
+            f"{', '.join(PROPERTY_NAMES)}); {mend}"
+        )
+    try:
+        (case,) = load_grid([wanted.policy], [str(path)], [wanted.seed]).cases
+    except PolicyError as exc:
+        raise ScenarioError(f"{path}: field 'reproduces.policy': {exc}") from None
     report, *again = _run(case, 2, wanted.case_timeout_s, supervised)
     violated = tuple(name for name, verdict in report.checks.items() if verdict == "false")
     differences = []
@@ -282,9 +301,10 @@ def _replay_scenario(path: Path, supervised: bool) -> Replay:
         # Twice the same here, and not as recorded: what the policy kept from the cases before the recorded one
         # (a count on its object, a module's global) is the usual cause, when nothing else changed.
         differences.append(
-            "the policy's revision is the one recorded, yet it decided otherwise: unless its code or the harness "
-            "changed since, it kept something from the cases run before this one (on its object or in a global), "
-            "or used randomness or a clock of its own (it must decide from the Situation alone)"
+            "the policy's revision is the one recorded, yet it decided otherwise: unless its code, the harness or "
+            "this file's scenario changed since, it kept something from the cases run before this one (on its "
+            "object or in a global), or used randomness or a clock of its own (it must decide from the Situation "
+            "alone)"
         )
     return Replay(report, not differences, tuple(printable(d) for d in differences))
 

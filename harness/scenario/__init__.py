@@ -17,7 +17,7 @@ from pydantic import Field, Strict, ValidationError, model_validator
 
 from harness.errors import InputError
 from harness.limits import CASE_TIMEOUT_MAX_S
-from harness.model import Frozen
+from harness.model import Frozen, Outcome
 from harness.scenario.faults import (
     BOUNDARIES,
     CONNECTOR_PHASES,
@@ -96,7 +96,7 @@ class Reproduction(Frozen):
     policy: str
     policy_revision: str
     seed: Annotated[int, Strict(), Field(ge=0)]
-    outcome: str
+    outcome: Outcome
     properties: tuple[str, ...] = ()
     #: The wall-clock budget the case ran under, when it ran over it (replay runs it under the same; none: the default).
     case_timeout_s: Annotated[float, Field(gt=0, le=CASE_TIMEOUT_MAX_S)] | None = None
