@@ -109,6 +109,15 @@ def test_nothing_is_set_to_begin_at_or_after_the_recovery_deadline(tmp_path: Pat
         load_scenario(write(tmp_path, "lost_response", text))
 
 
+def test_a_fault_declared_twice_is_refused(tmp_path: Path) -> None:
+    """The same fault twice: the second could never fire (the first takes its occurrence), and the run said it
+    fired in no case, "make the fault reachable", though it was reached. Refused at load, naming both."""
+    text = BASE + "  - {boundary: response_lost, nth: 1}\n"
+    message = error_for(write(tmp_path, "lost_response", text))
+    assert "field 'faults.1': the same fault as faults.0, so it could never fire" in message and "fix: " in message
+    load_scenario(write(tmp_path, "lost_response", BASE + "  - {boundary: response_lost, nth: 2}\n"))
+
+
 def test_unknown_scenario_name_lists_known_ones() -> None:
     """An unknown scenario name is refused with the shipped names."""
     with pytest.raises(ScenarioError, match="lost_response"):

@@ -316,6 +316,11 @@ def test_an_exploration_that_cannot_write_says_so_in_one_line_and_leaves_nothing
     monkeypatch.setattr(exploration, "_run", stopped)
     assert main([*args, "--tracking", "none", "--quiet", "--out", str(given)]) == 130
     assert given.is_dir() and list(given.iterdir()) == []
+    # Said in one line with what to do (it said only "interrupted").
+    assert capsys.readouterr().err.strip() == (
+        f"harness: interrupted; an exploration is not resumable, and what it wrote in {given} is removed: run the "
+        "same command again"
+    )
 
 
 @dataclass(frozen=True)

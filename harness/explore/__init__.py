@@ -245,6 +245,11 @@ def explore(
         write_atomic(out / "explore.json", explore_json(summary, options, specs, list(templates)))
         finished = True
         return summary
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(
+            f"interrupted; an exploration is not resumable, and what it wrote in {out} is removed: run the same "
+            "command again"
+        ) from None
     except OSError as exc:
         if not no_room(exc):
             raise

@@ -139,6 +139,12 @@ class Scenario(Frozen):
                 "action_id of its own, other than the scenario's"
             )
         for i, fault in enumerate(self.faults):
+            if fault in self.faults[:i]:
+                first = self.faults.index(fault)
+                raise ValueError(
+                    f"faults.{i}: the same fault as faults.{first}, so it could never fire (the first takes its "
+                    "occurrence); fix: remove it, or give it another nth"
+                )
             if fault.action_id is not None and fault.action_id not in actions:
                 raise ValueError(
                     f"faults.{i}.action_id: '{fault.action_id}' is not an action of this scenario "
