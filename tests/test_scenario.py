@@ -89,6 +89,18 @@ def test_trigger_needs_exactly_one_time(tmp_path: Path) -> None:
     assert "exactly one" in error_for(write(tmp_path, "lost_response", text))
 
 
+def test_fields_missing_from_one_entry_are_named_together(tmp_path: Path) -> None:
+    """A change_task with neither model nor digest: both named, in one line (the second was "+1 more"); one
+    missing beside another kind of error keeps the count of the rest."""
+    text = BASE + "operator:\n  - {do: change_task, when: {at_s: 5}}\n"
+    message = error_for(write(tmp_path, "lost_response", text))
+    assert message.endswith("fields 'operator.0.model', 'operator.0.digest': Field required; fix: add them"), message
+    text = BASE + "operator:\n  - {do: change_task, when: {at_s: 5}, model: m8}\n"
+    assert error_for(write(tmp_path, "lost_response", text)).endswith(
+        "field 'operator.0.digest': Field required; fix: add it"
+    )
+
+
 def test_nothing_is_set_to_begin_at_or_after_the_recovery_deadline(tmp_path: Path) -> None:
     """The first dispatch, or an operator event at a time (plus its delay), at or after the deadline would act when
     the case is over but for what is in flight: refused, naming the field; just before it loads."""

@@ -267,6 +267,17 @@ def _one_line(path: Path, error: ValidationError) -> str:
         fix = "give a number within that bound" + (", or null for none" if allows_null(Scenario, first["loc"]) else "")
     # A misspelt field is also a missing one: that is one mistake, not two.
     others = error.error_count() - 1 - (meant is not None)
+    if first["type"] == "missing" and meant is None:
+        # Fields missing from the same entry are one mistake, named together (the second was only "+1 more").
+        siblings = [
+            ".".join(str(part) for part in locate(Scenario, e["loc"])[0])
+            for e in error.errors()[1:]
+            if e["type"] == "missing" and tuple(e["loc"][:-1]) == tuple(first["loc"][:-1])
+        ]
+        if siblings:
+            field = "', '".join([field, *siblings])
+            fix = "add them"
+            others -= len(siblings)
     more = f" (+{others} more)" if others > 0 else ""
     message = _MESSAGES.get(first["type"]) or str(first["msg"]).removeprefix("Value error, ")
     if first["type"] == "value_error":
@@ -290,7 +301,8 @@ def _one_line(path: Path, error: ValidationError) -> str:
         field = f"{field}.{tag}"
     elif meant is not None:
         message, fix = "not a field", f"rename it '{meant}' (a field this entry requires)"
-    return f"{shown(path, PATH_SHOWN_MAX)}: field '{shown(field)}': {shown(message, 400)}; fix: {fix}{more}"
+    noun = "fields" if "', '" in field else "field"
+    return f"{shown(path, PATH_SHOWN_MAX)}: {noun} '{shown(field)}': {shown(message, 400)}; fix: {fix}{more}"
 
 
 def _misspelled(error: ValidationError) -> tuple[Any, str] | None:
