@@ -769,15 +769,15 @@ def _explore(args: argparse.Namespace) -> int:
         f"{summary.schedules:,} schedules, {summary.cases:,} cases judged with {summary.simulated:,} simulations "
         "(shrinking's included; a schedule that adds what a smaller schedule's run never reached is judged from "
         f"that run) in {summary.elapsed_s:.1f} s "
-        f"({rate:,.0f} schedules/s); {summary.violating:,} violating cases, {len(summary.findings)} findings in "
-        f"{summary.out}"
+        f"({rate:,.0f} schedules/s); {_many(summary.violating, 'violating case')}, "
+        f"{_many(len(summary.findings), 'finding')} in {summary.out}"
     )
     for name, count in sorted(summary.violations.items()):
-        print(f"  {name}: {count:,} violating cases")
+        print(f"  {name}: {_many(count, 'violating case')}")
     for exploration in summary.explorations:
         if exploration.findings:
             print(
-                f"  {exploration.policy} x {exploration.scenario_spec}: {len(exploration.findings)} findings "
+                f"  {exploration.policy} x {exploration.scenario_spec}: {_many(len(exploration.findings), 'finding')} "
                 f"in {exploration.findings[0][1].parent}"
             )
     shown = summary.findings[:FINDINGS_SHOWN]
@@ -806,6 +806,11 @@ def _explore(args: argparse.Namespace) -> int:
     return EXIT_OK if summary.tracking.ok else EXIT_TRACKING
 
 
+def _many(n: int, noun: str) -> str:
+    """``1 finding``, ``2,000 findings``."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def _explore_progress(done: int, total: int, result: object) -> None:
     from harness.explore.search import JobResult
 
@@ -815,7 +820,7 @@ def _explore_progress(done: int, total: int, result: object) -> None:
     violating = sum(result.violating.values())
     print(
         f"[{done:>{len(str(total))}}/{total}] {result.scenario}{part}: {result.schedules} schedules, "
-        f"{violating} violating case{'' if violating == 1 else 's'}",
+        f"{_many(violating, 'violating case')}",
         file=sys.stderr,
     )
 
