@@ -305,19 +305,25 @@ def _starts_after_unapproved_change(scenario: Scenario) -> Scenario:
     return Scenario.model_validate(data)
 
 
+def _adding(data: dict[str, typing.Any], fault: dict[str, typing.Any]) -> list[dict[str, typing.Any]]:
+    """The scenario's faults with ``fault`` added, unless it already declares it (a fault given twice is refused)."""
+    same = any(all(f.get(k) == v for k, v in fault.items()) for f in data["faults"])
+    return data["faults"] if same else [*data["faults"], fault]
+
+
 def _lagging(scenario: Scenario) -> Scenario:
     """Lookups lag 20 s behind a ledger whose first operation takes 30 s to apply: reads land before the
     operation, while it is pending, and after it applied, each as the ledger stood 20 s earlier."""
     data = scenario.model_dump()
     data["destination"]["lookup_lag_s"] = 20.0
-    data["faults"] = [*data["faults"], {"boundary": "apply_delayed", "nth": 1, "delay_s": 30.0}]
+    data["faults"] = _adding(data, {"boundary": "apply_delayed", "nth": 1, "delay_s": 30.0})
     return Scenario.model_validate(data)
 
 
 def _restarting(scenario: Scenario) -> Scenario:
     """The destination restarts after the first dispatch, whatever it keeps."""
     data = scenario.model_dump()
-    data["faults"] = [*data["faults"], {"boundary": "destination_restart", "nth": 1}]
+    data["faults"] = _adding(data, {"boundary": "destination_restart", "nth": 1})
     return Scenario.model_validate(data)
 
 
