@@ -632,11 +632,15 @@ def test_a_closed_output_pipe_is_not_reported_as_a_bug() -> None:
     assert proc.stderr == ""
 
 
-def _into_a_closed_pipe(words: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _into_a_closed_pipe(
+    words: list[str], env: dict[str, str] | None = None, stream: str = "stdout"
+) -> subprocess.CompletedProcess[str]:
     """``python -m harness WORDS | true``: the reader, ``true``, is gone before the harness starts, so the pipe is
-    closed at its first write; the harness's own exit status is returned."""
+    closed at its first write; the harness's own exit status is returned. ``stream="stderr"``: standard error
+    goes into the pipe instead (standard output to /dev/null)."""
+    into = " 2>&1 >/dev/null" if stream == "stderr" else ""
     return subprocess.run(
-        f"{shlex.quote(sys.executable)} -m harness {shlex.join(words)} | true; exit ${{PIPESTATUS[0]}}",
+        f"{shlex.quote(sys.executable)} -m harness {shlex.join(words)}{into} | true; exit ${{PIPESTATUS[0]}}",
         shell=True,
         executable="/bin/bash",
         cwd=ROOT,
@@ -668,16 +672,8 @@ def test_a_closed_error_pipe_lets_the_run_finish_with_its_own_status(tmp_path: P
              "--out", str(out)]  # fmt: skip
     if command == "run":
         words += ["--tracking", "none", "--no-report"]
-    proc = subprocess.run(
-        f"{shlex.quote(sys.executable)} -m harness {shlex.join(words)} 2>&1 >/dev/null | true; exit ${{PIPESTATUS[0]}}",
-        shell=True,
-        executable="/bin/bash",
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(tmp_path)},
-    )
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(tmp_path)}
+    proc = _into_a_closed_pipe(words, env=env, stream="stderr")
     assert proc.returncode == 0, proc.stderr
     rows = summary_rows(out)
     assert [r["outcome"] for r in rows] == ["correct", "correct"] and not any(r["error"] for r in rows)
