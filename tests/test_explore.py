@@ -609,3 +609,30 @@ def test_findings_do_not_depend_on_how_the_schedules_are_split(
     for row in summary["explorations"]:
         shown = {p for f in summary["findings"] if f["policy"] == row["policy"] for p in f["properties"]}
         assert set(row["violations_by_property"]) <= shown, row["policy"]
+
+
+def test_the_needed_findings_are_chosen_over_every_copy() -> None:
+    """Copies of one finding from two parts: it is written once, at its first copy, when any copy was reached by
+    shrinking for any violation (even if its first copy shrank keeping one property), and what its first copy
+    shows counts as shown: a later finding kept only for a property it shows is left out; one kept for a
+    property no finding shows is written."""
+    from harness.model import needed_findings
+
+    def f(name: str, key: str, kept: str | None, props: str) -> dict[str, object]:
+        return {"name": name, "key": key, "kept": kept, "props": props.split()}
+
+    findings = [
+        f("a-kept-P", "a", "P", "P R"),  # first seen; its part shrank it keeping P
+        f("b-kept-Q", "b", "Q", "Q"),  # Q is shown by no finding reached for any violation: written
+        f("a-any", "a", None, "P"),  # another part reached the same shape shrinking for any violation
+        f("c-kept-R", "c", "R", "R"),  # R is shown already, by a's first copy
+        f("d-kept-Q", "d", "Q", "Q"),  # Q is shown already, by b
+    ]
+    chosen = needed_findings(
+        findings,
+        key=lambda x: x["key"],
+        group=lambda x: "policy x template",
+        kept=lambda x: x["kept"],  # type: ignore[arg-type, return-value]
+        properties=lambda x: x["props"],  # type: ignore[arg-type, return-value]
+    )
+    assert [x["name"] for x in chosen] == ["a-kept-P", "b-kept-Q"]

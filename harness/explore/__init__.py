@@ -16,7 +16,7 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -202,7 +202,7 @@ def explore(
             for p_spec, policy in policies.items()
         }
         by_name = {policy.name: spec for spec, policy in policies.items()}
-        merged: dict[tuple[str, str, str], Finding] = {}
+        every: list[Finding] = []
         stuck: list[Finding] = []
         for job, result in zip(jobs, results, strict=True):
             s_spec = spec_of_case[job.scenario_spec]
@@ -218,15 +218,9 @@ def explore(
             summary.unfired += result.unfired
             summary.errors += [f"{job.scenario_spec}: {e}" for e in result.errors]
             stuck += result.stuck
-            for finding in result.findings:
-                key = (finding.policy, job.scenario_spec, shape(finding.schedule))
-                other = merged.get(key)
-                if other is None or finding.first_seen < other.first_seen:
-                    merged[key], other = finding, other or finding
-                if other.kept is None:  # some schedule's shrinking for any violation reached it
-                    merged[key] = replace(merged[key], kept=None)
+            every += result.findings
         numbered: Counter[tuple[str, str]] = Counter()
-        for finding in _needed(merged.values()):
+        for finding in _needed(every):
             numbered[(finding.policy, finding.scenario)] += 1
             n = numbered[(finding.policy, finding.scenario)]
             path = out / "findings" / finding.policy / f"{finding.scenario}-{n}.yaml"
@@ -380,10 +374,11 @@ def _run(
 
 
 def _needed(findings: Iterable[Finding]) -> list[Finding]:
-    """The findings to write, per policy and template in the order they were first seen (see
-    ``needed_findings``)."""
+    """The findings to write, each once, per policy and template in the order they were first seen (see
+    ``needed_findings``); a finding two parts of the exploration met is one."""
     return needed_findings(
         sorted(findings, key=lambda f: (f.policy, f.scenario, f.first_seen, f.seed)),
+        key=lambda f: (f.policy, f.scenario_spec, shape(f.schedule)),
         group=lambda f: (f.policy, f.scenario),
         kept=lambda f: f.kept,
         properties=lambda f: f.properties,

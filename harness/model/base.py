@@ -157,27 +157,32 @@ F = TypeVar("F")
 
 def needed_findings(
     findings: Iterable[F],
+    key: Callable[[F], Hashable],
     group: Callable[[F], Hashable],
     kept: Callable[[F], str | None],
     properties: Callable[[F], Iterable[str]],
 ) -> list[F]:
-    """The findings worth showing, of ``findings`` given in the order they were first seen: every one that
-    shrinking for any violation reached (``kept`` None), and, of those shrinking reached keeping one property,
-    the first for each property that no finding of its ``group`` (a policy and a template) shows before it.
-    Decided over every part's findings at once, so that the result does not depend on how the schedules were
+    """The findings worth showing, of ``findings`` given in the order they were first seen, copies of one finding
+    (one ``key``, from several parts of an exploration) included: each once, at its first copy, if shrinking for
+    any violation reached it in some copy (``kept`` None); and, of those shrinking reached only keeping one
+    property, the first for each property that no finding of its ``group`` (a policy and a template) shows before
+    it. Decided over every part's findings at once, so that the result does not depend on how the schedules were
     split among processes or shards (each part alone would decide otherwise)."""
     ordered = list(findings)
+    anyway = {key(f) for f in ordered if kept(f) is None}
     shown: dict[Hashable, set[str]] = {}
     for f in ordered:
-        if kept(f) is None:
+        if key(f) in anyway:
             shown.setdefault(group(f), set()).update(properties(f))
-    needed = []
+    needed, written = [], set()
     for f in ordered:
+        if key(f) in written:
+            continue
         seen = shown.setdefault(group(f), set())
-        wanted = kept(f)
-        if wanted is not None:
-            if wanted in seen:
+        if key(f) not in anyway:
+            if kept(f) in seen:
                 continue
             seen.update(properties(f))
+        written.add(key(f))
         needed.append(f)
     return needed

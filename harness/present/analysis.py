@@ -695,7 +695,7 @@ def load_explorations(paths: Path | str | Iterable[Path | str]) -> Explorations:
         paths = [paths]
     skipped: list[Skipped] = []
     parts: dict[tuple[Any, ...], dict[str, Any]] = {}
-    findings: dict[tuple[str, str, str], dict[str, Any]] = {}
+    copies: list[dict[str, Any]] = []
     for given in paths:
         root = Path(given)
         if not root.exists():
@@ -723,21 +723,20 @@ def load_explorations(paths: Path | str | Iterable[Path | str]) -> Explorations:
                 key = (*(merged[k] for k in _EXPLORED_BY), data["shard"])
                 parts.setdefault(key, {**row, **merged, "shard": data["shard"]})
             for finding in data["findings"]:
-                fkey = (finding["policy"], finding["template"], finding["shape"])
-                first = findings.get(fkey)
-                if first is None or finding.get("first_seen", 0) < first["first_seen"]:
-                    findings[fkey] = {
+                copies.append(
+                    {
                         **{k: v for k, v in finding.items() if k != "file"},
                         "properties": ", ".join(finding["properties"]),
                         "schedule": "; ".join(finding["schedule"]),
                         "file": str(path.parent / finding["file"]),
                         "first_seen": finding.get("first_seen", 0),
-                        "kept": finding.get("kept") if first is None or first["kept"] is not None else None,
+                        "kept": finding.get("kept"),
                     }
-                elif finding.get("kept") is None:
-                    first["kept"] = None
+                )
+    # A finding met by several shards (or copied) is one: its first copy, in the order files were read.
     chosen = needed_findings(
-        sorted(findings.values(), key=lambda f: (f["policy"], f["template"], f["first_seen"], f["seed"])),
+        sorted(copies, key=lambda f: (f["policy"], f["template"], f["first_seen"], f["seed"])),
+        key=lambda f: (f["policy"], f["template"], f["shape"]),
         group=lambda f: (f["policy"], f["template"]),
         kept=lambda f: f["kept"],
         properties=lambda f: f["properties"].split(", "),
