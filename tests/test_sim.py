@@ -16,6 +16,8 @@ from harness.model.events import (
     Applied,
     ClaimDecided,
     CommandGiven,
+    ConnectorCrashed,
+    ConnectorRestarted,
     DeadlineReached,
     DestinationRestarted,
     DispatchSent,
@@ -531,6 +533,33 @@ def test_past_the_deadline_a_waiting_worker_still_reaches_it() -> None:
     assert waits and max(waits) < scenario.recovery_deadline_s
     assert len(reached) == 1 and scenario.recovery_deadline_s < reached[0] <= scenario.horizon_s
     assert history[-1].event == "report" and history[-1].at_s == reached[0]
+
+
+class _WaitOnce:
+    """A test policy: waits 12.75 s, whatever it sees."""
+
+    name, revision = "wait_once", "test"
+
+    def decide(self, situation: Situation) -> Command:
+        return Wait(duration_s=12.75)
+
+
+def test_a_case_ends_at_the_end_of_an_instant() -> None:
+    """What is due at the instant the last thing past the deadline settles happens too: the connector's restart,
+    due 10 s after its crash, at the very instant the last worker wakes past the deadline and reports (nothing
+    else in flight, exact times: no jitter, latencies of a quarter second)."""
+    scenario = with_changes(
+        shipped("connector_crash_while_running"),
+        transport={"latency_s": 0.25, "jitter_s": 0.0},
+        recovery_deadline_s=10.0,
+    )
+    history = simulate(scenario, _WaitOnce(), 1).evidence.history
+    crashed = next(e.at_s for e in history if isinstance(e, ConnectorCrashed))
+    reached = next(e.at_s for e in history if isinstance(e, DeadlineReached))
+    restart_s = scenario.connector.restart_s if scenario.connector else 0.0
+    assert crashed < scenario.recovery_deadline_s < reached == crashed + restart_s  # the instants coincide
+    assert [e.at_s for e in history if isinstance(e, ConnectorRestarted)] == [reached]
+    assert history[-1].at_s == reached
 
 
 def test_the_operator_counts_per_declared_event_whether_its_trigger_came_and_whether_it_acted() -> None:
