@@ -237,6 +237,9 @@ def test_a_read_that_says_nothing_is_there_settles_nothing_the_ledger_contradict
     )
     settled = early + reply(2.0, 1, "applied", "r1", kind="lookup") + "\n" + dispatch(3.0, 2)
     assert run("retries_after_uncertain", history(settled, visible=False)).value == 0
+    # A read that finds the receipt after the doubtful one settles the doubt too.
+    found_later = early + reply(2.0, 1, "absent", kind="lookup") + "\n" + reply(2.5, 1, "applied", "r1", kind="lookup")
+    assert run("retries_after_uncertain", history(found_later + "\n" + dispatch(3.0, 2), visible=False)).value == 0
     # A violation seen beside a doubtful read is still one, and how many there are is unknown (a count would be a
     # lower bound: it read 1 where the truth was 2).
     both = early + dispatch(1.5, 2) + "\n" + reply(2.0, 1, "absent", kind="lookup") + "\n" + dispatch(3.0, 3)
