@@ -378,6 +378,8 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             args.resume = args.resume.absolute()
             args.junit = args.junit.absolute() if args.junit else None
             again = _requested(args, request)
+            if again.junit:  # given now (made absolute above), or in the words, relative to where they were said
+                check_junit_path(Path(request.cwd) / again.junit, args.resume)
             hold = claim(args.resume, fresh=False)
             os.chdir(request.cwd)
             return _plan_and_run(again, hold, created=False, resumed=True)

@@ -319,6 +319,24 @@ def test_a_run_resumed_from_its_request_takes_quiet_no_report_and_junit(tmp_path
     assert (out / "run.json").is_file() and not (began / "j.xml").exists()
 
 
+def test_a_run_resumed_from_its_request_refuses_a_junit_path_that_is_not_a_report(tmp_path: Path) -> None:
+    """The --junit given with the resume, or the one in the request's words (relative to where they were said),
+    is checked as a new run's is: a file that is not a JUnit report is refused in one line, exit 2, and both it
+    and the folder stay as they were (it was written over with the run's JUnit XML)."""
+    out = tmp_path / "early"
+    out.mkdir()
+    (tmp_path / "notes.txt").write_text("precious notes, not junit")
+    words = ["run", "--policy", "retry_new_key", "--scenario", "lost_response", "--seed", "1", "--tracking", "none"]
+    for argv, given in (([*words, "--junit", "notes.txt"], ()), (words, ("--junit", str(tmp_path / "notes.txt")))):
+        (out / "request.json").write_text(json.dumps({"argv": [*argv, "--out", "early"], "cwd": str(tmp_path)}))
+        proc = harness("run", "--resume", str(out), "--quiet", *given)
+        assert proc.returncode == 2, proc.stderr
+        (line,) = proc.stderr.splitlines()
+        assert "notes.txt: exists and is not a JUnit report" in line, line
+        assert (tmp_path / "notes.txt").read_text() == "precious notes, not junit"
+        assert sorted(p.name for p in out.iterdir()) == ["request.json"], argv
+
+
 def test_bad_input_leaves_nothing_behind(tmp_path: Path) -> None:
     """The folder is claimed first, but an unknown scenario still leaves no folder and no file."""
     out = tmp_path / "never"
