@@ -445,6 +445,33 @@ def test_a_manifest_without_a_digest_is_one_begun_before_it_and_resumes(stopped_
     assert (out / "run.json").is_file()
 
 
+def test_a_manifest_whose_digest_was_deleted_beside_a_finished_piece_is_refused(
+    stopped_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A manifest without a digest beside a piece's tally that only a harness keeping digests writes: the digest
+    was deleted, and the edit it would have caught (another concurrency counted the run's pieces twice: 36,000
+    cases of a 32,000-case grid) is refused in one line, exit 2, the folder as it was."""
+    from harness.cli import main
+    from harness.run.cell import execute_cell
+    from harness.run.grid import pieces
+    from harness.run.plan import Cell
+
+    out = tmp_path / "run"
+    shutil.copytree(stopped_run, out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    (job,) = pieces(Cell("retry_new_key", "lost_response", (1,)), out, manifest["concurrency"], "full")
+    execute_cell(job)  # the piece finished before the run was stopped
+    assert list((out / ".parts").glob("*.json"))
+    del manifest["digest"]
+    manifest["concurrency"] += 1
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    before = sorted(p.relative_to(out) for p in out.rglob("*"))
+    assert main(["run", "--resume", str(out), "--quiet"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"harness: {out / 'manifest.json'}: field 'digest': missing, though the run's finished")
+    assert sorted(p.relative_to(out) for p in out.rglob("*")) == before
+
+
 def test_a_cell_whose_tracking_note_is_damaged_is_tracked_anew_in_one_run(tmp_path: Path) -> None:
     """A stopped run notes in .parts/ each cell whose Polyaxon run it recorded (and, before, which run it began).
     A note damaged since (cut short, a field of another type) is not read as tracked: --resume removes the run

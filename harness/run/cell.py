@@ -250,15 +250,17 @@ class CellResult:
 
 
 #: The tally's format. A tally of another (an earlier version's, which counted no operator events, wrote summary
-#: rows without their ``error`` column, or listed no files) no longer reads as one, so its piece runs again on
-#: resume rather than leave its cases out of the coverage, its rows a column short or its files unchecked.
-TALLY_FORMAT = 4
+#: rows without their ``error`` column, listed no files, or came beside a manifest that kept no digest) no longer
+#: reads as one, so its piece runs again on resume rather than leave its cases out of the coverage, its rows a
+#: column short or its files unchecked. One that reads beside a manifest without a digest means the digest was
+#: deleted (``Manifest.check_unedited``).
+TALLY_FORMAT = 5
 
 
 class _TallyShape(TypedDict):
     """What ``CellResult.to_json`` writes, typed."""
 
-    format: Literal[4]
+    format: Literal[5]
     counts: list[tuple[str, str, dict[str, int]]]
     notable: list[CaseLine]
     errors: int

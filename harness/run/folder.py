@@ -208,6 +208,8 @@ class Manifest:
     fingerprints: dict[str, str]
     #: Read back as written (its digest matches): what ``check_unedited`` asks.
     unedited: bool = True
+    #: Whether it keeps a digest: one that does not was written before digests were kept, or edited.
+    digested: bool = True
 
     def to_json(self) -> str:
         data: dict[str, Any] = {
@@ -254,16 +256,24 @@ class Manifest:
             data["options"],
             data["fingerprints"],
             data.get("digest", _manifest_digest(raw)) == _manifest_digest(raw),
+            "digest" in data,
         )
 
-    def check_unedited(self, out: Path) -> None:
+    def check_unedited(self, out: Path, kept_by_now: bool) -> None:
         """Refuse a manifest whose fields are each well-formed (checked first, each naming its field) but not as
-        the run wrote them: a resume would mix two runs (another concurrency counted pieces twice)."""
+        the run wrote them: a resume would mix two runs (another concurrency counted pieces twice). A manifest
+        without a digest is taken for one written before digests were kept unless ``kept_by_now`` (the run has
+        pieces that only a harness keeping digests writes): then its digest was deleted."""
+        fix = "fix: start the run anew with another --out (the manifest was edited or damaged)"
         if not self.unedited:
             raise UsageError(
                 f"{out / MANIFEST}: field 'digest': does not match the rest of the file, so the cells, seeds or "
-                "options are not the ones the run began with; fix: start the run anew with another --out (the "
-                "manifest was edited or damaged)"
+                f"options are not the ones the run began with; {fix}"
+            )
+        if not self.digested and kept_by_now:
+            raise UsageError(
+                f"{out / MANIFEST}: field 'digest': missing, though the run's finished pieces were written by a "
+                f"harness that keeps one, so the cells, seeds or options may not be the ones the run began with; {fix}"
             )
 
 

@@ -372,7 +372,7 @@ def resume_grid(
             return None
         plan = Plan(manifest.cells, manifest.concurrency)
         options = _options_of(manifest.options, out)
-        manifest.check_unedited(out)
+        manifest.check_unedited(out, kept_by_now=not manifest.digested and _any_tally(out))
         if not report:
             options = replace(options, report=False)
         grid = load_grid([c.policy_spec for c in plan.cells], [c.scenario_spec for c in plan.cells], [0])
@@ -387,6 +387,18 @@ def resume_grid(
         return _complete(out, plan, options, grid, progress, reading)
     finally:
         hold.release()
+
+
+def _any_tally(out: Path) -> bool:
+    """Whether some finished piece of the run in ``out`` left a tally that reads as one of this harness's format
+    (written alongside a manifest's digest)."""
+    for path in sorted((out / ".parts").glob("*.json")):
+        try:
+            CellResult.from_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        return True
+    return False
 
 
 #: The options a run's manifest keeps, so ``--resume`` completes the run as it began.
