@@ -123,11 +123,28 @@ def test_nothing_is_set_to_begin_at_or_after_the_recovery_deadline(tmp_path: Pat
 
 def test_a_fault_declared_twice_is_refused(tmp_path: Path) -> None:
     """The same fault twice: the second could never fire (the first takes its occurrence), and the run said it
-    fired in no case, "make the fault reachable", though it was reached. Refused at load, naming both."""
+    fired in no case, "make the fault reachable", though it was reached. Refused at load, naming both, however
+    the site is said (the scenario's own action named, phase every beside one of its phases)."""
     text = BASE + "  - {boundary: response_lost, nth: 1}\n"
     message = error_for(write(tmp_path, "lost_response", text))
     assert "field 'faults.1': the same fault as faults.0, so it could never fire" in message and "fix: " in message
     load_scenario(write(tmp_path, "lost_response", BASE + "  - {boundary: response_lost, nth: 2}\n"))
+    # The same site said two ways: the scenario's own action named, and phase every beside one of its phases.
+    named = BASE + "  - {boundary: response_lost, nth: 1, action_id: a73}\n"
+    assert "field 'faults.1': the same fault as faults.0" in error_for(write(tmp_path, "lost_response", named))
+    crashes = (SCENARIO_DIR / "connector_crash_points.yaml").read_text()
+    for phase in ("after_started", "every"):
+        text = crashes + f"  - {{boundary: connector_crash, phase: {phase}}}\n"
+        assert "field 'faults.1': the same fault as faults.0" in error_for(
+            write(tmp_path, "connector_crash_points", text)
+        )
+    again = (
+        crashes.replace("phase: every}", "phase: after_started}") + "  - {boundary: connector_crash, phase: every}\n"
+    )
+    assert "field 'faults.1': the same fault as faults.0" in error_for(write(tmp_path, "connector_crash_points", again))
+    load_scenario(
+        write(tmp_path, "connector_crash_points", crashes + "  - {boundary: connector_crash, phase: every, nth: 2}\n")
+    )
 
 
 def test_unknown_scenario_name_lists_known_ones() -> None:

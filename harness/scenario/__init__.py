@@ -139,11 +139,12 @@ class Scenario(Frozen):
                 "action_id of its own, other than the scenario's"
             )
         for i, fault in enumerate(self.faults):
-            if fault in self.faults[:i]:
-                first = self.faults.index(fault)
+            first = next((j for j, other in enumerate(self.faults[:i]) if self._same_fault(other, fault)), None)
+            if first is not None:
                 raise ValueError(
                     f"faults.{i}: the same fault as faults.{first}, so it could never fire (the first takes its "
-                    "occurrence); fix: remove it, or give it another nth"
+                    "occurrence; an action_id naming the scenario's own action is the same as none, and phase "
+                    "every stands for each phase); fix: remove it, or give it another nth"
                 )
             if fault.action_id is not None and fault.action_id not in actions:
                 raise ValueError(
@@ -151,6 +152,15 @@ class Scenario(Frozen):
                     f"({', '.join(actions)}); fix: use one of {', '.join(actions)}, or leave it out (the scenario's)"
                 )
         return self
+
+    def _same_fault(self, a: Fault, b: Fault) -> bool:
+        """Whether ``a`` and ``b`` act at the same site in some case of this scenario: equal once each names its
+        action (none is the scenario's own), a connector crash at ``phase: every`` taken at the other's phase."""
+        a, b = (f.model_copy(update={"action_id": f.action_id or self.action_id}) for f in (a, b))
+        if isinstance(a, ConnectorCrash) and isinstance(b, ConnectorCrash) and "every" in (a.phase, b.phase):
+            a = a.model_copy(update={"phase": b.phase}) if a.phase == "every" else a
+            b = b.model_copy(update={"phase": a.phase}) if b.phase == "every" else b
+        return a == b
 
     @model_validator(mode="after")
     def _faults_have_their_actor(self) -> Scenario:
