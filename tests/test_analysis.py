@@ -69,6 +69,13 @@ def test_a_folder_that_holds_no_case_is_said_to_be_no_run_folder(run_dir: Path, 
     df = load([tmp_path / "empty", run_dir])
     assert len(df) == 12 and df.attrs["skipped"] == [Skipped(str(tmp_path / "empty"), reason)]
     assert load(SCENARIO_DIR).attrs["skipped"] == [Skipped(str(SCENARIO_DIR), reason)]
+    # A run stopped before its first case is a run folder: incomplete, with no case yet.
+    (tmp_path / "early").mkdir()
+    shutil.copy(run_dir / "manifest.json", tmp_path / "early" / "manifest.json")
+    df = load(tmp_path / "early")
+    assert df.empty and df.attrs["incomplete"] == [str(tmp_path / "early")]
+    stopped = "no case written yet: the run was stopped before its first case (listed as incomplete)"
+    assert df.attrs["skipped"] == [Skipped(str(tmp_path / "early"), stopped)]
 
 
 def test_unknown_metric_is_missing_with_its_reason_never_zero(run_dir: Path) -> None:

@@ -275,12 +275,18 @@ def load(
         if not root.exists():
             skipped.append(Skipped(str(root), "no such file or folder"))
             continue
-        incomplete += _incomplete(root)
+        stopped = _incomplete(root)
+        incomplete += stopped
         # Case folders before Polyaxon copies, recovery.json before compact records: the kept path is the
         # stable one, and a case that is not correct keeps the file its timeline is drawn beside.
         case_files = _files(root)
         if not case_files:  # a folder that is no run (a scenario folder, a Polyaxon run's, a typo's neighbour): said
-            skipped.append(Skipped(str(root), "no recovery.json or compact records under it: not a run folder"))
+            why = (
+                "no case written yet: the run was stopped before its first case (listed as incomplete)"
+                if stopped
+                else "no recovery.json or compact records under it: not a run folder"
+            )
+            skipped.append(Skipped(str(root), why))
         listed.append((given, case_files))
     files, files_read = sum(len(found) for _, found in listed), 0
     for given, found_files in listed:
