@@ -972,3 +972,16 @@ def test_checking_an_output_file_writes_nothing(tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("x")
     with pytest.raises(InputError, match="afile is a file, not a folder"):
         check_writable(tmp_path / "afile" / "junit.xml", "--junit")
+
+
+@pytest.mark.parametrize(("code", "status"), [(None, 0), (3, 3), (256, 0), (-1, 255), (True, 1), ("bye", 1)])
+def test_a_worker_ended_by_sys_exit_says_the_status_it_ends_with(code: object, status: int) -> None:
+    """The status a case's reason names is the one the process ends with (the system keeps its low byte): it
+    said "status 256" of a worker that ended with 0, and "status True"."""
+    from harness.run.pool import _ended_by
+
+    ended = _ended_by(SystemExit(code))
+    assert ended == status and type(ended) is int
+    if isinstance(code, int):  # what the system keeps of it
+        proc = subprocess.run([sys.executable, "-c", f"import sys; sys.exit({code!r})"], check=False)
+        assert proc.returncode == status

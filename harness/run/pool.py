@@ -238,11 +238,12 @@ def _serve(conn: Connection, where: Any) -> None:
 
 
 def _ended_by(exc: BaseException) -> int:
-    """The status a process ends with when ``exc`` ends it: ``sys.exit``'s own, else 1."""
+    """The status a process ends with when ``exc`` ends it: ``sys.exit``'s own, as the system keeps it (its low
+    byte: ``sys.exit(256)`` ends with 0, ``sys.exit(-1)`` with 255, ``sys.exit(True)`` with 1), else 1."""
     if isinstance(exc, SystemExit):
         if exc.code is None:
             return 0
-        return exc.code if isinstance(exc.code, int) else 1
+        return int(exc.code) & 0xFF if isinstance(exc.code, int) else 1
     return 1
 
 
