@@ -382,7 +382,12 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
                 check_junit_path(Path(request.cwd) / again.junit, args.resume)
             hold = claim(args.resume, fresh=False)
             os.chdir(request.cwd)
-            return _plan_and_run(again, hold, created=False, resumed=True)
+            try:
+                return _plan_and_run(again, hold, created=False, resumed=True)
+            except RunInterrupted:
+                raise
+            except KeyboardInterrupt:  # while it planned its grid again: its request stays, as resumable as it was
+                raise RunInterrupted(args.resume) from None
         started_in = Request.folder(args.resume)
         if started_in is not None and started_in not in sys.path:
             # A user's policy (package.module:attr) imports as it did when the run began, from wherever it resumes.

@@ -985,3 +985,27 @@ def test_a_worker_ended_by_sys_exit_says_the_status_it_ends_with(code: object, s
     if isinstance(code, int):  # what the system keeps of it
         proc = subprocess.run([sys.executable, "-c", f"import sys; sys.exit({code!r})"], check=False)
         assert proc.returncode == status
+
+
+def test_a_run_interrupted_while_it_plans_again_from_its_request_says_it_is_resumable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C while a run stopped before it planned its grid plans it again: exit 130, one line with the resume
+    command (it said only "interrupted"), and the folder as it was, its request kept."""
+    import harness.cli
+    from harness.cli import main
+
+    out = tmp_path / "early"
+    out.mkdir()
+    words = ["run", "--policy", "retry_new_key", "--scenario", "lost_response", "--seed", "1", "--tracking", "none"]
+    (out / "request.json").write_text(json.dumps({"argv": [*words, "--out", "early"], "cwd": str(tmp_path)}))
+
+    def interrupted(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(harness.cli, "_plan", interrupted)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--resume", str(out)]) == 130
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == f"harness: interrupted; {out} is resumable: python -m harness run --resume {out}"
+    assert sorted(p.name for p in out.iterdir()) == [".lock", "request.json"]
