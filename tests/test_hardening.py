@@ -432,6 +432,25 @@ def test_a_manifest_edited_by_hand_is_refused_naming_the_field(
     assert sorted(p.relative_to(out) for p in out.rglob("*")) == before
 
 
+def test_a_complete_run_whose_manifest_was_edited_is_refused(
+    stopped_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A complete run's resume says "nothing to resume" and may write its JUnit file, from the manifest: one edited
+    since is refused as a stopped run's is (it said "nothing to resume" and wrote the JUnit of the edited cells)."""
+    from harness.cli import main
+
+    out = tmp_path / "run"
+    shutil.copytree(stopped_run, out)
+    assert main(["run", "--resume", str(out), "--quiet", "--no-report"]) == 0 and (out / "run.json").is_file()
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["cells"][0]["seeds"] = [1, 2]
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    capsys.readouterr()
+    assert main(["run", "--resume", str(out), "--junit", str(tmp_path / "j.xml")]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "field 'digest': does not match the rest of the file" in line and not (tmp_path / "j.xml").exists()
+
+
 def test_a_manifest_without_a_digest_is_one_begun_before_it_and_resumes(stopped_run: Path, tmp_path: Path) -> None:
     """A run begun by a harness that kept no digest in its manifest resumes (it was refused as edited)."""
     from harness.cli import main

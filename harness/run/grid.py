@@ -368,11 +368,12 @@ def resume_grid(
     try:
         # run.json is written before the report; the pieces' parts are removed once the report is written too.
         # Stopped in between, the run is complete on disk but for its report (and the JUnit file after it).
+        # An edited manifest is refused even for a complete run: the JUnit file is written from it.
+        manifest.check_unedited(out, kept_by_now=not manifest.digested and _any_tally(out))
         if (out / RUN_RECORD).is_file() and not (out / ".parts").exists():
             return None
         plan = Plan(manifest.cells, manifest.concurrency)
         options = _options_of(manifest.options, out)
-        manifest.check_unedited(out, kept_by_now=not manifest.digested and _any_tally(out))
         if not report:
             options = replace(options, report=False)
         grid = load_grid([c.policy_spec for c in plan.cells], [c.scenario_spec for c in plan.cells], [0])
