@@ -16,7 +16,7 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -375,14 +375,22 @@ def _run(
 
 def _needed(findings: Iterable[Finding]) -> list[Finding]:
     """The findings to write, each once, per policy and template in the order they were first seen (see
-    ``needed_findings``); a finding two parts of the exploration met is one."""
-    return needed_findings(
-        sorted(findings, key=lambda f: (f.policy, f.scenario, f.first_seen, f.seed)),
-        key=lambda f: (f.policy, f.scenario_spec, shape(f.schedule)),
+    ``needed_findings``); a finding two parts of the exploration met is one. Each keeps ``kept`` None when any
+    copy of it was reached shrinking for any violation: what ``load_explorations`` needs to choose again."""
+
+    def key(f: Finding) -> tuple[str, str, str]:
+        return (f.policy, f.scenario_spec, shape(f.schedule))
+
+    ordered = sorted(findings, key=lambda f: (f.policy, f.scenario, f.first_seen, f.seed))
+    anyway = {key(f) for f in ordered if f.kept is None}
+    chosen = needed_findings(
+        ordered,
+        key=key,
         group=lambda f: (f.policy, f.scenario),
         kept=lambda f: f.kept,
         properties=lambda f: f.properties,
     )
+    return [replace(f, kept=None) if key(f) in anyway else f for f in chosen]
 
 
 def finding_yaml(template: Scenario, finding: Finding, n: int) -> str:

@@ -436,7 +436,7 @@ def explore_job(job: ExploreJob, on_case: Callable[[int], None] | None = None) -
     )
     added = frozenset(e.key for e in singles(template, seen))
     judge = _Judge(template, cases, skip_unreached=job.skip_unreached, singles=added)
-    found: dict[tuple[str, str, bool], Finding] = {}
+    found: dict[tuple[str, str, str | None], Finding] = {}
     own = frozenset(e.key for e in elements_of(template))
     # Per policy, seed and the property shrinking keeps (None: any violation), every schedule met to its minimal one.
     memos: dict[tuple[str, int, str | None], dict[str, Schedule]] = {}
@@ -485,9 +485,10 @@ def explore_job(job: ExploreJob, on_case: Callable[[int], None] | None = None) -
                     final_outcome, final_violated, _ = judge(policy, minimal, seed)
                     if keep is None:
                         kept = final_violated
-                    # Its first copy, and its first reached shrinking for any violation: which to write is
-                    # chosen over every part of the exploration (``needed_findings``).
-                    copy = (policy.name, shape(minimal), keep is None)
+                    # Its first copy for each property kept (None: any violation): which to write is chosen
+                    # over every part of the exploration (``needed_findings``), from the same copies however
+                    # the schedules were split.
+                    copy = (policy.name, shape(minimal), keep)
                     if copy in found:
                         continue
                     found[copy] = Finding(

@@ -163,23 +163,27 @@ def needed_findings(
     properties: Callable[[F], Iterable[str]],
 ) -> list[F]:
     """The findings worth showing, of ``findings`` given in the order they were first seen, copies of one finding
-    (one ``key``, from several parts of an exploration) included: each once, at its first copy, if shrinking for
-    any violation reached it in some copy (``kept`` None); and, of those shrinking reached only keeping one
-    property, the first for each property that no finding of its ``group`` (a policy and a template) shows before
-    it. Decided over every part's findings at once, so that the result does not depend on how the schedules were
-    split among processes or shards (each part alone would decide otherwise)."""
+    (one ``key``, from several parts of an exploration, or shrunk keeping several properties) included: each at
+    most once. One that shrinking for any violation reached in some copy (``kept`` None) is shown at its first
+    copy, and what that copy violates counts as shown; of those shrinking reached only keeping one property, a
+    copy is shown when no finding of its ``group`` (a policy and a template) shown before it shows the property
+    it kept. Decided over every part's findings at once, so that the result does not depend on how the
+    schedules were split among processes (each part alone would decide otherwise); and deciding again over what
+    it returns (with ``kept`` None for each finding any copy of which had it None) returns the same."""
     ordered = list(findings)
+    first: dict[Hashable, F] = {}
+    for f in ordered:
+        first.setdefault(key(f), f)
     anyway = {key(f) for f in ordered if kept(f) is None}
     shown: dict[Hashable, set[str]] = {}
-    for f in ordered:
-        if key(f) in anyway:
-            shown.setdefault(group(f), set()).update(properties(f))
+    for k in anyway:
+        shown.setdefault(group(first[k]), set()).update(properties(first[k]))
     needed, written = [], set()
     for f in ordered:
         if key(f) in written:
             continue
-        seen = shown.setdefault(group(f), set())
         if key(f) not in anyway:
+            seen = shown.setdefault(group(f), set())
             if kept(f) in seen:
                 continue
             seen.update(properties(f))
