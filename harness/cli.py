@@ -433,7 +433,7 @@ def _requested(args: argparse.Namespace, request: Request) -> argparse.Namespace
     """The words a run stopped before it planned its grid was given, as that run read them, with what the resume
     adds (``--quiet``, ``--no-report``, ``--junit``); a request.json edited or damaged so that they are not the
     words of a run, or whose folder is gone, is refused naming it, and the folder is left as it was."""
-    from harness.run.folder import REQUEST
+    from harness.model import REQUEST
     from harness.run.plan import UsageError
 
     where = args.resume / REQUEST

@@ -76,6 +76,13 @@ def test_a_folder_that_holds_no_case_is_said_to_be_no_run_folder(run_dir: Path, 
     assert df.empty and df.attrs["incomplete"] == [str(tmp_path / "early")]
     stopped = "no case written yet: the run was stopped before its first case (listed as incomplete)"
     assert df.attrs["skipped"] == [Skipped(str(tmp_path / "early"), stopped)]
+    # So is one stopped before it planned its grid: only its request (``harness run --resume`` plans it again).
+    (tmp_path / "earlier").mkdir()
+    (tmp_path / "earlier" / "request.json").write_text(json.dumps({"argv": ["run"], "cwd": str(tmp_path)}))
+    df = load(tmp_path / "earlier")
+    assert df.attrs["incomplete"] == [str(tmp_path / "earlier")]
+    assert df.attrs["skipped"] == [Skipped(str(tmp_path / "earlier"), stopped)]
+    assert load(tmp_path).attrs["incomplete"] == [str(tmp_path / "earlier"), str(tmp_path / "early")]
 
 
 def test_unknown_metric_is_missing_with_its_reason_never_zero(run_dir: Path) -> None:

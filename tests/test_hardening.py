@@ -452,7 +452,8 @@ def test_a_complete_run_whose_manifest_was_edited_is_refused(
 
 
 def test_a_manifest_without_a_digest_is_one_begun_before_it_and_resumes(stopped_run: Path, tmp_path: Path) -> None:
-    """A run begun by a harness that kept no digest in its manifest resumes (it was refused as edited)."""
+    """A run begun by a harness that kept no digest in its manifest resumes (it was refused as edited), and its
+    manifest keeps one from then on."""
     from harness.cli import main
 
     out = tmp_path / "run"
@@ -462,6 +463,9 @@ def test_a_manifest_without_a_digest_is_one_begun_before_it_and_resumes(stopped_
     (out / "manifest.json").write_text(json.dumps(manifest))
     assert main(["run", "--resume", str(out), "--quiet", "--no-report"]) == 0
     assert (out / "run.json").is_file()
+    # It keeps a digest from then on (its pieces are written in this harness's format: stopped again, it was
+    # refused as edited): the manifest as this harness writes it.
+    assert (out / "manifest.json").read_text() == (stopped_run / "manifest.json").read_text()
 
 
 def test_a_manifest_whose_digest_was_deleted_beside_a_finished_piece_is_refused(

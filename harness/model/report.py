@@ -47,6 +47,9 @@ RECORDS_GLOB = "records-*.jsonl.gz"
 #: with the first and not the second is a run that was stopped before it ended.
 MANIFEST = "manifest.json"
 RUN_RECORD = "run.json"
+#: The command line a run was started with, written the moment its folder is claimed (before the grid is
+#: even planned), so a run killed that early can still be resumed: it is planned again from the same words.
+REQUEST = "request.json"
 #: A run folder's page for people (``harness.present.html_report``).
 REPORT_HTML = "report.html"
 

@@ -37,7 +37,7 @@ from typing_extensions import TypedDict
 
 from harness.check.registry import METRIC_NAMES, METRICS, PROPERTIES, by_name
 from harness.errors import wrong_field
-from harness.model import MANIFEST, OUTCOMES, RECORDS_GLOB, RUN_RECORD, needed_findings
+from harness.model import MANIFEST, OUTCOMES, RECORDS_GLOB, REQUEST, RUN_RECORD, needed_findings
 from harness.present.shape import INPUT_COLUMNS, MalformedCase, checked_case
 
 __all__ = [
@@ -342,12 +342,12 @@ def load(
 
 
 def _incomplete(root: Path) -> list[str]:
-    """Run folders at or under ``root`` that began and did not end: a manifest, no run.json."""
+    """Run folders at or under ``root`` that began and did not end: a manifest, or only the request a run writes
+    before it plans its grid, and no run.json."""
     if root.is_file():
         return []
-    manifests = [root / MANIFEST] if (root / MANIFEST).is_file() else []
-    manifests += sorted(root.glob(f"*/{MANIFEST}"))
-    return [str(m.parent) for m in manifests if not (m.parent / RUN_RECORD).is_file()]
+    folders = {f.parent for name in (MANIFEST, REQUEST) for f in [root / name, *root.glob(f"*/{name}")] if f.is_file()}
+    return [str(f) for f in sorted(folders) if not (f / RUN_RECORD).is_file()]
 
 
 def _keep_revisions_apart(columns: dict[str, list[Any]]) -> list[str]:

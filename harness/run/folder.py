@@ -26,7 +26,7 @@ from typing_extensions import TypedDict
 
 from harness.errors import wrong_field
 from harness.limits import SEED_COUNT_MAX
-from harness.model import MANIFEST
+from harness.model import MANIFEST, REQUEST
 from harness.run.plan import Cell, Grid, UsageError
 from harness.seeds import SEED_MAX
 from harness.version import __version__
@@ -44,9 +44,6 @@ __all__ = [
 ]
 
 LOCK_FILE = ".lock"
-#: The command line a run was started with, written the moment its folder is claimed (before the grid is
-#: even planned), so a run killed that early can still be resumed: it is planned again from the same words.
-REQUEST = "request.json"
 
 
 @dataclass(slots=True)

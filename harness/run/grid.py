@@ -384,6 +384,8 @@ def resume_grid(
                     f"{name}: changed since the run began in {out}, so its cases would mix two inputs; fix: start "
                     "a new run with another --out (or restore what changed)"
                 )
+        if not manifest.digested:  # begun before digests were kept: its pieces are written as now, so it keeps one
+            write_atomic(out / MANIFEST, manifest.to_json())
         stray_temporaries(out)
         return _complete(out, plan, options, grid, progress, reading)
     finally:
