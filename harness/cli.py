@@ -599,10 +599,9 @@ def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> i
     for c in summary.unfired:
         # A case the harness could not run reached no fault: that, not the scenario, may be why this one never fired.
         _, failed = summary.finished(c.scenario)
-        fix = _MEND_FIRST if failed else c.fix
+        fix, cases = (_MEND_FIRST, "no case of this run that finished") if failed else (c.fix, "no case of this run")
         print(
-            f"harness: scenario {c.scenario} declares {c.what}, which fired in no case of this run "
-            f"({c.reached_in}); {fix}",
+            f"harness: scenario {c.scenario} declares {c.what}, which fired in {cases} ({c.reached_in}); {fix}",
             file=sys.stderr,
         )
     return _exit_status(summary.error_count, len(summary.unfired), summary.tracking.ok, problem is not None)

@@ -775,12 +775,17 @@ def test_a_fault_unfired_because_cases_failed_says_so(tmp_path: Path) -> None:
                    "--tracking", "none", "--no-report", "--quiet", "--out", str(tmp_path / "run"),
                    env={"PYTHONPATH": str(tmp_path)})  # fmt: skip
     assert proc.returncode == 1, proc.stderr
-    unfired = [line for line in proc.stderr.splitlines() if "fired in no case of this run" in line]
+    unfired = [line for line in proc.stderr.splitlines() if "fired in no case of this run that finished" in line]
     assert unfired and all("mend the harness errors above first" in line for line in unfired)
-    # coverage.json does not call them unfired either: whether they fire is unknown.
+    # coverage.json does not call them unfired either: whether they fire is unknown; nor does run.json, which
+    # counted them unfired.
     coverage = json.loads((tmp_path / "run" / "coverage.json").read_text())
     assert (coverage["unfired"], coverage["unknown"]) == (0, len(unfired))
     assert all(f["harness_errors"] == 1 for f in coverage["faults"])
+    ended = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert (ended["harness_errors"], ended["unfired"], ended["unknown"]) == (1, 0, len(unfired))
+    # A resume of the complete run exits as it did.
+    assert harness("run", "--resume", str(tmp_path / "run"), env={"PYTHONPATH": str(tmp_path)}).returncode == 1
 
 
 def test_a_scenario_given_by_a_relative_path_is_found_again_from_another_folder(tmp_path: Path) -> None:

@@ -538,7 +538,10 @@ def _complete(
             for key, counter in merged.counts.items():
                 counts.setdefault(key, Counter()).update(counter)
         coverage = merge_coverage(c for cell in cells for c in cell.coverage)
-        write_atomic(out / "coverage.json", coverage_json(coverage, harness_errors(counts)))
+        errors = harness_errors(counts)
+        write_atomic(out / "coverage.json", coverage_json(coverage, errors))
+        # As coverage.json counts them: a fault of a scenario some of whose cases did not finish is unknown.
+        unknown = sum(1 for c in unfired(coverage) if errors[c.scenario])
         tracked = [(cell, tracker.tracked.get(i)) for i, cell in enumerate(plan.cells)]
         note = tracking_note(options.tracking, options.project, out, [t for _, t in tracked if t])
         write_atomic(
@@ -557,7 +560,8 @@ def _complete(
                     "polyaxon_runs": {f"{c.policy_spec} x {c.scenario_spec}": t.run_uuid for c, t in tracked if t},
                     # What the exit status was made of, for a resume of the complete run to give it again.
                     "harness_errors": sum(c.errors for c in cells),
-                    "unfired": len(unfired(coverage)),
+                    "unfired": len(unfired(coverage)) - unknown,
+                    "unknown": unknown,
                     "tracking_ok": note.ok,
                 },
                 indent=2,
