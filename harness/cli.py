@@ -946,7 +946,7 @@ def _list() -> int:
         print(f"      {_first_sentence(cases[0][1].description)}")
     print("fault boundaries:")
     for boundary, cls in BOUNDARIES.items():
-        doc = " ".join((cls.__doc__ or "").split())
+        doc = " ".join((cls.__doc__ or "").split()).replace("``", "")  # the docstring's markup, not for a terminal
         print(f"  {boundary} ({cls.side}): {doc.split(': ')[0].split('. ')[0].rstrip('.')}")
     return EXIT_OK
 

@@ -181,6 +181,8 @@ def test_list_shows_policies_scenarios_and_boundaries(capsys: pytest.CaptureFixt
     text = capsys.readouterr().out
     for name in [*builtin_policy_names(), *list_scenarios(), "response_lost", "lookup_unavailable"]:
         assert name in text
+    # The boundaries' docstrings without their markup: "later than usual" of delay_s, not ``delay_s``.
+    assert "reaches the destination delay_s later" in text and "``" not in text
     # Each scenario with the first sentence of its description, on the line after its name.
     lines = text.splitlines()
     for name in list_scenarios():
