@@ -192,6 +192,15 @@ def unfired(coverage: Iterable[FaultCoverage]) -> tuple[FaultCoverage, ...]:
     return tuple(c for c in coverage if c.fired == 0)
 
 
+def unfired_or_unknown(coverage: Iterable[FaultCoverage], errors: Mapping[str, int]) -> tuple[int, int]:
+    """How many declared faults and operator events fired in no case where every case of their scenario
+    finished (unfired), and how many fired in no finished case of a scenario some of whose cases did not (unknown:
+    they may have fired there); ``errors`` is ``harness_errors``'s count per scenario."""
+    never = unfired(coverage)
+    unknown = sum(1 for c in never if errors.get(c.scenario, 0))
+    return len(never) - unknown, unknown
+
+
 def harness_errors(counts: Mapping[tuple[str, str], Counter[str]]) -> Counter[str]:
     """Per scenario, the cases (over every policy run on it) that ended in ``harness_error``."""
     errors = Counter[str]()
@@ -540,8 +549,7 @@ def _complete(
         coverage = merge_coverage(c for cell in cells for c in cell.coverage)
         errors = harness_errors(counts)
         write_atomic(out / "coverage.json", coverage_json(coverage, errors))
-        # As coverage.json counts them: a fault of a scenario some of whose cases did not finish is unknown.
-        unknown = sum(1 for c in unfired(coverage) if errors[c.scenario])
+        never, unknown = unfired_or_unknown(coverage, errors)  # as coverage.json counts them
         tracked = [(cell, tracker.tracked.get(i)) for i, cell in enumerate(plan.cells)]
         note = tracking_note(options.tracking, options.project, out, [t for _, t in tracked if t])
         write_atomic(
@@ -560,7 +568,7 @@ def _complete(
                     "polyaxon_runs": {f"{c.policy_spec} x {c.scenario_spec}": t.run_uuid for c, t in tracked if t},
                     # What the exit status was made of, for a resume of the complete run to give it again.
                     "harness_errors": sum(c.errors for c in cells),
-                    "unfired": len(unfired(coverage)) - unknown,
+                    "unfired": never,
                     "unknown": unknown,
                     "tracking_ok": note.ok,
                 },
@@ -708,12 +716,11 @@ def coverage_json(coverage: Sequence[FaultCoverage], errors: Mapping[str, int]) 
             if c.kind == kind
         ]
 
-    never = unfired(coverage)
-    unknown = sum(1 for c in never if errors.get(c.scenario, 0))
+    never, unknown = unfired_or_unknown(coverage, errors)
     document = {
         "faults": rows("fault", "fault"),
         "operator_events": rows("operator", "event"),
-        "unfired": len(never) - unknown,
+        "unfired": never,
         "unknown": unknown,
     }
     return json.dumps(document, indent=2) + "\n"
