@@ -628,6 +628,24 @@ def test_an_exploration_loads_as_the_findings_it_wrote(tmp_path: Path, capsys: p
     assert sorted(load_explorations(out).findings["file"]) == written
 
 
+def test_a_shape_reached_keeping_two_properties_shows_both_where_needed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """retry_new_key against absent_then_late_original violates effects_after_cancel in 24 cases. Shrinking
+    keeping that property reaches a shape that shrinking keeping unauthorized_dispatches had reached first; a job
+    kept only the first copy of a shape shrunk for one property, so no finding showed effects_after_cancel."""
+    out = tmp_path / "x"
+    args = ["explore", "--policy", "retry_new_key", "--scenario", "absent_then_late_original", "--seed-count", "3",
+            "--depth", "1", "--tracking", "none", "--quiet", "--out", str(out)]  # fmt: skip
+    assert main(args) == 1
+    capsys.readouterr()
+    summary = json.loads((out / "explore.json").read_text())
+    (row,) = summary["explorations"]
+    shown = {p for f in summary["findings"] for p in f["properties"]}
+    assert "effects_after_cancel" in row["violations_by_property"]
+    assert set(row["violations_by_property"]) <= shown, set(row["violations_by_property"]) - shown
+
+
 def test_the_needed_findings_are_chosen_over_every_copy() -> None:
     """Copies of one finding from two parts, or shrunk keeping two properties: it is written once, at its first
     copy, when any copy was reached by shrinking for any violation (even if its first copy shrank keeping one
