@@ -449,3 +449,45 @@ def test_a_compact_piece_stopped_midway_leaves_none_of_its_files(tmp_path: Path)
     failing = {seed for seed, line in records(out).items() if json.loads(line)["outcome"] != "correct"}
     assert {p.parent.name for p in loose} == {f"seed-{seed}" for seed in failing}
     assert not [p for p in out.rglob("*.tmp")]
+
+
+def test_a_resumed_runs_wall_time_counts_every_invocation_that_worked_on_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """run.json's wall_time_s counted only the invocation that finished the run: a run stopped after an hour and
+    resumed for a minute said a minute. A stopped run keeps its wall time so far beside its pieces, and the
+    resume adds its own to it."""
+    import time
+
+    import harness.run.grid as grid
+    from harness.run import GridOptions, plan_cells, run_grid
+    from harness.run.grid import resume_grid
+
+    real = grid.execute_cell
+    calls: list[object] = []
+    noted: list[float] = []
+
+    def slow_then_stopped(job: object, cell: object) -> object:
+        calls.append(cell)
+        if len(calls) == 2:
+            # Kept as each piece finishes, not only when the run is stopped: a killed run says nothing.
+            noted.append(float((out / ".parts" / grid.WALL_NOTE).read_text()))
+            time.sleep(0.3)  # stopped a while into the second piece: that time counts too
+            raise KeyboardInterrupt
+        time.sleep(0.5)
+        return real(job, cell)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(grid, "execute_cell", slow_then_stopped)
+    out = tmp_path / "run"
+    plan = plan_cells(["stop_on_timeout"], ["lost_response", "changed_task"], [1], None, 1)
+    with pytest.raises(grid.RunInterrupted):
+        run_grid(plan, GridOptions(out=out, tracking="none", report=False, isolate=False))
+    note = out / ".parts" / grid.WALL_NOTE
+    assert noted[0] >= 0.5 and float(note.read_text()) >= noted[0] + 0.3  # the first piece's time, then the stop's
+    note.write_text("100.000\n")  # as if the invocations before had taken 100 s
+    monkeypatch.setattr(grid, "execute_cell", real)
+    started = time.perf_counter()
+    assert resume_grid(out, report=False) is not None
+    took = time.perf_counter() - started
+    wall = json.loads((out / "run.json").read_text())["wall_time_s"]
+    assert 100 < wall <= 100 + took + 0.001

@@ -401,6 +401,25 @@ def resume_grid(
         hold.release()
 
 
+#: Beside the pieces' tallies in ``.parts/``: the wall time the run has taken so far, over every invocation that
+#: worked on it (a resume adds its own to it). Not ``.json``: it is no tally.
+WALL_NOTE = "wall-time"
+
+
+def _earlier_wall_s(out: Path) -> float:
+    """The wall time invocations before this one spent on the run in ``out`` (0 for a new run, or a note damaged)."""
+    try:
+        value = float((out / ".parts" / WALL_NOTE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return 0.0
+    return value if 0 <= value < float("inf") else 0.0
+
+
+def _note_wall_s(out: Path, wall_s: float) -> None:
+    (out / ".parts").mkdir(exist_ok=True)
+    write_atomic(out / ".parts" / WALL_NOTE, f"{wall_s:.3f}\n")
+
+
 def _any_tally(out: Path) -> bool:
     """Whether some finished piece of the run in ``out`` left a tally that reads as one of this harness's format
     (written alongside a manifest's digest)."""
@@ -515,6 +534,7 @@ def _complete(
         if results.complete(cell):
             tracker.track(cell, results[cell])  # finished before the run was stopped, maybe not tracked
     started = time.perf_counter()
+    earlier_s = _earlier_wall_s(out)
     done = cases_done = 0
     cases = sum(len(jobs[i][1].seeds) for i in todo)
 
@@ -529,6 +549,7 @@ def _complete(
             progress(Progress(done, len(todo), cases_done, cases, elapsed_s, side_by_side), job, result)
         if results.add(cell, result):
             tracker.track(cell, results[cell])
+        _note_wall_s(out, earlier_s + time.perf_counter() - started)
 
     try:
         if options.isolate:
@@ -562,7 +583,8 @@ def _complete(
                     "policies": list(grid.policies),
                     "scenarios": list(grid.scenarios),
                     "concurrency": plan.concurrency,
-                    "wall_time_s": round(time.perf_counter() - started, 3),
+                    # Every invocation's that worked on the run (up to its last finished piece, for one stopped).
+                    "wall_time_s": round(earlier_s + time.perf_counter() - started, 3),
                     "tracking": options.tracking,
                     "project": options.project,
                     "polyaxon_runs": {f"{c.policy_spec} x {c.scenario_spec}": t.run_uuid for c, t in tracked if t},
@@ -590,6 +612,8 @@ def _complete(
                 out, order=grid.policies, draw=lambda paths: draw_timelines(paths, drawing), progress=reading
             )
     except KeyboardInterrupt:
+        with contextlib.suppress(OSError):
+            _note_wall_s(out, earlier_s + time.perf_counter() - started)
         raise RunInterrupted(out) from None
     except OSError as exc:
         raise RunNotWritten(out, exc.strerror or str(exc)) from None
