@@ -433,3 +433,64 @@ def test_rows_come_in_seed_order_within_a_cell(tmp_path: Path) -> None:
     grid = ("--policy", "retry_new_key", "--scenario", "lost_response", "--seed-count", "11")
     assert run_into(out, "--no-report", "--tracking", "none", *grid) == 0
     assert load(out)["seed"].tolist() == list(range(1, 12))
+
+
+def test_two_runs_of_one_cell_in_one_folder_are_both_kept_and_named(tmp_path: Path) -> None:
+    """Two different cases under one name (the same policy, scenario, revisions and seed) in one folder: the
+    loader kept the first and dropped the second unsaid, so a folder with a re-run in it lost one run. Both are
+    kept, and named in attrs["clashes"]; loaded as two paths, they compare, with no clash."""
+    lost = (SCENARIO_DIR / "lost_response.yaml").read_text()
+    kinds = {"lost": lost, "quiet": lost.replace("- {boundary: response_lost, nth: 1}", "[]")}
+    assert kinds["quiet"] != lost
+    folder = tmp_path / "runs"
+    for kind, text in kinds.items():
+        scenario = tmp_path / kind / "lost_response.yaml"
+        scenario.parent.mkdir()
+        scenario.write_text(text)
+        args = ("--policy", "retry_new_key", "--scenario", str(scenario), "--seed-count", "3", "--tracking", "none")
+        assert run_into(folder / kind, "--no-report", *args) == 0
+    both = load(folder)
+    apart = load([folder / "lost", folder / "quiet"])
+    assert len(both) == len(apart) == 6 and apart.attrs["clashes"] == [] and apart.attrs["duplicates"] == 0
+    assert sorted(both["outcome"]) == sorted(apart["outcome"]) and both["outcome"].nunique() == 2
+    assert sorted(c.path for c in both.attrs["clashes"]) == sorted(
+        str(p) for p in (folder / "quiet").rglob("recovery.json")
+    )
+    reason = f"retry_new_key (revision 1) x lost_response (revision 1) seed 1 is also another case under {folder}"
+    assert any(c.reason.startswith(reason) for c in both.attrs["clashes"])
+    from harness.present.html_report import write_report
+
+    told: list[str] = []
+    text = write_report(folder, tell=told.append).read_text()
+    assert "Two cases under one name" in text and html.escape(both.attrs["clashes"][0].path) in text
+    assert [line for line in told if "3 cases share their names with another case" in line]
+
+
+def test_a_run_loaded_from_its_records_and_its_recovery_files_counts_once(tmp_path: Path) -> None:
+    """The same cases written once as recovery.json files and once as compact records: the exact-copy check
+    compared bytes, a compact line never has the bytes of its recovery.json, and every correct case counted
+    twice. Copies are matched by content now, in either kind of file."""
+    args = ("--policy", "reconcile_and_reauthorize", "--policy", "retry_new_key", "--scenario", "lost_response",
+            "--seed-count", "4", "--tracking", "none", "--no-report")  # fmt: skip
+    assert run_into(tmp_path / "full", *args, "--records", "full") == 0
+    assert run_into(tmp_path / "compact", *args, "--records", "compact") == 0
+    assert list((tmp_path / "compact").rglob("records-*.jsonl.gz"))
+    one = load(tmp_path / "full")
+    both = load([tmp_path / "full", tmp_path / "compact"])
+    assert len(one) == len(both) == 8 and both.attrs["duplicates"] == 8 and both.attrs["clashes"] == []
+    assert set(both["source"]) == {str(tmp_path / "full")}
+
+
+def test_a_case_with_text_the_json_writer_refuses_still_loads(tmp_path: Path) -> None:
+    """A recovery.json holding a lone surrogate (valid JSON, which pydantic's parser refuses and the standard
+    library reads) is a case all the same: its copy is known by its bytes."""
+    run = tmp_path / "run"
+    assert run_into(run, "--no-report", "--policy", "retry_new_key", "--scenario", "lost_response", "--seed", "1",
+                    "--tracking", "none") == 0  # fmt: skip
+    (case,) = run.rglob("recovery.json")
+    data = json.loads(case.read_text())
+    data["reproduce"] = "\ud800"
+    case.write_text(json.dumps(data))
+    assert "\\ud800" in case.read_text()
+    df = load([run, run])
+    assert len(df) == 1 and df.attrs["skipped"] == [] and df.attrs["duplicates"] == 1

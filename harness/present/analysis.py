@@ -32,7 +32,7 @@ from typing import Any, NotRequired, ParamSpec, TypeVar
 
 import pandas as pd
 from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
-from pydantic_core import from_json
+from pydantic_core import from_json, to_json
 from typing_extensions import TypedDict
 
 from harness.check.registry import METRIC_NAMES, METRICS, PROPERTIES, by_name
@@ -112,15 +112,18 @@ def _numbers_as_numbers(path: str) -> list[str | int]:
 
 
 def _cases(path: str) -> Iterator[tuple[Any, str, bytes]]:
-    """The case dicts a file holds, each with where it is and a digest of its bytes: one for a recovery.json,
+    """The case dicts a file holds, each with where it is and a digest of its content: one for a recovery.json,
     one per line of a compact record file (its path ``<file>#seed-<n>``). Raises OSError or ValueError for a
-    file that cannot be read."""
+    file that cannot be read.
+
+    The digest is of the case's compact JSON, what a compact record holds, so a case digests the same in
+    either kind of file (a recovery.json is the same JSON, indented) or written again by another tool."""
     if path.endswith(".jsonl.gz"):
         with gzip.open(path, "rb") as lines:
             # A corrupt file is skipped, not half-kept (gzip checks every byte of it as the last line is read);
             # each case's timeline, most of its size and needed by no column, is left unparsed (a file of 5,000
             # cases held whole took 300 MB).
-            found = [(_without_timeline(line), _digest(line)) for line in lines]
+            found = [(_without_timeline(line), _digest(line.rstrip(b"\n"))) for line in lines]
         for data, digest in found:
             seed = data.get("seed") if isinstance(data, dict) else None
             yield data, f"{path}#seed-{seed}", digest
@@ -129,9 +132,13 @@ def _cases(path: str) -> Iterator[tuple[Any, str, bytes]]:
         with open(path, "rb") as handle:
             text = handle.read()
         data = _parsed(text)
+        try:
+            digest = _digest(to_json(data))
+        except ValueError:  # text pydantic cannot write (a lone surrogate the standard library read): its bytes
+            digest = _digest(text)
         if isinstance(data, dict):
             data.pop("timeline", None)
-        yield data, path, _digest(text)
+        yield data, path, digest
 
 
 #: Where a compact record's timeline begins and ends: the record is pydantic's JSON of a case report on one
@@ -183,7 +190,17 @@ def read_case(path: Path | str) -> dict[str, Any]:
 
 
 def _digest(text: bytes) -> bytes:
-    return hashlib.blake2b(text, digest_size=16).digest()
+    return hashlib.blake2b(text, digest_size=_DIGEST_SIZE).digest()
+
+
+_DIGEST_SIZE = 16
+
+
+def _holds(digests: bytes, digest: bytes) -> bool:
+    """Whether ``digests`` (digests end to end; almost always one) holds ``digest``."""
+    return digests == digest or any(
+        digests[i : i + _DIGEST_SIZE] == digest for i in range(0, len(digests), _DIGEST_SIZE)
+    )
 
 
 def _polyaxon_run(path: Path | str) -> str | None:
@@ -244,12 +261,15 @@ def load(
     """One row per case from every ``recovery.json`` and compact record file (``records-*.jsonl.gz``) under
     ``paths``.
 
-    Within one given path, a case present twice (a compact record and the recovery.json written beside it
-    for a case that is not correct, or a copy in a Polyaxon run's outputs) is kept once. ``source`` says which
-    given path a row came from, so two runs can be loaded and compared. Safe to compare:
+    A case is known by its policy, scenario, their revisions and its seed, and by its content (its compact
+    JSON, whichever kind of file holds it). Within one given path, a case present twice (a compact record and
+    the recovery.json written beside it for a case that is not correct, or a copy in a Polyaxon run's outputs)
+    is kept once; another case under the same name (two runs of one cell in one folder, say) is kept too, and
+    listed in ``attrs["clashes"]``. ``source`` says which given path a row came from, so two runs can be
+    loaded and compared. Safe to compare:
 
-    - an exact copy of a case already loaded from another given path (same identity, same bytes) is dropped,
-      and counted in ``attrs["duplicates"]``: two copies of one run do not count twice;
+    - an exact copy of a case already loaded from another given path (same identity, same content, in either
+      kind of file) is dropped, and counted in ``attrs["duplicates"]``: two copies of one run do not count twice;
     - a policy loaded at several revisions is kept apart: its rows are labelled ``name@revision`` in ``policy``
       (``attrs["relabelled"]`` lists them), so no table merges two revisions into one cell;
     - run folders that began and did not end (a manifest, no run.json) are listed in ``attrs["incomplete"]``.
@@ -267,6 +287,7 @@ def load(
     skipped: list[Skipped] = []
     loaded: dict[tuple[Any, ...], bytes] = {}
     duplicates = 0
+    clashes: list[Skipped] = []
     incomplete: list[str] = []
     # Every file first, so that progress can say how many there are.
     listed: list[tuple[Path | str, list[str]]] = []
@@ -290,7 +311,8 @@ def load(
         listed.append((given, case_files))
     files, files_read = sum(len(found) for _, found in listed), 0
     for given, found_files in listed:
-        seen: set[tuple[Any, ...]] = set()
+        # The digests of the cases kept under each identity: from this path, and from every path so far.
+        seen: dict[tuple[Any, ...], bytes] = {}
         for path in found_files:
             if progress is not None and files_read:
                 progress(Reading(files_read, files, len(columns["seed"]), time.perf_counter() - started))
@@ -313,13 +335,24 @@ def load(
                     data["scenario_revision"],
                     data["seed"],
                 )
-                if key in seen:
+                here = seen.get(key, b"")
+                if _holds(here, digest):  # another copy of a case kept from this path (its compact record, say)
                     continue
-                seen.add(key)
-                if loaded.get(key) == digest:  # the very case, from another copy of the run
+                seen[key] = here + digest
+                elsewhere = loaded.get(key, b"")
+                if _holds(elsewhere, digest):  # the very case, from another copy of the run
                     duplicates += 1
                     continue
-                loaded.setdefault(key, digest)
+                loaded[key] = elsewhere + digest
+                if here:  # kept: it is another case, under the same name (two runs in one folder, say)
+                    clashes.append(
+                        Skipped(
+                            where,
+                            f"{data['policy']} (revision {data['policy_revision']}) x {data['scenario']} (revision "
+                            f"{data['scenario_revision']}) seed {data['seed']} is also another case under {given}, "
+                            "with other results: both kept; load the runs as separate paths to tell them apart",
+                        )
+                    )
                 for name, value in _row(data, str(given), where).items():
                     if name in _REPEATED and isinstance(value, str):
                         value = shared.setdefault(value, value)
@@ -328,10 +361,14 @@ def load(
         progress(Reading(files, files, len(columns["seed"]), time.perf_counter() - started))
     relabelled = _keep_revisions_apart(columns)
     frame = _typed(pd.DataFrame(columns, columns=_columns()))
-    frame.attrs.update(skipped=skipped, duplicates=duplicates, relabelled=relabelled, incomplete=incomplete)
+    frame.attrs.update(
+        skipped=skipped, duplicates=duplicates, relabelled=relabelled, incomplete=incomplete, clashes=clashes
+    )
     if not quiet:
         for s in skipped:
             print(f"skipped {s.path}: {s.reason}")
+        for s in clashes:
+            print(f"{s.path}: {s.reason}")
         if duplicates:
             print(f"dropped {duplicates} cases loaded twice (exact copies from another given path)")
         for name in relabelled:

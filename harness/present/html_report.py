@@ -296,6 +296,13 @@ def write_report(
             f"{len(skipped)} {'file' if len(skipped) == 1 else 'files'} left out, unreadable or of another schema "
             f"(the report lists them): {first.path}: {first.reason}{more}"
         )
+    clashes = frame.attrs.get("clashes", [])
+    if clashes and tell is not None:
+        more = f" (and {len(clashes) - 1} more)" if len(clashes) > 1 else ""
+        tell(
+            f"{len(clashes)} {'case shares its name' if len(clashes) == 1 else 'cases share their names'} with "
+            f"another case under {run_dir}, both kept (the report lists them): {clashes[0].path}{more}"
+        )
     body = [
         "<!doctype html>",
         '<html lang="en"><head><meta charset="utf-8"><title>Recovery harness report</title>',
@@ -311,6 +318,14 @@ def write_report(
             "stopped before it ended, so this page shows only the cases it finished. Complete it with "
             f"<code>python -m harness run --resume {html.escape(folder)}</code>.</p>"
         )
+    if clashes:
+        body.append(
+            '<p class="warning"><strong>Two cases under one name:</strong> these cases have the policy, scenario, '
+            "revisions and seed of another case in this folder, and other results (two runs of one cell, say): both "
+            "are counted. Report each run's folder on its own to tell them apart.</p><ul>"
+        )
+        body += [f"<li>{html.escape(c.path)}: {html.escape(c.reason)}</li>" for c in clashes]
+        body.append("</ul>")
     body += _verdicts(frame, anchors)
     if skipped:
         body.append("<p>Skipped files:</p><ul>")
