@@ -544,7 +544,10 @@ def _write_junit(junit: Path, plan: Plan, out: Path) -> None:
 
     cells = [(c.policy_spec, c.scenario_spec) for c in plan.cells]
     all_seeds = sorted({s for c in plan.cells for s in c.seeds})
-    write_junit(junit, grid_suites(cells, all_seeds, read_reports(out), ReproFolder(out / "repro")))
+    # The repro files' paths as absolute ones: a reproduce command read from the JUnit runs from anywhere, and a
+    # resumed run's JUnit is the same whichever folder the resume was started from.
+    repros = ReproFolder((out / "repro").absolute())
+    write_junit(junit, grid_suites(cells, all_seeds, read_reports(out), repros))
 
 
 def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> int:
@@ -553,7 +556,14 @@ def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> i
     from harness.present.table import outcome_table
 
     # Files first: what is printed may go to a reader that stops early ('| head'), which ends the printing.
-    problem = _junit_problem(args.junit, plan, summary.out) if args.junit is not None and plan is not None else None
+    try:
+        problem = _junit_problem(args.junit, plan, summary.out) if args.junit is not None and plan is not None else None
+    except KeyboardInterrupt:  # the run is complete on disk; its JUnit file (written whole or not at all) is not
+        out = shlex.quote(str(summary.out))
+        raise KeyboardInterrupt(
+            f"interrupted while writing --junit {args.junit}; the run in {summary.out} is complete, and a resume "
+            f"writes it: python -m harness run --resume {out}"
+        ) from None
     print(outcome_table(summary.counts, summary.policies, summary.scenarios))
     print(
         f"\n{summary.cases:,} case{'' if summary.cases == 1 else 's'} in {summary.out}"

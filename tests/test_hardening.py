@@ -1037,3 +1037,51 @@ def test_a_run_interrupted_while_it_plans_again_from_its_request_says_it_is_resu
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line == f"harness: interrupted; {out} is resumable: python -m harness run --resume {out}"
     assert sorted(p.name for p in out.iterdir()) == [".lock", "request.json"]
+
+
+def test_a_junits_repro_paths_are_the_same_whichever_folder_wrote_it(tmp_path: Path) -> None:
+    """With --out given relative, the JUnit's reproduce commands named the repro files relative to the folder
+    the command ran in: a resume from another folder wrote other commands, and none ran from elsewhere. They
+    are absolute now, as check writes them."""
+    here = tmp_path / "here"
+    here.mkdir()
+    first = harness("run", "--policy", "retry_new_key", "--scenario", "lost_response", "--seed", "1", "--tracking",
+                    "none", "--no-report", "--quiet", "--junit", "ju.xml", "--out", "rel", cwd=here)  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    junit = here / "ju.xml"
+    written = junit.read_text()
+    repro = here / "rel" / "repro" / "retry_new_key" / "seed-1" / "lost_response.yaml"
+    assert repro.is_file() and f"python -m harness replay {repro}" in written
+    junit.unlink()
+    resumed = harness("run", "--resume", "here/rel", "--quiet", cwd=tmp_path)  # complete: it writes the JUnit
+    assert resumed.returncode == 0, resumed.stderr
+    assert junit.read_text() == written
+
+
+def test_a_run_interrupted_while_it_writes_its_junit_says_a_resume_writes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C once the run was complete, while its JUnit file and repro files were written: it said only
+    "interrupted", and no resume command. It names the command that writes them."""
+    import harness.cli
+    from harness.cli import EXIT_INTERRUPTED, main
+
+    real = harness.cli._write_junit
+
+    def interrupted(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(harness.cli, "_write_junit", interrupted)
+    out, junit = tmp_path / "run", tmp_path / "ju.xml"
+    words = ["run", "--policy", "retry_new_key", "--scenario", "lost_response", "--seed", "1", "--tracking", "none",
+             "--no-report", "--quiet", "--junit", str(junit), "--out", str(out)]  # fmt: skip
+    assert main(words) == EXIT_INTERRUPTED
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == (
+        f"harness: interrupted while writing --junit {junit}; the run in {out} is complete, and a resume writes "
+        f"it: python -m harness run --resume {out}"
+    )
+    assert not junit.exists()
+    monkeypatch.setattr(harness.cli, "_write_junit", real)
+    assert main(["run", "--resume", str(out), "--quiet"]) == 0
+    assert 'failures="1"' in junit.read_text()
