@@ -350,9 +350,14 @@ def load_policy(spec: str) -> Policy:
             f"policy '{where}': cannot import '{module_name}' ({type(exc).__name__}: {reason}); fix: {fix}"
         ) from exc
     try:
-        policy = getattr(module, attr, None)
-        if policy is None:
+        policy = getattr(module, attr, _MISSING)
+        if policy is _MISSING:
             raise PolicyError(f"policy '{where}': '{module_name}' has no attribute '{attr}'; fix: check the name")
+        if policy is None:
+            raise PolicyError(
+                f"policy '{where}': '{module_name}.{attr}' is None, not a policy object; fix: set it to a policy "
+                "(an object with 'name', 'revision' and 'decide(situation)')"
+            )
         if _a_policy_class(policy):
             name = policy.__name__
             raise PolicyError(

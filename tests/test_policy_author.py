@@ -75,6 +75,7 @@ POLICIES = textwrap.dedent(
 
     BOOM, LONG, UNCALLED, SLEEPS = Boom(), Long(), Uncalled(), Sleeps()
     NO_NAME, NO_REVISION, INT_REVISION, NO_DECIDE = NoName(), NoRevision(), IntRevision(), NoDecide()
+    UNSET = None
     """
 )
 
@@ -143,6 +144,21 @@ def test_a_policy_class_is_refused_with_how_to_instantiate_it(
     assert main(["check", *args, "--out", str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err == f"harness: {said}\n"
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("attr", "says"),
+    [
+        ("UNSET", f"'{MODULE}.UNSET' is None, not a policy object; fix: set it to a policy"),
+        ("ABSENT", f"'{MODULE}' has no attribute 'ABSENT'; fix: check the name"),
+    ],
+)
+def test_an_attribute_set_to_none_is_not_called_missing(policies: Path, attr: str, says: str) -> None:
+    """A module attribute that is None was said not to exist ("check the name"), sending its author to look
+    for a typo; it is named as what it is."""
+    with pytest.raises(PolicyError) as raised:
+        load_policy(f"{MODULE}:{attr}")
+    assert str(raised.value).startswith(f"policy '{MODULE}:{attr}': {says}")
 
 
 def test_a_class_whose_decide_is_static_is_a_policy_as_it_is(policies: Path) -> None:
