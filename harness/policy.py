@@ -350,7 +350,7 @@ def load_policy(spec: str) -> Policy:
             f"policy '{where}': cannot import '{module_name}' ({type(exc).__name__}: {reason}); fix: {fix}"
         ) from exc
     try:
-        policy = getattr(module, attr, _MISSING)
+        policy: Any = getattr(module, attr, _MISSING)
         if policy is _MISSING:
             raise PolicyError(f"policy '{where}': '{module_name}' has no attribute '{attr}'; fix: check the name")
         if policy is None:

@@ -53,6 +53,9 @@ DEADLINE = "recovery_deadline_s: 120"
          " write 10000.0 or 1.0e+4 (YAML reads 1e4 as text)"),
         ("nth: 1}", "nth: 1e0}", "field 'faults.0.nth': Input should be a valid integer; fix: write 1 (YAML reads 1e0"
          " as text)"),
+        # A field whose bounds are in its type, not in Field(...): no metadata to read them from (that raised).
+        ('do-not-log"}', 'do-not-log", expires_at_s: 1e3}', "field 'approval.expires_at_s': Input should be a valid"
+         " number; fix: write 1000.0 or 1.0e+3 (YAML reads 1e3 as text)"),
         # Quoted text that, unquoted, YAML reads as a number, and text that is no number: the fix stays.
         (DEADLINE, "recovery_deadline_s: '120'", "field 'recovery_deadline_s': Input should be a valid number; fix:"
          " write a number, without quotes"),
@@ -75,6 +78,29 @@ DEADLINE = "recovery_deadline_s: 120"
 def test_a_number_yaml_reads_as_text_is_told_how_to_write_it(tmp_path: Path, old: str, new: str, expected: str) -> None:
     """YAML 1.1 reads 1e3 as text (a number needs a dot and a signed exponent): "without quotes" would not help."""
     assert error_for(write(tmp_path, old, new)) == expected
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field", "bound", "text"),
+    [
+        (DEADLINE, "recovery_deadline_s: 1e308", "recovery_deadline_s", "less than or equal to 86400", "1e308"),
+        (DEADLINE, "recovery_deadline_s: -1e3", "recovery_deadline_s", "greater than 0", "-1e3"),
+        ("nth: 1}", "nth: 0e0}", "faults.0.nth", "greater than or equal to 1", "0e0"),
+        (DEADLINE, f"{DEADLINE}\nsettle_max_s: 1e18", "settle_max_s", "less than or equal to 86400", "1e18"),
+        ("{boundary: response_lost, nth: 1}", "{boundary: request_delayed, nth: 1, delay_s: 1e300}",
+         "faults.0.delay_s", "less than or equal to 86400", "1e300"),
+    ],
+)  # fmt: skip
+def test_a_number_yaml_reads_as_text_and_out_of_bounds_is_told_its_bound(
+    tmp_path: Path, old: str, new: str, field: str, bound: str, text: str
+) -> None:
+    """The fix for 1e308 was "write 1.0e+308", and that was refused next for its bound (86400): it names the bound."""
+    path = write(tmp_path, old, new)
+    valid = "integer" if field.endswith("nth") else "number"
+    assert error_for(path) == (
+        f"field '{field}': Input should be a valid {valid}; fix: give a number {bound}, written so that "
+        f"YAML reads a number ({text} is read as text)"
+    )
 
 
 @pytest.mark.parametrize("error_type", ["float_type", "int_type"])

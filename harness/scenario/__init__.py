@@ -27,7 +27,16 @@ from harness.scenario.faults import (
     FaultBase,
     Side,
 )
-from harness.scenario.messages import allows_null, is_secret, locate, number_fix, placement_fix, quote_fix
+from harness.scenario.messages import (
+    BOUND_ERRORS,
+    allows_null,
+    bound_broken,
+    is_secret,
+    locate,
+    number_fix,
+    placement_fix,
+    quote_fix,
+)
 from harness.scenario.operator import ChangeTask, EventRef, ExpireApproval, OperatorEvent, RequestCancel, Trigger
 from harness.scenario.specs import (
     SAFE_NAME,
@@ -246,8 +255,6 @@ _FIXES = {
     "finite_number": "write a finite number",
     "tuple_type": "write a list: one '- item' line per entry, or [a, b]",
 }
-#: Pydantic's error types for a number out of its field's range.
-_BOUNDS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"})
 #: Pydantic's words for a type, where YAML's are plainer.
 _MESSAGES = {"tuple_type": "expected a list", "dict_type": "expected a mapping of 'key: value' pairs"}
 #: The choices of each tagged list's tag, for an entry that lacks it.
@@ -270,10 +277,10 @@ def _one_line(path: Path, error: ValidationError) -> str:
         missing = [locate(Scenario, e["loc"])[0] for e in error.errors() if e["type"] == "missing"]
         fix = placement_fix(where, models, missing) or _respelled(where, models) or fix
     elif first["type"] in ("float_type", "int_type"):
-        fix = number_fix(first["type"], value) or fix
+        fix = number_fix(first["type"], value, lambda number: bound_broken(Scenario, first["loc"], number)) or fix
     elif first["type"] == "string_type":
         fix = quote_fix(where, first.get("input")) or fix
-    elif first["type"] in _BOUNDS:
+    elif first["type"] in BOUND_ERRORS:
         fix = "give a number within that bound" + (", or null for none" if allows_null(Scenario, first["loc"]) else "")
     # A misspelt field is also a missing one: that is one mistake, not two.
     others = error.error_count() - 1 - (meant is not None)

@@ -17,11 +17,11 @@ import datetime
 import math
 import re
 import types
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import BaseModel, Secret, SecretBytes, SecretStr
+from pydantic import BaseModel, Secret, SecretBytes, SecretStr, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 from yaml.nodes import ScalarNode
 from yaml.representer import SafeRepresenter
@@ -29,7 +29,7 @@ from yaml.resolver import Resolver
 
 from harness.scenario.yamlfile import shown
 
-__all__ = ["Located", "is_secret", "locate", "number_fix", "placement_fix", "quote_fix"]
+__all__ = ["BOUND_ERRORS", "Located", "bound_broken", "is_secret", "locate", "number_fix", "placement_fix", "quote_fix"]
 
 Loc = tuple[int | str, ...]
 #: The models met along a path, each with its path in the user's file (the root's is ``()``).
@@ -177,10 +177,14 @@ def _plain_tag(text: str) -> str:
     return str(resolver.resolve(ScalarNode, text, (True, False)))
 
 
-def number_fix(error_type: str, value: object) -> str | None:
+def number_fix(
+    error_type: str, value: object, bound: Callable[[float | int], str | None] = lambda _: None
+) -> str | None:
     """For text where a number belongs that Python reads as a number but YAML, unquoted, does not (``1e3``: YAML
     1.1 wants a dot and a signed exponent): how to write it so that YAML reads a number. ``None`` for any other
-    value, and for text YAML would read as a number without its quotes (the usual fix, drop them, holds)."""
+    value, and for text YAML would read as a number without its quotes (the usual fix, drop them, holds).
+    ``bound`` says which of the field's bounds a number breaks (see ``bound_broken``): written as a number, the
+    value would be refused again, so the fix names the bound instead."""
     if not isinstance(value, str) or _plain_tag(value) != _TEXT:
         return None
     try:
@@ -191,6 +195,9 @@ def number_fix(error_type: str, value: object) -> str | None:
     if not math.isfinite(number) or (number == 0) != exact.is_zero():
         return None  # too large or too small for a float (1e400, 1e-400): no number to write would load as written
     written = shown(value.strip(), 40)
+    broken = bound(int(exact) if error_type == "int_type" and exact == exact.to_integral_value() else number)
+    if broken is not None:
+        return f"give a number {broken}, written so that YAML reads a number ({written} is read as text)"
     if error_type == "int_type":
         # Exactly as written (1e30 is 10**30, not the float's 1000000000000000019884624838656); a whole number of
         # more digits than a float's range is refused above.
@@ -203,6 +210,30 @@ def number_fix(error_type: str, value: object) -> str | None:
         if _plain_tag(repaired) == _FLOAT and repaired not in forms:
             forms.append(repaired)
     return f"write {' or '.join(forms)} (YAML reads {written} as text)"
+
+
+#: Pydantic's error types for a number out of its field's range.
+BOUND_ERRORS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"})
+
+
+def bound_broken(root: type[BaseModel], loc: Sequence[int | str], number: float | int) -> str | None:
+    """The bound of the field at pydantic's ``loc`` that ``number`` breaks (``less than or equal to 86400``), or
+    ``None`` when it breaks none (or the field is not one with bounds to check)."""
+    path, models, _ = _walk(root, loc)
+    if not path or not isinstance(path[-1], str) or not models or models[-1][0] != path[:-1]:
+        return None
+    info = models[-1][1].model_fields.get(path[-1])
+    if info is None:
+        return None
+    # The field's own constraints (Field(le=...)) are in its metadata, which may be empty (the bounds in its type).
+    kind: Any = Annotated[info.annotation, *info.metadata] if info.metadata else info.annotation
+    try:
+        TypeAdapter(kind).validate_python(number)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        if error["type"] in BOUND_ERRORS:
+            return str(error["msg"]).removeprefix("Input should be ")
+    return None
 
 
 def quote_fix(path: Loc, value: object) -> str | None:
