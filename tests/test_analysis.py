@@ -494,3 +494,51 @@ def test_a_case_with_text_the_json_writer_refuses_still_loads(tmp_path: Path) ->
     assert "\\ud800" in case.read_text()
     df = load([run, run])
     assert len(df) == 1 and df.attrs["skipped"] == [] and df.attrs["duplicates"] == 1
+
+
+def test_a_run_still_writing_is_said_to_be_running_not_stopped(tmp_path: Path) -> None:
+    """load() of a folder a run is writing now said the run "was stopped before its first case" (and its print
+    gave a resume command, which the run's lock would refuse); it says a run is writing it."""
+    from harness.run.folder import claim
+
+    early = tmp_path / "early"
+    early.mkdir()
+    (early / "request.json").write_text(json.dumps({"argv": ["run"], "cwd": str(tmp_path)}))
+    started = tmp_path / "started"
+    assert run_into(started, "--no-report", "--policy", "retry_new_key", "--scenario", "lost_response", "--seed", "1",
+                    "--tracking", "none") == 0  # fmt: skip
+    (started / "run.json").unlink()  # as it is before its end
+    holds = [claim(early, fresh=False), claim(started, fresh=False)]
+    try:
+        df = load([early, started])
+        assert df.attrs["running"] == df.attrs["incomplete"] == [str(early), str(started)]
+        assert [s.reason for s in df.attrs["skipped"]] == [
+            "no case written yet: a harness run is writing it now (listed as incomplete)"
+        ]
+        assert len(df) == 1
+    finally:
+        for hold in holds:
+            hold.release()
+    df = load([early, started])
+    assert df.attrs["running"] == [] and df.attrs["incomplete"] == [str(early), str(started)]
+    assert [s.reason for s in df.attrs["skipped"]] == [
+        "no case written yet: the run was stopped before its first case (listed as incomplete)"
+    ]
+
+
+def test_a_run_still_writing_gets_no_resume_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.run.folder import claim
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "request.json").write_text(json.dumps({"argv": ["run"], "cwd": str(tmp_path)}))
+    hold = claim(out, fresh=False)
+    try:
+        load(out, quiet=False)
+    finally:
+        hold.release()
+    assert f"{out}: incomplete (a harness run is still writing it)\n" in capsys.readouterr().out
+    load(out, quiet=False)
+    assert f"{out}: incomplete (the run was stopped); resume: python -m harness run --resume {out}" in (
+        capsys.readouterr().out
+    )

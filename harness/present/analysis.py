@@ -38,6 +38,7 @@ from typing_extensions import TypedDict
 from harness.check.registry import METRIC_NAMES, METRICS, PROPERTIES, by_name
 from harness.errors import wrong_field
 from harness.model import MANIFEST, OUTCOMES, RECORDS_GLOB, REQUEST, RUN_RECORD, needed_findings
+from harness.model.lock import held
 from harness.present.shape import INPUT_COLUMNS, MalformedCase, checked_case
 
 __all__ = [
@@ -272,7 +273,8 @@ def load(
       kind of file) is dropped, and counted in ``attrs["duplicates"]``: two copies of one run do not count twice;
     - a policy loaded at several revisions is kept apart: its rows are labelled ``name@revision`` in ``policy``
       (``attrs["relabelled"]`` lists them), so no table merges two revisions into one cell;
-    - run folders that began and did not end (a manifest, no run.json) are listed in ``attrs["incomplete"]``.
+    - run folders that began and did not end (a manifest, no run.json) are listed in ``attrs["incomplete"]``,
+      and those a run is still writing in ``attrs["running"]`` too.
 
     ``progress`` is told how far the loading has got after each file (a compact record file holds up to 5,000
     cases), the last time once every file is read: a million compact records take about 40 s here.
@@ -289,6 +291,7 @@ def load(
     duplicates = 0
     clashes: list[Skipped] = []
     incomplete: list[str] = []
+    running: list[str] = []
     # Every file first, so that progress can say how many there are.
     listed: list[tuple[Path | str, list[str]]] = []
     for given in paths:
@@ -296,17 +299,19 @@ def load(
         if not root.exists():
             skipped.append(Skipped(str(root), "no such file or folder"))
             continue
-        stopped = _incomplete(root)
+        stopped, writing = _incomplete(root)
         incomplete += stopped
+        running += writing
         # Case folders before Polyaxon copies, recovery.json before compact records: the kept path is the
         # stable one, and a case that is not correct keeps the file its timeline is drawn beside.
         case_files = _files(root)
         if not case_files:  # a folder that is no run (a scenario folder, a Polyaxon run's, a typo's neighbour): said
-            why = (
-                "no case written yet: the run was stopped before its first case (listed as incomplete)"
-                if stopped
-                else "no recovery.json or compact records under it: not a run folder"
-            )
+            if writing:
+                why = "no case written yet: a harness run is writing it now (listed as incomplete)"
+            elif stopped:
+                why = "no case written yet: the run was stopped before its first case (listed as incomplete)"
+            else:
+                why = "no recovery.json or compact records under it: not a run folder"
             skipped.append(Skipped(str(root), why))
         listed.append((given, case_files))
     files, files_read = sum(len(found) for _, found in listed), 0
@@ -362,7 +367,12 @@ def load(
     relabelled = _keep_revisions_apart(columns)
     frame = _typed(pd.DataFrame(columns, columns=_columns()))
     frame.attrs.update(
-        skipped=skipped, duplicates=duplicates, relabelled=relabelled, incomplete=incomplete, clashes=clashes
+        skipped=skipped,
+        duplicates=duplicates,
+        relabelled=relabelled,
+        incomplete=incomplete,
+        running=running,
+        clashes=clashes,
     )
     if not quiet:
         for s in skipped:
@@ -374,17 +384,28 @@ def load(
         for name in relabelled:
             print(f"policy {name} was loaded at several revisions: its rows are labelled {name}@<revision>")
         for folder in incomplete:
-            print(f"{folder}: incomplete (the run was stopped); resume: python -m harness run --resume {folder}")
+            if folder in running:
+                print(f"{folder}: incomplete (a harness run is still writing it)")
+            else:
+                print(f"{folder}: incomplete (the run was stopped); resume: python -m harness run --resume {folder}")
     return frame
 
 
-def _incomplete(root: Path) -> list[str]:
+def _incomplete(root: Path) -> tuple[list[str], list[str]]:
     """Run folders at or under ``root`` that began and did not end: a manifest, or only the request a run writes
-    before it plans its grid, and no run.json."""
+    before it plans its grid, and no run.json; and those of them a run is writing now (its lock held)."""
     if root.is_file():
-        return []
+        return [], []
     folders = {f.parent for name in (MANIFEST, REQUEST) for f in [root / name, *root.glob(f"*/{name}")] if f.is_file()}
-    return [str(f) for f in sorted(folders) if not (f / RUN_RECORD).is_file()]
+    unfinished = [f for f in sorted(folders) if not (f / RUN_RECORD).is_file()]
+    return [str(f) for f in unfinished], [str(f) for f in unfinished if _held(f)]
+
+
+def _held(folder: Path) -> bool:
+    try:
+        return held(folder)
+    except OSError:  # its lock cannot be read (another user's run): whether it runs cannot be told; said stopped
+        return False
 
 
 def _keep_revisions_apart(columns: dict[str, list[Any]]) -> list[str]:

@@ -15,7 +15,6 @@ import hashlib
 import inspect
 import json
 import os
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing_extensions import TypedDict
 from harness.errors import wrong_field
 from harness.limits import SEED_COUNT_MAX
 from harness.model import MANIFEST, REQUEST
+from harness.model.lock import LOCK_FILE, held, take
 from harness.run.plan import Cell, Grid, UsageError
 from harness.seeds import SEED_MAX
 from harness.version import __version__
@@ -42,8 +42,6 @@ __all__ = [
     "in_use",
     "stray_temporaries",
 ]
-
-LOCK_FILE = ".lock"
 
 
 @dataclass(slots=True)
@@ -66,7 +64,7 @@ def claim(out: Path, fresh: bool) -> Claim:
         handle = open(out / LOCK_FILE, "a", encoding="utf-8")  # noqa: SIM115 (held for the whole run)
     except OSError as exc:
         raise UsageError(f"--out {out}: cannot write in it ({exc.strerror}); fix: give a writable folder") from None
-    if not _lock(handle, fcntl.LOCK_EX):
+    if not take(handle, fcntl.LOCK_EX):
         handle.close()
         raise UsageError(
             f"output folder {out} is in use by another harness run; fix: wait for it to end, or pass another --out"
@@ -77,38 +75,15 @@ def claim(out: Path, fresh: bool) -> Claim:
     return Claim(out, handle)
 
 
-#: Tries at a lock before a folder is said to be in use, a few milliseconds apart: ``in_use`` holds a shared
-#: lock for an instant, and a run starting at that instant must not take it for another run.
-_LOCK_TRIES = 5
-
-
-def _lock(handle: IO[str], kind: int) -> bool:
-    """Take ``kind`` (shared or exclusive) on ``handle`` without waiting long; whether it was taken."""
-    for attempt in range(_LOCK_TRIES):
-        try:
-            fcntl.flock(handle, kind | fcntl.LOCK_NB)
-            return True
-        except OSError:
-            if attempt + 1 < _LOCK_TRIES:
-                time.sleep(0.01)
-    return False
-
-
 def in_use(out: Path) -> bool:
     """Whether a harness run holds the folder now (without taking it for long, and without writing in it)."""
     try:
-        handle = open(out / LOCK_FILE, encoding="utf-8")  # noqa: SIM115 (closed below)
-    except FileNotFoundError:
-        return False  # no run ever held it
+        return held(out)
     except OSError as exc:
         raise UsageError(
             f"{out / LOCK_FILE}: cannot be read ({exc.strerror}), so whether a run is writing {out} cannot be told; "
             "fix: run this as the user who ran it"
         ) from None
-    try:
-        return not _lock(handle, fcntl.LOCK_SH)
-    finally:
-        handle.close()  # closing releases a shared lock taken
 
 
 @dataclass(frozen=True, slots=True)
