@@ -116,6 +116,19 @@ def test_a_zero_written_with_an_exponent_is_still_told_how_to_write_it() -> None
     assert number_fix("int_type", "0e5") == "write 0 (YAML reads 0e5 as text)"
 
 
+@pytest.mark.parametrize(
+    ("text", "fix"),
+    [
+        # No digit before the dot: the repaired spelling gets one (a bare ".5e+3" is no YAML float).
+        (".5e3", "write 500.0 or 0.5e+3 (YAML reads .5e3 as text)"),
+        # Python reads underscores in an exponent, YAML does not: the repaired spelling would be text again.
+        ("1e0_1", "write 10.0 (YAML reads 1e0_1 as text)"),
+    ],
+)
+def test_only_spellings_yaml_reads_as_numbers_are_suggested(text: str, fix: str) -> None:
+    assert number_fix("float_type", text) == fix
+
+
 @pytest.mark.parametrize("written", ["1000.0", "1.0e+3"])
 def test_the_numbers_the_fix_suggests_are_read_as_numbers(tmp_path: Path, written: str) -> None:
     """Each spelling the fix for 1e3 suggests loads, as 1000 seconds."""
