@@ -11,7 +11,8 @@ dispatch without a valid revision, approval and claim, uncertainty waited out an
 
 Revision 2 (from what ``harness explore`` found): the connector's "no record" no longer makes a same-key
 retry safe by itself. Revision 3: as ``reconcile_and_reauthorize`` revision 5, no retry on an absence read before
-the target's reads caught up with the last attempt.
+the target's reads caught up with the last attempt. Revision 4: as its revision 6, they catch up with an attempt
+only after it may last have reached the target, not after it was sent.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from policies.reconcile_and_reauthorize import ReconcileAndReauthorize
 
 class FollowAndInspect(ReconcileAndReauthorize):
     name = "follow_and_inspect"
-    revision = "3"
+    revision = "4"
 
     def decide(self, situation: Situation) -> Command:
         if situation.contract.via != "connector" or situation.recorded or situation.escalated:

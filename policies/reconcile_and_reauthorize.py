@@ -16,11 +16,16 @@ window must outlast the late arrival of every earlier attempt, not only the firs
 same instant as) the last send is stale; and an attempt another worker recorded counts as sent then. Revision 5
 (from a review of the checker): a retry follows only an absence read once the target's reads had caught up with
 the last attempt (sent ``lookup_lag_s`` after it or later); an earlier read may simply not show that attempt's
-effect yet, and after an uncertain reply a mutation must wait until a read has truly settled it.
+effect yet, and after an uncertain reply a mutation must wait until a read has truly settled it. Revision 6 (from
+what ``harness explore`` found near the scenarios of a third review): the reads catch up with an attempt only
+after it may last have reached the target (when its reply came back, or, with none, when the target stopped
+accepting it), not after it was sent: a request late on the way, applied within the lag before a read, went
+unseen, and a same-key retry outlived its window, or followed a do-not-replay error unsettled.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from harness.policy import (
@@ -62,7 +67,7 @@ def recovery_decision(
 
 class ReconcileAndReauthorize:
     name = "reconcile_and_reauthorize"
-    revision = "5"
+    revision = "6"
     #: Time between lookups while the result is pending or unknown.
     wait_s = 10.0
     #: Escalate while at least this much time is left before the deadline.
@@ -178,12 +183,35 @@ class ReconcileAndReauthorize:
         return Escalate(reason="absent so far, but a late request could still arrive before the deadline")
 
     def caught_up_s(self, situation: Situation, looked_at_s: float) -> float | None:
-        """``None`` when a read made at ``looked_at_s`` shows the last attempt's effect, if there is one; else the
-        moment from which a read would: the target's reads lag ``lookup_lag_s`` behind it."""
-        last_sent, lag = situation.last_sent_bound_s, situation.contract.lookup_lag_s
-        if last_sent is None or lag <= 0 or looked_at_s >= last_sent + lag:
+        """``None`` when a read made at ``looked_at_s`` shows the effect of every attempt, if there is one; else
+        the moment from which a read would: the target's reads lag ``lookup_lag_s`` behind it, and an attempt
+        may reach it as late as ``reached_by_s`` says (``inf``: never caught up, under this contract)."""
+        reached_by, lag = self.reached_by_s(situation), situation.contract.lookup_lag_s
+        if reached_by is None or lag <= 0 or looked_at_s >= reached_by + lag:
             return None
-        return last_sent + lag
+        return reached_by + lag
+
+    def reached_by_s(self, situation: Situation) -> float | None:
+        """The latest moment an attempt may have reached the target (``None``: nothing was sent). One answered
+        directly or through a bridge had reached it by the time its reply came back; any other may be late on
+        the way until the target no longer accepts it: request validity after it was sent (``inf`` when the
+        target accepts a request however old). Through a device connector the job's reports say when it ran,
+        and ``follow_and_inspect`` dates a dead job from them: there, the last send."""
+        if situation.contract.via == "connector":
+            return situation.last_sent_bound_s
+        validity = situation.contract.request_validity_s
+        latest: float | None = None
+        for attempt in situation.attempts:
+            if attempt.sent is False:
+                continue
+            if attempt.replied_at_s is not None:
+                by = attempt.replied_at_s
+            else:
+                sent = attempt.sent_at_s
+                sent = sent if sent is not None else max(attempt.recorded_at_s, situation.started_at_s)
+                by = sent + validity if validity is not None else math.inf
+            latest = by if latest is None else max(latest, by)
+        return latest
 
     def _read_when_caught_up(self, situation: Situation, caught_up_s: float) -> Command:
         """An absence read before the target's reads caught up with the last attempt proves nothing yet: read

@@ -7,7 +7,8 @@ timeout keeps the block (wait, verify again, escalate before the deadline), a re
 never accepted as a weaker success, and a user's stop stays a stop (nothing more is sent). Only a verified
 absence may be followed by sending the same call again, under the same request UUID, after a claim. Revision 2:
 as ``reconcile_and_reauthorize`` revision 5, no retry on an absence read before the target's reads caught up with
-the last attempt.
+the last attempt. Revision 3: as its revision 6, they catch up with a call only after it reached the tool server
+(when its error came back), not after it was sent.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from policies.reconcile_and_reauthorize import ReconcileAndReauthorize
 
 class VerifyBeforeMutation(ReconcileAndReauthorize):
     name = "verify_before_mutation"
-    revision = "2"
+    revision = "3"
     read_command: Command = VerifyOutcome()
     read_source = "verify"
 

@@ -18,6 +18,7 @@ from harness.policy import (
     Command,
     Escalate,
     FollowJob,
+    Hold,
     LookUp,
     LookupView,
     Receipt,
@@ -547,6 +548,77 @@ class TrustsVerificationBeforeRetry(_VerifyVariant):
         return super()._latest_fresh_read(situation, None)
 
 
+# -- variants a judge-the-judge hunt found passing every shipped case (each caught since by a scenario for it) ---
+
+
+class RecordsAbsenceALagEarly(_Variant):
+    """Takes an absence as final once the read plus the lookup's lag reaches the quiet moment: the lag added
+    where it is already counted (a sign slip), so an absence read in the last lag before it is final is recorded."""
+
+    def _absent_without_retry(self, situation: Situation, looked_at_s: float) -> Command:
+        return super()._absent_without_retry(situation, looked_at_s + situation.contract.lookup_lag_s)
+
+
+class QuietFromLastSeenSend(_Variant):
+    """Dates the quiet period from the last attempt's own send time, which a crashed incarnation's attempt does
+    not have: its request, still on the way, is taken as never sent."""
+
+    def quiet_after_s(self, situation: Situation) -> float | None:
+        last_sent = situation.attempts[-1].sent_at_s if situation.attempts else None
+        if last_sent is None:
+            return situation.started_at_s
+        validity = situation.contract.request_validity_s
+        if validity is None:
+            return None
+        return last_sent + validity + situation.contract.lookup_lag_s
+
+
+class CaughtUpByClock(_Variant):
+    """Judges whether the reads have caught up with the last attempt by the clock, not by when the read was made."""
+
+    def caught_up_s(self, situation: Situation, looked_at_s: float) -> float | None:
+        return super().caught_up_s(situation, situation.now_s)
+
+
+class WaitsForQuietWithoutMargin(_Variant):
+    """Waits for the absence to become final whenever that is more than a second before the deadline, forgetting
+    the margin a retry (or a record, or an escalation) needs after it."""
+
+    def _absent_without_retry(self, situation: Situation, looked_at_s: float) -> Command:
+        if not situation.held and not (
+            situation.task.revision == situation.action.revision
+            and not situation.task.cancel_requested
+            and situation.approval.valid
+        ):
+            return Hold(reason="absent at the destination, and dispatch is no longer authorized")
+        quiet = self.quiet_after_s(situation)
+        if quiet is not None and looked_at_s >= quiet:
+            return RecordAbsent(reason="absent at the destination, and no earlier request can still arrive")
+        if quiet is not None and situation.now_s >= quiet:
+            return self.read_command
+        if quiet is not None and quiet + 1.0 < situation.deadline_s:  # the one change: no escalate_margin_s
+            return self._wait_until_final(situation, quiet)
+        return Escalate(reason="absent so far, but a late request could still arrive before the deadline")
+
+
+class MarginForgetsTheWait(_Variant):
+    """Escalates once the margin is all that is left, forgetting that the wait and the read before it take time
+    too: with slow reads, the escalation comes after the deadline."""
+
+    def _wait_or_escalate(self, situation: Situation, why: str) -> Command:
+        if situation.time_left_s > self.escalate_margin_s:
+            return Wait(duration_s=self.wait_s)
+        return Escalate(reason=f"{why} with {situation.time_left_s:.0f} s left before the deadline")
+
+
+class CaughtUpFromSend(_Variant):
+    """Takes the target's reads to have caught up with an attempt ``lookup_lag_s`` after it was sent, as if every
+    request arrived at once (revision 5's rule): a late one, applied within the lag before a read, goes unseen."""
+
+    def reached_by_s(self, situation: Situation) -> float | None:
+        return situation.last_sent_bound_s
+
+
 @dataclass(frozen=True)
 class Catch:
     """Where a variant must be caught: the scenario, and the property whose verdict must be false."""
@@ -623,6 +695,16 @@ CORPUS: tuple[Catch, ...] = (
         "bridge_second_connection_error",
         "retries_after_uncertain",
     ),
+    Catch(RecordsAbsenceALagEarly("records_absence_a_lag_early"), "lagging_absence_in_last_lag", "false_records"),
+    Catch(QuietFromLastSeenSend("quiet_from_last_seen_send"), "crash_awaiting_delayed_original", "duplicate_effects"),
+    Catch(CaughtUpByClock("caught_up_by_clock"), "bridge_error_lagging_verify", "retries_after_uncertain"),
+    Catch(
+        WaitsForQuietWithoutMargin("waits_for_quiet_without_margin"), "quiet_just_before_deadline", "abandoned_actions"
+    ),
+    Catch(MarginForgetsTheWait("margin_forgets_the_wait"), "slow_unknown_reads", "abandoned_actions"),
+    Catch(CaughtUpFromSend("caught_up_from_send"), "durable_window_lagging_read", "duplicate_effects"),
+    # Hidden (found only by exploring newer_write_held at depth 2) until quiet_just_before_deadline was shipped.
+    Catch(EscalatesAtTheDeadline("escalates_at_the_deadline"), "quiet_just_before_deadline", "abandoned_actions"),
 )
 
 
@@ -639,7 +721,6 @@ class Hidden:
 
 HIDDEN: tuple[Hidden, ...] = (
     Hidden(FollowsStaleJob("follows_stale_job"), "connector_crash_points@after_started", 1, "duplicate_effects"),
-    Hidden(EscalatesAtTheDeadline("escalates_at_the_deadline"), "newer_write_held", 2, "abandoned_actions"),
     Hidden(AssumesRequestsExpire("assumes_requests_expire"), "no_dedupe_flaky_lookup", 2, "duplicate_effects"),
 )
 

@@ -5,7 +5,7 @@ every shipped schedule, and exploration from the named shipped scenario finds on
 from __future__ import annotations
 
 import pytest
-from buggy_policies import CORPUS, HIDDEN, Catch, Hidden
+from buggy_policies import CORPUS, HIDDEN, Catch, CaughtUpFromSend, Hidden
 from conftest import SUMMARIES
 
 from harness.check import check
@@ -53,6 +53,18 @@ def test_each_variant_is_caught_through_its_property(catch: Catch, seed: int) ->
 
 
 SAFE = ("reconcile_and_reauthorize", "follow_and_inspect", "verify_before_mutation")
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_reads_caught_up_from_the_send_are_caught_through_a_bridge_too(seed: int) -> None:
+    """Revision 5's rule (reads catch up with an attempt a lag after it was sent) is caught twice: a duplicate
+    effect where the key's window is shorter than the lag (in CORPUS), and, through a bridge whose call arrived
+    late, a mutation after its do-not-replay error that no read settled."""
+    catch = Catch(
+        CaughtUpFromSend("caught_up_from_send"), "bridge_late_forward_lagging_verify", "retries_after_uncertain"
+    )
+    outcome, verdict = judged(catch, seed)
+    assert (outcome, verdict) == ("incorrect", "false")
 
 
 @pytest.mark.parametrize("policy", SAFE)
