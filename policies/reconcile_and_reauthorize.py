@@ -186,8 +186,9 @@ class ReconcileAndReauthorize:
         """``None`` when a read made at ``looked_at_s`` shows the effect of every attempt, if there is one; else
         the moment from which a read would: the target's reads lag ``lookup_lag_s`` behind it, and an attempt
         may reach it as late as ``reached_by_s`` says (``inf``: never caught up, under this contract)."""
-        reached_by, lag = self.reached_by_s(situation), situation.contract.lookup_lag_s
-        if reached_by is None or lag <= 0 or looked_at_s >= reached_by + lag:
+        lag = situation.contract.lookup_lag_s
+        reached_by = self.reached_by_s(situation) if lag > 0 else None
+        if reached_by is None or looked_at_s >= reached_by + lag:
             return None
         return reached_by + lag
 
