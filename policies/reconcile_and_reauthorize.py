@@ -196,16 +196,15 @@ class ReconcileAndReauthorize:
         """The latest moment an attempt may have reached the target (``None``: nothing was sent). One answered
         directly or through a bridge had reached it by the time its reply came back; any other may be late on
         the way until the target no longer accepts it: request validity after it was sent (``inf`` when the
-        target accepts a request however old). Through a device connector the job's reports say when it ran,
-        and ``follow_and_inspect`` dates a dead job from them: there, the last send."""
-        if situation.contract.via == "connector":
-            return situation.last_sent_bound_s
+        target accepts a request however old). A device connector's reply bounds nothing: its job may reach the
+        target after it (and a connector that forgot the job reports nothing of it)."""
         validity = situation.contract.request_validity_s
+        answered = situation.contract.via != "connector"
         latest: float | None = None
         for attempt in situation.attempts:
             if attempt.sent is False:
                 continue
-            if attempt.replied_at_s is not None:
+            if answered and attempt.replied_at_s is not None:
                 by = attempt.replied_at_s
             else:
                 sent = attempt.sent_at_s

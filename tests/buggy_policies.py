@@ -619,6 +619,34 @@ class CaughtUpFromSend(_Variant):
         return situation.last_sent_bound_s
 
 
+class ConnectorCaughtUpFromSend(_Variant):
+    """Keeps revision 5's rule for a device connector only (its job reports were taken to say when it ran): a
+    request late on its way to a connector that then forgot its job goes unseen by a lagging read."""
+
+    def reached_by_s(self, situation: Situation) -> float | None:
+        if situation.contract.via == "connector":
+            return situation.last_sent_bound_s
+        return super().reached_by_s(situation)
+
+
+class SkipsUnknownSent(_Variant):
+    """Leaves out of when the attempts may have reached the target those whose sending it cannot know (a crashed
+    incarnation's): ``not attempt.sent`` where ``attempt.sent is False`` was meant."""
+
+    def reached_by_s(self, situation: Situation) -> float | None:
+        attempts = tuple(a for a in situation.attempts if a.sent)
+        return super().reached_by_s(situation.model_copy(update={"attempts": attempts}))
+
+
+class CaughtUpAtReach(_Variant):
+    """Takes the reads to have caught up with an attempt once it may have reached the target, forgetting their
+    lag: it reads again and again, each read still behind the late request, until its commands run out."""
+
+    def caught_up_s(self, situation: Situation, looked_at_s: float) -> float | None:
+        caught_up = super().caught_up_s(situation, looked_at_s)
+        return None if caught_up is None else caught_up - situation.contract.lookup_lag_s
+
+
 @dataclass(frozen=True)
 class Catch:
     """Where a variant must be caught: the scenario, and the property whose verdict must be false."""
@@ -660,7 +688,6 @@ CORPUS: tuple[Catch, ...] = (
     Catch(AbsentFinalByClock("absent_final_by_clock"), "read_straddles_quiet", "false_records"),
     # Hidden (found only by exploring late_original_no_dedupe) until read_straddles_quiet was shipped.
     Catch(PendingAsAbsent("pending_as_absent"), "read_straddles_quiet", "duplicate_effects"),
-    Catch(DatesDeathFromSend("dates_death_from_send"), "connector_dead_job_lag_before_effect", "duplicate_effects"),
     Catch(RefutedAsAbsent("refuted_as_absent"), "bridge_refuted_after_restart", "duplicate_effects"),
     Catch(NewPipeUuid("new_pipe_uuid"), "bridge_late_original_new_uuid", "duplicate_effects"),
     Catch(ReplaysWithoutClaim("replays_without_claim"), "bridge_newer_write_held", "unauthorized_dispatches"),
@@ -688,7 +715,6 @@ CORPUS: tuple[Catch, ...] = (
     Catch(WakesShortOfFinal("wakes_short_of_final"), "connector_unstarted_lagging_lookup", "abandoned_actions"),
     Catch(WaitsForTheMoment("waits_for_the_moment"), "connector_unstarted_lagging_lookup", "abandoned_actions"),
     Catch(FollowsForever("follows_forever"), "connector_new_operation_pending", "abandoned_actions"),
-    Catch(DeathIgnoresLag("death_ignores_lag"), "connector_dead_job_lag_before_effect", "duplicate_effects"),
     Catch(AssumesDeathFollowed("assumes_death_followed"), "connector_down_when_followed", "abandoned_actions"),
     Catch(
         TrustsVerificationBeforeRetry("trusts_verification_before_retry"),
@@ -703,8 +729,26 @@ CORPUS: tuple[Catch, ...] = (
     ),
     Catch(MarginForgetsTheWait("margin_forgets_the_wait"), "slow_unknown_reads", "abandoned_actions"),
     Catch(CaughtUpFromSend("caught_up_from_send"), "durable_window_lagging_read", "duplicate_effects"),
+    Catch(
+        ConnectorCaughtUpFromSend("connector_caught_up_from_send"),
+        "connector_forgotten_late_job_short_window",
+        "duplicate_effects",
+    ),
+    Catch(SkipsUnknownSent("skips_unknown_sent"), "crash_original_short_window_lagging", "duplicate_effects"),
+    Catch(CaughtUpAtReach("caught_up_at_reach"), "lost_reply_long_lag", "abandoned_actions"),
     # Hidden (found only by exploring newer_write_held at depth 2) until quiet_just_before_deadline was shipped.
     Catch(EscalatesAtTheDeadline("escalates_at_the_deadline"), "quiet_just_before_deadline", "abandoned_actions"),
+)
+
+
+#: Variants whose bug the correct policy no longer lets matter, each with the scenario that caught it before: there,
+#: it is now judged as the correct policy is (were one caught again, it would move back to CORPUS). Since
+#: reconcile revision 6 every retry waits for a read as of after the last moment the target could accept the
+#: attempt (request validity after its send): how a dead job's death is dated adds nothing to that. Exploring
+#: every connector scenario at depth 2 with both (75,735 schedules) found nothing either.
+MASKED: tuple[Catch, ...] = (
+    Catch(DatesDeathFromSend("dates_death_from_send"), "connector_dead_job_lag_before_effect", "duplicate_effects"),
+    Catch(DeathIgnoresLag("death_ignores_lag"), "connector_dead_job_lag_before_effect", "duplicate_effects"),
 )
 
 
@@ -724,7 +768,7 @@ HIDDEN: tuple[Hidden, ...] = (
     Hidden(AssumesRequestsExpire("assumes_requests_expire"), "no_dedupe_flaky_lookup", 2, "duplicate_effects"),
 )
 
-_BY_NAME = {v.policy.name: v.policy for v in (*CORPUS, *HIDDEN)}
+_BY_NAME = {v.policy.name: v.policy for v in (*CORPUS, *MASKED, *HIDDEN)}
 
 
 def __getattr__(name: str) -> ReconcileAndReauthorize:

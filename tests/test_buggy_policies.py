@@ -5,7 +5,7 @@ every shipped schedule, and exploration from the named shipped scenario finds on
 from __future__ import annotations
 
 import pytest
-from buggy_policies import CORPUS, HIDDEN, Catch, CaughtUpFromSend, Hidden
+from buggy_policies import CORPUS, HIDDEN, MASKED, Catch, CaughtUpFromSend, Hidden
 from conftest import SUMMARIES
 
 from harness.check import check
@@ -75,6 +75,15 @@ def test_the_correct_policies_are_caught_by_none_of_those_scenarios(policy: str,
     judgement = check(simulate(CASES[scenario], load_policy(policy), seed).evidence)
     assert judgement.outcome in ("correct", "escalated")
     assert set(judgement.checks.values()) == {"true"}
+
+
+@pytest.mark.parametrize("masked", MASKED, ids=[m.policy.name for m in MASKED])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_masked_variant_is_judged_as_the_correct_policy_where_it_was_caught(masked: Catch, seed: int) -> None:
+    """A variant whose bug the correct policy no longer lets matter: where it was caught, it now ends as that
+    policy does, its property true (caught there again, it belongs back in CORPUS)."""
+    correct = check(simulate(CASES[masked.scenario], load_policy("follow_and_inspect"), seed).evidence)
+    assert judged(masked, seed) == (correct.outcome, "true")
 
 
 @pytest.mark.parametrize("hidden", HIDDEN, ids=[h.policy.name for h in HIDDEN])

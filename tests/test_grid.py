@@ -283,6 +283,19 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         follow=("correct", set()),
         verify=("escalated", set()),
     ),
+    "connector_forgotten_late_job_short_window": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key={
+            1: ("correct", set()),
+            2: ("correct", set()),
+            3: ("incorrect", {"duplicate_effects"}),
+            17: ("correct", set()),
+        },
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
     "connector_new_operation_pending": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("incorrect", {"abandoned_actions", "retries_after_uncertain"}),
@@ -353,6 +366,14 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
     "crash_awaiting_reply": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("correct", set()),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
+    "crash_original_short_window_lagging": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"duplicate_effects"}),
         reconcile=("correct", set()),
         new_key=("incorrect", {"duplicate_effects"}),
         follow=("correct", set()),
@@ -478,6 +499,14 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
     "late_original_past_window": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("incorrect", {"duplicate_effects"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
+    "lost_reply_long_lag": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("correct", set()),
         reconcile=("correct", set()),
         new_key=("incorrect", {"duplicate_effects"}),
         follow=("correct", set()),
