@@ -39,7 +39,11 @@ REPORT_LISTED_MAX = 20
 
 
 def cut(text: str, limit: int = STRING_MAX) -> str:
-    """``text`` within ``limit`` characters, the cut said in the text: ``...[cut: N more characters]``."""
+    """``text`` within ``limit`` characters, the cut said in the text: ``...[cut: N more characters]``; a lone
+    surrogate in it (text no UTF-8 file can hold: bytes a policy decoded with ``surrogateescape``, say) is
+    written as its escape, ``\\udcff``."""
+    if not text.isascii():
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     if len(text) <= limit:
         return text
     return f"{text[:limit]}...[cut: {len(text) - limit} more characters]"

@@ -30,7 +30,7 @@ POLICIES = textwrap.dedent(
     """
     import time
 
-    from harness.policy import LookUp
+    from harness.policy import Escalate, LookUp, Stop
 
     class Boom:
         name, revision = "boom", "1"
@@ -75,7 +75,20 @@ POLICIES = textwrap.dedent(
 
     BOOM, LONG, UNCALLED, SLEEPS = Boom(), Long(), Uncalled(), Sleeps()
     NO_NAME, NO_REVISION, INT_REVISION, NO_DECIDE = NoName(), NoRevision(), IntRevision(), NoDecide()
+    class Surrogate:
+        name, revision = "surrogate", "1"
+        def decide(self, situation):
+            if situation.escalated:
+                return Stop()
+            return Escalate(reason=b"owner \\xff".decode("utf-8", "surrogateescape"))
+
+    class RaisesSurrogate:
+        name, revision = "raisessurrogate", "1"
+        def decide(self, situation):
+            raise ValueError("bad \\ud800 text")
+
     UNSET = None
+    SURROGATE, RAISES_SURROGATE = Surrogate(), RaisesSurrogate()
     """
 )
 
@@ -159,6 +172,22 @@ def test_an_attribute_set_to_none_is_not_called_missing(policies: Path, attr: st
     with pytest.raises(PolicyError) as raised:
         load_policy(f"{MODULE}:{attr}")
     assert str(raised.value).startswith(f"policy '{MODULE}:{attr}': {says}")
+
+
+@pytest.mark.parametrize(("attr", "outcome", "written"), [("SURROGATE", "escalated", "owner \\udcff"),
+                                                         ("RAISES_SURROGATE", "abandoned", "bad \\ud800 text")])  # fmt: skip
+def test_text_no_file_can_hold_is_written_escaped(
+    policies: Path, tmp_path: Path, attr: str, outcome: str, written: str
+) -> None:
+    """A lone surrogate in a policy's text (a reason, an error) could not be serialized: every worker died outside
+    any case, and no case was judged. It is written as its escape, and the case judged as usual."""
+    junit, out = tmp_path / "j.xml", tmp_path / "out"
+    args = ["--policy", f"{MODULE}:{attr}", "--scenario", "lost_response", "--seed-count", "1"]
+    assert main(["check", *args, "--junit", str(junit), "--out", str(out)]) == (0 if outcome == "escalated" else 1)
+    (case,) = out.rglob("recovery.json")
+    data = json.loads(case.read_text())
+    assert data["outcome"] == outcome and json.dumps(written)[1:-1] in json.dumps(data["timeline"])
+    assert junit.is_file()
 
 
 def test_a_class_whose_decide_is_static_is_a_policy_as_it_is(policies: Path) -> None:
