@@ -365,6 +365,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from harness.run.plan import UsageError
 
     if args.resume is not None:
+        args.resume = args.resume.absolute()  # the resume command it may print runs from any folder
         explicit = vars(_parser(defaults=False).parse_args(argv))
         given = [f"--{name.replace('_', '-')}" for name in explicit if name not in _WITH_RESUME]
         if given:
@@ -375,7 +376,6 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         request = Request.read(args.resume)
         if request is not None:  # stopped before its grid was planned: plan it again, from the same words
             # The paths given now are read from here, before the words are read from where the run began.
-            args.resume = args.resume.absolute()
             args.junit = args.junit.absolute() if args.junit else None
             again = _requested(args, request)
             if again.junit:  # given now (made absolute above), or in the words, relative to where they were said
@@ -423,6 +423,8 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         plan, options = begun_as(args.resume)
         args.junit = args.junit or options.junit  # the JUnit XML the run was asked for, written now it is complete
         return _ran(args, resumed, plan)
+    # Absolute, so that every command the run prints (resume, reproduce) runs from any folder.
+    args.out = args.out.absolute() if args.out else None
     created = args.out is None or not args.out.exists()
     if args.junit:
         check_junit_path(args.junit, args.out)
@@ -763,7 +765,7 @@ def _explore(args: argparse.Namespace) -> int:
     if note is not None:
         note()
     options = ExploreOptions(
-        out=args.out,
+        out=args.out.absolute() if args.out else None,  # every command printed runs from any folder
         depth=args.depth,
         swarm=args.swarm,
         seeds=tuple(range(1, args.seed_count + 1)),
@@ -857,7 +859,7 @@ def _check(args: argparse.Namespace) -> int:
         scenarios=tuple(args.scenario or ()),
         seeds=tuple(range(1, args.seed_count + 1)),
         explore=args.explore,
-        out=args.out,
+        out=args.out.absolute() if args.out else None,  # every command printed runs from any folder
         concurrency=concurrency,
         case_timeout_s=args.case_timeout or None,
     )
@@ -877,8 +879,11 @@ def _check(args: argparse.Namespace) -> int:
         f"{len(summary.cases)} cases correct or escalated" + (f"; not: {counts}" if counts else "")
     )
     if args.explore:
-        found = sum(not c.passed for c in summary.explored)
+        found = sum(not c.passed and c.outcome != "harness_error" for c in summary.explored)
         line += f"; {summary.schedules} schedules explored (each at every seed), {found} findings"
+        failed_on = next((c.message for c in summary.explored if c.outcome == "harness_error"), None)
+        if failed_on is not None:
+            line += f" ({failed_on.removeprefix('harness_error: ')})"
     print(line + (f"; cases and repro files in {summary.out}" if summary.out else ""))
     if args.junit:
         print(f"junit: {args.junit}")

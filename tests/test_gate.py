@@ -567,3 +567,88 @@ def test_a_run_whose_junit_cannot_be_written_prints_its_table_and_how_to_write_i
     monkeypatch.setattr(junit_module, "write_atomic", real)
     assert main(["run", "--resume", str(out), "--junit", str(junit)]) == 0
     assert [n for n, _ in failures(junit)] == ["lost_response seed 1"]
+
+
+def test_an_explored_seed_passes_only_where_exploration_saw_no_violation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A seed without a finding of its own passed, though its schedules violated as seed 1's did (one finding
+    stands for a shape at every seed): "explored lost_response seed 2" passed for a policy that fails it as
+    written. Passing cases are given only for a scenario whose exploration saw no violation; the summary line
+    counts findings, not harness errors."""
+    junit = tmp_path / "j.xml"
+    args = ["--scenario", "lost_response", "--seed-count", "2", "--explore", "--quiet", "--junit", str(junit)]
+    assert check("--policy", "retry_new_key", *args, "--out", str(tmp_path / "bad")) == 1
+    names = [c.get("name") or "" for c in ET.parse(junit).getroot().iter("testcase")]
+    explored = [n for n in names if n.startswith("explored ")]
+    assert explored and len(explored) == len(failures(junit)) - 2  # every explored case a finding, as written 2
+    findings = list((tmp_path / "bad" / "explore" / "findings").rglob("*.yaml"))
+    assert f"schedules explored (each at every seed), {len(findings)} findings;" in capsys.readouterr().out
+
+
+def test_an_exploration_the_harness_failed_on_passes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A policy slower than --case-timeout: exploration ran no schedule, the JUnit had a passing "explored
+    lost_response seed 1" and the line said "0 schedules explored, 1 findings". Nothing passes there now, and
+    the line says the harness failed instead."""
+    (tmp_path / "slowpol.py").write_text(
+        "import time\n"
+        "class Slow:\n"
+        "    name, revision = 'slow', '1'\n"
+        "    def decide(self, situation):\n"
+        "        time.sleep(30)\n"
+        "POLICY = Slow()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    junit = tmp_path / "j.xml"
+    args = ["--scenario", "lost_response", "--seed-count", "1", "--explore", "--case-timeout", "1", "--quiet"]
+    assert check("--policy", "slowpol:POLICY", *args, "--junit", str(junit), "--out", str(tmp_path / "out")) == 1
+    cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
+    assert [n for n in cases if n and n.startswith("explored ")] == ["explored schedules: harness errors"]
+    out = capsys.readouterr().out
+    assert "0 findings (the harness failed on 1 explored schedules)" in out
+
+
+def test_every_command_check_prints_runs_from_another_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--out given relative: the reproduce commands (the FAIL lines, the JUnit, explore's findings) named
+    relative paths, which fail from any other folder. They are absolute."""
+    monkeypatch.chdir(tmp_path)
+    args = ["--policy", "retry_new_key", "--scenario", "lost_response", "--seed-count", "1", "--explore", "--quiet"]
+    assert check(*args, "--out", "rel", "--junit", "j.xml") == 1
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("FAIL ")]
+    commands = [line.partition("; reproduce: ")[2] for line in lines]
+    assert commands and all(f" {tmp_path / 'rel'}/" in c for c in commands), commands
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    for command in commands:
+        words = shlex.split(command)
+        assert words[:3] == ["python", "-m", "harness"]
+        proc = subprocess.run([sys.executable, *words[1:]], cwd=other, capture_output=True, text=True, timeout=300)
+        assert proc.returncode in (0, 1) and "replayed: the same as recorded" in proc.stdout, proc.stderr
+
+
+def test_assert_recovers_names_its_repro_files_by_absolute_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(PolicyDoesNotRecover) as raised:
+        assert_recovers("retry_new_key", ["lost_response"], [1], out="rel")
+    assert f"python -m harness replay {tmp_path / 'rel'}/" in str(raised.value)
+
+
+def test_an_explored_variant_of_a_file_scenario_is_named_as_its_case_is(tmp_path: Path) -> None:
+    """A file's scenario with variants: the explored suite named a case `explored <file>.yaml@<variant>`, the
+    grid's suite `<name>-<variant>`; both name it by its name now."""
+    mine = tmp_path / "files" / "my_points.yaml"
+    mine.parent.mkdir()
+    text = (Path(__file__).resolve().parent.parent / "scenarios" / "connector_crash_points.yaml").read_text()
+    mine.write_text(text.replace("name: connector_crash_points", "name: my_points"))
+    junit = tmp_path / "j.xml"
+    args = ["--policy", "reconcile_and_reauthorize", "--scenario", f"{mine}@after_effect", "--seed-count", "1"]
+    assert check(*args, "--explore", "--quiet", "--junit", str(junit), "--out", str(tmp_path / "out")) == 0
+    names = [c.get("name") for c in ET.parse(junit).getroot().iter("testcase")]
+    assert names == ["my_points-after_effect seed 1", "explored my_points-after_effect seed 1"]

@@ -87,6 +87,9 @@ class Exploration:
     coverage: dict[str, list[int]] = field(default_factory=dict)
     #: (finding, the file it was written to)
     findings: list[tuple[Finding, Path]] = field(default_factory=list)
+    #: Schedules the harness failed on (errors of the jobs that explored it, cases stopped over their budget):
+    #: what they would have shown is unknown.
+    errors: int = 0
 
 
 @dataclass(slots=True)
@@ -213,6 +216,7 @@ def explore(
                 row.simulated += result.simulated[policy.name]
                 row.violating += result.violating[policy.name]
                 row.violations.update(result.violations.get(policy.name, {}))
+                row.errors += len(result.errors)
                 _add_coverage(row.coverage, result.coverage.get(policy.name, {}))
                 _add_coverage(summary.coverage, result.coverage.get(policy.name, {}))
             summary.unfired += result.unfired
@@ -226,6 +230,8 @@ def explore(
             path = out / "findings" / finding.policy / f"{finding.scenario}-{n}.yaml"
             write_atomic(path, finding_yaml(templates[finding.scenario_spec], finding, n))
             rows[(by_name[finding.policy], spec_of_case[finding.scenario_spec])].findings.append((finding, path))
+        for finding in stuck:
+            rows[(by_name[finding.policy], spec_of_case[finding.scenario_spec])].errors += 1
         stopped = _write_stuck(out, stuck, templates, options)
         summary.stopped_in = {f.scenario for f in stuck}
         summary.errors[:0] = [line for line, _ in stopped]

@@ -123,7 +123,7 @@ def pytest_configure(config: pytest.Config) -> None:
             check_new_or_empty(Path(out), "--harness-out")
         except InputError as exc:
             raise pytest.UsageError(f"harness: {exc}") from None
-    config.stash[_REPROS] = ReproFolder(Path(out) if out else None, prefix="harness-pytest-")
+    config.stash[_REPROS] = ReproFolder(Path(out).absolute() if out else None, prefix="harness-pytest-")
 
 
 @pytest.hookimpl(wrapper=True)

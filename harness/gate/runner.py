@@ -29,7 +29,7 @@ from harness.policy import Policy, builtin_policy_names, load_policy
 from harness.run import GridOptions, GridSummary, load_grid, plan_cells, run_case, run_grid
 from harness.run.files import read_reports
 from harness.run.plan import Case, UsageError, absolute
-from harness.scenario import list_scenarios
+from harness.scenario import VARIANT, ScenarioError, list_scenarios, load_scenario, resolve_scenario, scenario_cases
 from harness.seeds import DEFAULT_SEEDS, SEED_MAX
 from harness.version import __version__
 
@@ -66,7 +66,8 @@ class CheckSummary:
     out: Path | None
     #: One per scenario x seed of the shipped (or given) schedules.
     cases: tuple[GateCase, ...]
-    #: With ``explore``: one per explored scenario x seed with no finding, and one per finding.
+    #: With ``explore``: one per finding, one per seed of an explored scenario with no violation and no harness
+    #: error, and one for the harness's errors on some schedules, if any.
     explored: tuple[GateCase, ...] = ()
     #: Notes, one line each, that do not fail the gate (a declared fault this policy never reached).
     notes: tuple[str, ...] = ()
@@ -230,19 +231,18 @@ def judge_reports(
 
 
 def judge_exploration(summary: ExploreSummary, seeds: Sequence[int]) -> tuple[GateCase, ...]:
-    """One failing case per finding; one passing case per explored scenario and seed without any; and one error
+    """One failing case per finding; one passing case per seed of each scenario whose exploration found no
+    violation at all and failed on no schedule (a seed without a finding of its own proves nothing when another
+    seed's finding stands for the same schedules, nor does a scenario the harness failed on); and one error
     case holding the harness's failures on some schedules, if there were any."""
     out: list[GateCase] = []
     for exploration in summary.explorations:
+        clean = not exploration.findings and not exploration.violating and not exploration.errors
+        shown = _case_shown(exploration.scenario_spec)
         for seed in seeds:
-            findings = [(f, path) for f, path in exploration.findings if f.seed == seed]
-            if not findings:
-                # A scenario given as a file is named by its name, as the grid's own cases are.
-                spec = exploration.scenario_spec
-                shown = Path(spec).stem if spec.endswith((".yaml", ".yml")) else spec
-                name = case_name(f"explored {shown}", seed)
-                out.append(GateCase(exploration.policy, name, "no_violation", "passed"))
-            out += [judge_finding(f, path) for f, path in findings]
+            if clean:
+                out.append(GateCase(exploration.policy, case_name(f"explored {shown}", seed), "no_violation", "passed"))
+            out += [judge_finding(f, path) for f, path in exploration.findings if f.seed == seed]
     if summary.errors:
         policy = summary.explorations[0].policy if summary.explorations else "?"
         out.append(
@@ -258,6 +258,18 @@ def judge_exploration(summary: ExploreSummary, seeds: Sequence[int]) -> tuple[Ga
             )
         )
     return tuple(out)
+
+
+def _case_shown(spec: str) -> str:
+    """A scenario case as the grid's cases name it: by its ``name`` (a variant's is ``<name>-<variant>``, not
+    ``<file>.yaml@<variant>``); a template explored whole, with several variants, by its own name."""
+    try:
+        pairs = scenario_cases(spec)
+        if len(pairs) == 1:
+            return pairs[0][1].name
+        return load_scenario(resolve_scenario(spec.rpartition(VARIANT)[0] or spec)).name
+    except ScenarioError:  # changed since it was explored: named as given
+        return Path(spec).stem if spec.endswith((".yaml", ".yml")) else spec
 
 
 def grid_suites(
@@ -326,7 +338,7 @@ def assert_recovers(
     chosen = [scenarios] if isinstance(scenarios, str) else list(scenarios or list_scenarios())
     # A scenario file's path made absolute, as the command line makes it: the failure's commands run anywhere.
     grid = load_grid([spec], [absolute(s) for s in chosen], checked)
-    repros = ReproFolder(folder, prefix="harness-recovers-")
+    repros = ReproFolder(folder.absolute() if folder else None, prefix="harness-recovers-")  # its commands run anywhere
     verdicts = tuple(judge(run_case(case)[0], case, repros) for case in grid.cases)
     failures = [v for v in verdicts if not v.passed]
     if failures:
