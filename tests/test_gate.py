@@ -652,3 +652,13 @@ def test_an_explored_variant_of_a_file_scenario_is_named_as_its_case_is(tmp_path
     assert check(*args, "--explore", "--quiet", "--junit", str(junit), "--out", str(tmp_path / "out")) == 0
     names = [c.get("name") for c in ET.parse(junit).getroot().iter("testcase")]
     assert names == ["my_points-after_effect seed 1", "explored my_points-after_effect seed 1"]
+
+
+def test_the_pytest_plugins_reproduce_commands_name_absolute_paths(tmp_path: Path) -> None:
+    """`--harness-out rel`: the failures' reproduce commands named `rel/...`, which fail from another folder."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    args = ["--harness-policy", "retry_new_key", "--harness-scenario", "lost_response", "--harness-seed-count", "1"]
+    proc = pytest_in(empty, "-q", *args, "--harness-out", "rel")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"python -m harness replay {empty / 'rel'}/" in proc.stdout, proc.stdout[-2000:]
