@@ -921,6 +921,12 @@ def _report(run_dir: Path) -> int:
             f"{run_dir}: a harness run is still writing it; fix: wait for that run to end (it writes its own "
             "report.html unless given --no-report), then run this again"
         )
+    if (run_dir / "explore.json").is_file() and not (run_dir / "cases").is_dir():
+        raise UsageError(
+            f"{run_dir}: an exploration (explore.json), not a run: it holds findings, not cases; fix: replay a "
+            f"finding with python -m harness replay {run_dir}/findings/<policy>/<file>.yaml, or load them all with "
+            "harness.present.analysis.load_explorations"
+        )
 
     def draw(paths: Sequence[Path]) -> None:
         print(f"drawing {len(paths)} {'timeline' if len(paths) == 1 else 'timelines'}...", file=sys.stderr)

@@ -542,3 +542,22 @@ def test_a_run_still_writing_gets_no_resume_command(tmp_path: Path, capsys: pyte
     assert f"{out}: incomplete (the run was stopped); resume: python -m harness run --resume {out}" in (
         capsys.readouterr().out
     )
+
+
+def test_an_exploration_is_named_as_one_by_report_and_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`harness report` of an exploration's folder said "not a run folder; give a folder written by this version
+    of 'harness run'", and load() the same: both say it is an exploration, and what reads it."""
+    from harness.cli import main
+
+    out = tmp_path / "explored"
+    assert main(["explore", "--policy", "retry_new_key", "--scenario", "lost_response", "--depth", "1", "--swarm",
+                 "0", "--tracking", "none", "--quiet", "--out", str(out)]) == 1  # fmt: skip
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"harness: {out}: an exploration (explore.json), not a run: it holds findings, not cases")
+    assert "load_explorations" in line
+    df = load(out)
+    assert [s.reason for s in df.attrs["skipped"]] == [
+        "an exploration (explore.json), not a run: load its findings with load_explorations"
+    ]

@@ -338,6 +338,10 @@ def test_the_notebook_finds_the_newest_run_from_its_own_folder(run_dir: Path, tm
 
     project = tmp_path / "project"
     shutil.copytree(run_dir / "cases", project / "reports" / "runs" / "20260101T000000Z" / "cases")
+    # An exploration written later into the same folder (explore's default) holds no case: not the newest run.
+    explored = project / "reports" / "runs" / "20260102T000000Z"
+    explored.mkdir()
+    (explored / "explore.json").write_text("{}")
     notebook = nbformat.read(ROOT / "reports" / "compare_policies.ipynb", as_version=4)
     notebook.cells = notebook.cells[:2]  # the introduction and the cell that loads the run
     saved = os.environ.pop("HARNESS_RUN", None)

@@ -310,6 +310,8 @@ def load(
                 why = "no case written yet: a harness run is writing it now (listed as incomplete)"
             elif stopped:
                 why = "no case written yet: the run was stopped before its first case (listed as incomplete)"
+            elif (root / "explore.json").is_file():
+                why = "an exploration (explore.json), not a run: load its findings with load_explorations"
             else:
                 why = "no recovery.json or compact records under it: not a run folder"
             skipped.append(Skipped(str(root), why))
