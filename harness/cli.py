@@ -864,8 +864,18 @@ def _check(args: argparse.Namespace) -> int:
         case_timeout_s=args.case_timeout or None,
     )
     summary = check_policy(args.policy[0], options, progress=None if args.quiet else _explore_progress)
+    unwritten = None
     if args.junit:  # before printing: a reader that stops early ('| head') ends the printing
-        write_junit(args.junit, summary.suites())
+        try:
+            write_junit(args.junit, summary.suites())
+        except OSError as exc:
+            if not no_room(exc):
+                raise
+            again = "with a new --out (this one holds the cases)" if args.out else "the same command"
+            unwritten = (
+                f"harness: --junit {args.junit}: cannot write it ({exc.strerror or exc}); fix: make room or give a "
+                f"writable path, then run {again}"
+            )
     for case in summary.failures:
         print(f"FAIL {case.policy} x {case.name}: {case.message}; reproduce: {case.reproduce or '(see the JUnit)'}")
         for difference in case.differences:
@@ -885,6 +895,10 @@ def _check(args: argparse.Namespace) -> int:
         if failed_on is not None:
             line += f" ({failed_on.removeprefix('harness_error: ')})"
     print(line + (f"; cases and repro files in {summary.out}" if summary.out else ""))
+    if unwritten is not None:
+        print(unwritten, file=sys.stderr)
+        print("check: failed (no JUnit file)")
+        return EXIT_UNSAFE
     if args.junit:
         print(f"junit: {args.junit}")
     print("check: passed" if summary.ok else "check: failed")

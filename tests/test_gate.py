@@ -662,3 +662,25 @@ def test_the_pytest_plugins_reproduce_commands_name_absolute_paths(tmp_path: Pat
     proc = pytest_in(empty, "-q", *args, "--harness-out", "rel")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert f"python -m harness replay {empty / 'rel'}/" in proc.stdout, proc.stdout[-2000:]
+
+
+def test_a_junit_file_that_cannot_be_written_is_named_with_a_fix_that_works(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk under --junit said "cannot write a file: No space left on device; fix: ... run the command
+    again", naming no file, printing no FAIL line, and the same command was then refused (--out not empty)."""
+    import harness.gate.junit
+
+    def full(path: Path, suites: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(harness.gate.junit, "write_junit", full)
+    junit, out = tmp_path / "j.xml", tmp_path / "out"
+    args = ["--policy", "retry_new_key", "--scenario", "lost_response", "--seed-count", "1"]
+    assert check(*args, "--junit", str(junit), "--out", str(out)) == 1
+    said = capsys.readouterr()
+    assert said.err == (
+        f"harness: --junit {junit}: cannot write it (No space left on device); fix: make room or give a writable "
+        "path, then run with a new --out (this one holds the cases)\n"
+    )
+    assert "FAIL retry_new_key x lost_response seed 1:" in said.out and "check: failed (no JUnit file)" in said.out
