@@ -431,3 +431,20 @@ def test_the_printed_name_of_a_files_case_says_how_to_name_it() -> None:
         "unknown scenario 'serving_rollover-after_effect'; fix: name a case of your own file by its path, as "
         "serving_rollover.yaml@after_effect (the SCENARIO-phase names are the shipped scenarios')"
     )
+
+
+@pytest.mark.parametrize("spec", ["", " "])
+@pytest.mark.parametrize("command", ["run", "check", "explore"])
+def test_an_empty_scenario_name_is_refused_as_one(
+    spec: str, command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--scenario ''` (an unset variable in a CI script) was read as the current folder: "is a folder, not a
+    scenario; fix: give one of its files, as /<name>.yaml", a path at the root of the disk."""
+    tracking = [] if command == "check" else ["--tracking", "none"]
+    args = [command, "--policy", "retry_new_key", "--scenario", spec, *tracking, "--out", str(tmp_path / "o")]
+    assert main(args) == 2
+    assert capsys.readouterr().err == (
+        f"harness: scenario '{spec}': an empty name; fix: give a shipped scenario's name (python -m harness list) "
+        "or a path to a YAML file\n"
+    )
+    assert not (tmp_path / "o").exists()

@@ -497,6 +497,11 @@ def is_scenario_path(spec: str) -> bool:
 
 def resolve_scenario(spec: str, directory: Path | None = None) -> Path:
     """Turn a scenario name or a path to a YAML file into a path, or raise ``ScenarioError``."""
+    if not spec.strip():  # an unset variable in a script: Path("") is the current folder, which it does not mean
+        raise ScenarioError(
+            f"scenario '{shown(spec)}': an empty name; fix: give a shipped scenario's name (python -m harness list) "
+            "or a path to a YAML file"
+        )
     if is_scenario_path(spec):
         return Path(spec)
     directory = directory or default_scenario_dir()
