@@ -448,3 +448,16 @@ def test_an_empty_scenario_name_is_refused_as_one(
         "or a path to a YAML file\n"
     )
     assert not (tmp_path / "o").exists()
+
+
+def test_a_refused_scenario_carries_no_pydantic_error_with_it(tmp_path: Path) -> None:
+    """The one line is the whole error: the chained ValidationError printed every wrong value under it in a
+    traceback (assert_recovers in a user's test), the approval's token among them."""
+    path = write(tmp_path, "approval_id: apr-17, ", "")  # pydantic shows the whole approval as the input
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+    import traceback
+
+    printed = "".join(traceback.format_exception(info.value))
+    assert "tok-17-secret" not in printed and "ValidationError" not in printed

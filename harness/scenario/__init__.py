@@ -405,7 +405,7 @@ def load_scenario(path: Path | str) -> Scenario:
     try:
         scenario = Scenario.model_validate(raw)
     except ValidationError as exc:
-        raise ScenarioError(_one_line(path, exc)) from exc
+        raise ScenarioError(_one_line(path, exc)) from None  # pydantic's lines (and the values, a secret too) stay out
     if scenario.name != path.stem:
         raise _refused(
             path,
