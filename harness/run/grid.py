@@ -234,7 +234,7 @@ def new_out(out: Path | None) -> Path:
         candidate = base / (stamp if n == 0 else f"{stamp}-{n}")
         try:
             candidate.mkdir()  # atomic: two runs started in the same second get different folders
-            return candidate
+            return candidate.absolute()  # every command printed about it runs from any folder
         except FileExistsError:
             continue
     raise UsageError(f"too many runs named {stamp} in {base}; fix: pass --out")
@@ -281,8 +281,9 @@ def abandon(hold: Claim, created: bool) -> None:
         (hold.out / name).unlink(missing_ok=True)
     if created:
         made = [hold.out]
-        if hold.out.parent == DEFAULT_RUNS:
-            made += [DEFAULT_RUNS, DEFAULT_RUNS.parent]
+        runs = DEFAULT_RUNS.absolute()
+        if hold.out.parent == runs:
+            made += [runs, runs.parent]
         with contextlib.suppress(OSError):  # one that holds anything stays, and so do those above it
             for folder in made:
                 folder.rmdir()
