@@ -599,3 +599,17 @@ def test_an_effect_recorded_under_a_key_no_request_carried_is_mismatched_each_ti
     ]
     two_keys = history(OPENING + dispatch(0.0, 1) + "\n" + dispatch(0.5, 2, key="a73.k1") + "\n" + foreign)
     assert by_name("mismatched_records").function(facts(two_keys)).anomalies[0].detail.endswith("(a73, a73.k1)")
+
+
+def test_an_escalation_a_later_dispatch_follows_hands_nothing_over() -> None:
+    """Escalated, then dispatched again and never recorded: the owner was told "outcome unknown" of an action whose
+    effect the worker then applied itself. It counted as escalated in time (outcome escalated, every property
+    true); only an escalation after the action's last dispatch hands it over."""
+    escalated = "1 controller escalated action_id=a73 owner=release-oncall reason=unknown"
+    stale = history(OPENING + "\n".join([escalated, dispatch(2.0, 1), applied(2.5, 1, "r1")]))
+    found = run("abandoned_actions", stale)
+    assert found.value == 1 and found.anomalies[0].witnesses == (2,)
+    handed = history(OPENING + "\n".join([dispatch(0.0, 1), applied(0.5, 1, "r1"), escalated.replace("1 ", "3 ", 1)]))
+    assert run("abandoned_actions", handed).value == 0
+    late = history(OPENING + "\n".join([dispatch(0.0, 1), "200 " + escalated[2:]]), deadline_s=120)
+    assert run("abandoned_actions", late).value == 1

@@ -163,3 +163,28 @@ def test_duplicates_hidden_only_where_truth_could_differ() -> None:
     result = simulate(CASES["uncertain_lookup"], load_policy("retry_same_key"), 1)
     judgement = check(result.evidence)
     assert judgement.metrics["duplicate_effects"] is None and result.truth.dispatches > 1
+
+
+class EscalateThenRetry:
+    """Hands the action to its owner ("outcome unknown"), then sends it again anyway and stops once it sees a
+    receipt, recording nothing: the owner's account is stale, the effect unaccounted for."""
+
+    name, revision = "escalate_then_retry", "test"
+
+    def decide(self, situation: Situation) -> Command:
+        if not situation.escalated:
+            return Escalate(reason="outcome unknown, handing to owner")
+        if situation.observed_receipts():
+            return Stop(reason="done")
+        return RetrySameAction()
+
+
+@pytest.mark.parametrize("scenario", ["request_lost", "lost_response"])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_an_action_sent_again_after_its_escalation_is_abandoned_and_the_truth_agrees(scenario: str, seed: int) -> None:
+    """It ended "escalated" with every property true: an escalation that a dispatch of the action follows hands
+    nothing over. The checker and the auditor say so alike."""
+    result = simulate(CASES[scenario], EscalateThenRetry(), seed)
+    judgement = check(result.evidence)
+    assert judgement.outcome == "abandoned" and judgement.checks["abandoned_actions"] == "false"
+    assert judgement.metrics["abandoned_actions"] == result.truth.abandoned_actions == 1

@@ -163,9 +163,13 @@ class Facts:
         return first is not None and first.at_s <= self.evidence.recovery_deadline_s
 
     def escalated_in_time(self, action_id: str) -> bool:
-        """Whether ``action_id`` was handed to its owner by the recovery deadline."""
-        first = next((e for e in self.escalations if e.action_id == action_id), None)
-        return first is not None and first.at_s <= self.evidence.recovery_deadline_s
+        """Whether ``action_id`` was handed to its owner by the recovery deadline, and left with them: by an
+        escalation that no dispatch of the action followed. One sent after it makes the owner's account stale
+        (what it applies, the owner was never told of), so only a later escalation hands the action over."""
+        dispatches = self.dispatches_of(action_id)
+        last_sent = dispatches[-1].index if dispatches else -1
+        deadline = self.evidence.recovery_deadline_s
+        return any(e.action_id == action_id and e.index > last_sent and e.at_s <= deadline for e in self.escalations)
 
     def hold_before(self, action_id: str, index: int) -> DispatchHeld | None:
         """The first hold of ``action_id``'s dispatch, if it was recorded before entry ``index``."""

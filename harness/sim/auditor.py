@@ -110,7 +110,9 @@ class Auditor:
     writes: list[_Write] = field(default_factory=list)
     wrong_completions: int = 0
     completion: _Completion | None = None
-    escalated_at: dict[str, float] = field(default_factory=dict)
+    #: Per action, its first escalation since its last dispatch: the hand-over that stands (a dispatch after an
+    #: escalation voids it, the owner's account then stale).
+    handed_over_at: dict[str, float] = field(default_factory=dict)
     escalations: int = 0
     callers: dict[str, _Caller] = field(default_factory=dict)
     first_use: dict[str, Artifact] = field(default_factory=dict)
@@ -137,6 +139,7 @@ class Auditor:
         controller = self._live()
         authorized = controller.authorized_now(action_id)
         self.dispatches.append(_Dispatch(action_id, n, authorized, controller.task.cancel_requested))
+        self.handed_over_at.pop(action_id, None)
         caller = self.callers[action_id]
         if caller.keys and key not in caller.keys and not (caller.settled or caller.absent_since_dispatch):
             self.new_keys_while_unknown += 1
@@ -199,7 +202,7 @@ class Auditor:
 
     def escalated(self, action_id: str, at_s: float) -> None:
         self.escalations += 1
-        self.escalated_at.setdefault(action_id, at_s)
+        self.handed_over_at.setdefault(action_id, at_s)
 
     # -- the truth ---------------------------------------------------------------------------------------------
 
@@ -234,7 +237,7 @@ class Auditor:
             mismatched_records=sum(1 for w in self.writes if w.mismatched),
             changed_arguments=self.changed_arguments,
             abandoned_actions=sum(
-                1 for a in unaccounted if a not in self.escalated_at or self.escalated_at[a] > self.deadline_s
+                1 for a in unaccounted if a not in self.handed_over_at or self.handed_over_at[a] > self.deadline_s
             ),
             unresolved_actions=len(unaccounted),
             escalations=self.escalations,
