@@ -613,3 +613,5 @@ def test_an_escalation_a_later_dispatch_follows_hands_nothing_over() -> None:
     assert run("abandoned_actions", handed).value == 0
     late = history(OPENING + "\n".join([dispatch(0.0, 1), "200 " + escalated[2:]]), deadline_s=120)
     assert run("abandoned_actions", late).value == 1
+    at_the_deadline = history(OPENING + "\n".join([dispatch(0.0, 1), "120 " + escalated[2:]]), deadline_s=120)
+    assert run("abandoned_actions", at_the_deadline).value == 0
