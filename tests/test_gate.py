@@ -652,6 +652,11 @@ def test_an_explored_variant_of_a_file_scenario_is_named_as_its_case_is(tmp_path
     assert check(*args, "--explore", "--quiet", "--junit", str(junit), "--out", str(tmp_path / "out")) == 0
     names = [c.get("name") for c in ET.parse(junit).getroot().iter("testcase")]
     assert names == ["my_points-after_effect seed 1", "explored my_points-after_effect seed 1"]
+    # The whole file, explored as one template: named by the scenario's own name, not its first variant's.
+    args = ["--policy", "reconcile_and_reauthorize", "--scenario", str(mine), "--seed-count", "1", "--explore"]
+    assert check(*args, "--quiet", "--junit", str(junit), "--out", str(tmp_path / "whole")) == 0
+    names = [c.get("name") for c in ET.parse(junit).getroot().iter("testcase")]
+    assert names[-1] == "explored my_points seed 1" and len(names) == 5
 
 
 def test_the_pytest_plugins_reproduce_commands_name_absolute_paths(tmp_path: Path) -> None:

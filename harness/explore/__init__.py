@@ -42,7 +42,7 @@ from harness.run.folder import LOCK_FILE, claim
 from harness.run.grid import TrackingNote, check_project, new_out, tracking_note
 from harness.run.plan import UsageError, load_grid
 from harness.run.pool import supervise
-from harness.scenario import Scenario, scenario_cases
+from harness.scenario import VARIANT, Scenario, scenario_cases
 
 __all__ = ["Exploration", "ExploreOptions", "ExploreSummary", "explore", "explore_json", "finding_yaml"]
 
@@ -76,6 +76,8 @@ class Exploration:
     policy_revision: str
     scenario_spec: str
     scenario_revision: str
+    #: As the grid's cases name it: its one case's name, or a template of several cases by its own name.
+    scenario_name: str = ""
     schedules: int = 0
     cases: int = 0
     #: Cases actually run (shrinking's included): the others were judged the same as a smaller schedule's
@@ -142,6 +144,13 @@ class ExploreSummary:
         return [f for e in self.explorations for f in e.findings]
 
 
+def _shown_name(cases: tuple[tuple[str, Scenario], ...]) -> str:
+    """A scenario spec's cases as the grid names them: its one case's name; a template of several (each named
+    ``<name>-<variant>``, its spec ``<spec>@<variant>``) by the template's own name."""
+    (spec, first), *more = cases
+    return first.name.removesuffix(f"-{spec.rpartition(VARIANT)[2]}") if more else first.name
+
+
 def explore(
     policy_specs: Sequence[str],
     scenario_specs: Sequence[str],
@@ -200,6 +209,7 @@ def explore(
                 policy.revision,
                 s_spec,
                 expanded[s_spec][0][1].revision,
+                _shown_name(expanded[s_spec]),
             )
             for s_spec in scenario_specs
             for p_spec, policy in policies.items()

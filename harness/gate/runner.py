@@ -29,7 +29,7 @@ from harness.policy import Policy, builtin_policy_names, load_policy
 from harness.run import GridOptions, GridSummary, load_grid, plan_cells, run_case, run_grid
 from harness.run.files import read_reports
 from harness.run.plan import Case, UsageError, absolute
-from harness.scenario import VARIANT, ScenarioError, list_scenarios, load_scenario, resolve_scenario, scenario_cases
+from harness.scenario import list_scenarios
 from harness.seeds import DEFAULT_SEEDS, SEED_MAX
 from harness.version import __version__
 
@@ -238,10 +238,16 @@ def judge_exploration(summary: ExploreSummary, seeds: Sequence[int]) -> tuple[Ga
     out: list[GateCase] = []
     for exploration in summary.explorations:
         clean = not exploration.findings and not exploration.violating and not exploration.errors
-        shown = _case_shown(exploration.scenario_spec)
         for seed in seeds:
             if clean:
-                out.append(GateCase(exploration.policy, case_name(f"explored {shown}", seed), "no_violation", "passed"))
+                out.append(
+                    GateCase(
+                        exploration.policy,
+                        case_name(f"explored {exploration.scenario_name}", seed),
+                        "no_violation",
+                        "passed",
+                    )
+                )
             out += [judge_finding(f, path) for f, path in exploration.findings if f.seed == seed]
     if summary.errors:
         policy = summary.explorations[0].policy if summary.explorations else "?"
@@ -258,18 +264,6 @@ def judge_exploration(summary: ExploreSummary, seeds: Sequence[int]) -> tuple[Ga
             )
         )
     return tuple(out)
-
-
-def _case_shown(spec: str) -> str:
-    """A scenario case as the grid's cases name it: by its ``name`` (a variant's is ``<name>-<variant>``, not
-    ``<file>.yaml@<variant>``); a template explored whole, with several variants, by its own name."""
-    try:
-        pairs = scenario_cases(spec)
-        if len(pairs) == 1:
-            return pairs[0][1].name
-        return load_scenario(resolve_scenario(spec.rpartition(VARIANT)[0] or spec)).name
-    except ScenarioError:  # changed since it was explored: named as given
-        return Path(spec).stem if spec.endswith((".yaml", ".yml")) else spec
 
 
 def grid_suites(
