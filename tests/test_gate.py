@@ -689,3 +689,29 @@ def test_a_junit_file_that_cannot_be_written_is_named_with_a_fix_that_works(
         "path, then run with a new --out (this one holds the cases)\n"
     )
     assert "FAIL retry_new_key x lost_response seed 1:" in said.out and "check: failed (no JUnit file)" in said.out
+
+
+def test_an_exploration_the_harness_failed_on_once_passes_no_seed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One schedule on which the harness itself raised: what it would have shown is unknown, so the scenario's
+    explored seeds do not pass (the gate's error case says why)."""
+    import harness.explore.search as search
+    from harness.explore import ExploreOptions, explore
+    from harness.gate.runner import judge_exploration
+
+    real = search._simulate_and_check
+    calls: list[int] = []
+
+    def once_broken(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("the harness broke")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(search, "_simulate_and_check", once_broken)
+    options = ExploreOptions(out=tmp_path / "x", depth=1, swarm=0, tracking="none", isolate=False)
+    summary = explore(["reconcile_and_reauthorize"], ["lost_response"], options)
+    assert summary.errors and not summary.findings
+    cases = judge_exploration(summary, (1,))
+    assert [(c.name, c.status) for c in cases] == [("explored schedules: harness errors", "error")]
