@@ -491,3 +491,16 @@ def test_a_resumed_runs_wall_time_counts_every_invocation_that_worked_on_it(
     took = time.perf_counter() - started
     wall = json.loads((out / "run.json").read_text())["wall_time_s"]
     assert 100 < wall <= 100 + took + 0.001
+
+
+@pytest.mark.parametrize(("text", "earlier"), [("12.5\n", 12.5), ("nan\n", 0.0), ("-3\n", 0.0), ("inf\n", 0.0),
+                                                ("junk\n", 0.0), (None, 0.0)])  # fmt: skip
+def test_a_damaged_wall_time_note_counts_as_none(tmp_path: Path, text: str | None, earlier: float) -> None:
+    """The note is read back as the time earlier invocations took; anything but a finite time not below zero (a
+    damaged note, or none) counts as no earlier time, rather than making run.json's wall time NaN or negative."""
+    from harness.run.grid import WALL_NOTE, _earlier_wall_s
+
+    if text is not None:
+        (tmp_path / ".parts").mkdir()
+        (tmp_path / ".parts" / WALL_NOTE).write_text(text)
+    assert _earlier_wall_s(tmp_path) == earlier
