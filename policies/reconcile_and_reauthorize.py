@@ -178,7 +178,7 @@ class ReconcileAndReauthorize:
             return RecordAbsent(reason="absent at the destination, and no earlier request can still arrive")
         if quiet is not None and situation.now_s >= quiet:
             return self.read_command  # the last read predates the moment its answer became final: ask again
-        if quiet is not None and quiet + 1.0 < situation.deadline_s - self.escalate_margin_s:
+        if quiet is not None and self._time_to_wait_for(situation, quiet):
             return self._wait_until_final(situation, quiet)
         return Escalate(reason="absent so far, but a late request could still arrive before the deadline")
 
@@ -218,9 +218,13 @@ class ReconcileAndReauthorize:
         again once they have (waiting till then), or escalate when that comes too close to the deadline."""
         if situation.now_s >= caught_up_s:
             return self.read_command
-        if caught_up_s + 1.0 < situation.deadline_s - self.escalate_margin_s:
+        if self._time_to_wait_for(situation, caught_up_s):
             return self._wait_until_final(situation, caught_up_s)
         return Escalate(reason="absent so far, but the target's reads lag behind the last attempt")
+
+    def _time_to_wait_for(self, situation: Situation, moment_s: float) -> bool:
+        """Whether waiting until ``moment_s`` still leaves a second to act and the margin to escalate in."""
+        return moment_s + 1.0 < situation.deadline_s - self.escalate_margin_s
 
     def _wait_until_final(self, situation: Situation, quiet_s: float) -> Command:
         """A wait until just past the moment an absence becomes final (a millisecond past, so that float

@@ -18,7 +18,6 @@ from harness.policy import (
     Command,
     Escalate,
     FollowJob,
-    Hold,
     LookUp,
     LookupView,
     Receipt,
@@ -581,24 +580,11 @@ class CaughtUpByClock(_Variant):
 
 
 class WaitsForQuietWithoutMargin(_Variant):
-    """Waits for the absence to become final whenever that is more than a second before the deadline, forgetting
-    the margin a retry (or a record, or an escalation) needs after it."""
+    """Waits for the moment an absence becomes final (or the reads catch up) whenever that is more than a second
+    before the deadline, forgetting the margin a retry (or a record, or an escalation) needs after it."""
 
-    def _absent_without_retry(self, situation: Situation, looked_at_s: float) -> Command:
-        if not situation.held and not (
-            situation.task.revision == situation.action.revision
-            and not situation.task.cancel_requested
-            and situation.approval.valid
-        ):
-            return Hold(reason="absent at the destination, and dispatch is no longer authorized")
-        quiet = self.quiet_after_s(situation)
-        if quiet is not None and looked_at_s >= quiet:
-            return RecordAbsent(reason="absent at the destination, and no earlier request can still arrive")
-        if quiet is not None and situation.now_s >= quiet:
-            return self.read_command
-        if quiet is not None and quiet + 1.0 < situation.deadline_s:  # the one change: no escalate_margin_s
-            return self._wait_until_final(situation, quiet)
-        return Escalate(reason="absent so far, but a late request could still arrive before the deadline")
+    def _time_to_wait_for(self, situation: Situation, moment_s: float) -> bool:
+        return moment_s + 1.0 < situation.deadline_s
 
 
 class MarginForgetsTheWait(_Variant):
