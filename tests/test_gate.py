@@ -376,6 +376,41 @@ def test_the_plugin_refuses_an_empty_out_and_names_a_scenario_file_by_its_whole_
     assert f"--scenario {tmp_path / 'scen' / 'mine.yaml'} --seed 1" in proc.stdout
 
 
+def test_the_plugin_says_when_a_path_option_moved_pytests_rootdir(tmp_path: Path) -> None:
+    """pytest chooses its rootdir and ini file before it knows the plugin's options, so in the space form a
+    scenario file outside the project was taken for a test path: the rootdir moved above the project and its
+    pytest.ini went unread, unsaid. The plugin now says so and names the ``=`` form, which keeps them."""
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    (project / "pytest.ini").write_text("[pytest]\n")
+    scenario = elsewhere / "mine.yaml"
+    scenario.write_text(
+        (ROOT / "scenarios" / "lost_response.yaml").read_text().replace("name: lost_response", "name: mine")
+    )
+
+    def run(*scenario_args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--harness-policy"]
+        command += ["reconcile_and_reauthorize", *scenario_args, "--harness-seed-count", "1"]
+        return subprocess.run(command, capture_output=True, text=True, cwd=project, timeout=300)
+
+    spaced = run("--harness-scenario", "../elsewhere/mine.yaml")
+    assert spaced.returncode == 0, spaced.stdout + spaced.stderr
+    assert f"rootdir: {tmp_path}\n" in spaced.stdout
+    said = " ".join(spaced.stdout.split())
+    assert "PytestConfigWarning: harness: pytest took ../elsewhere/mine.yaml for a test path" in said
+    assert f"ini file (none, not {project / 'pytest.ini'})" in said
+    assert "fix: give --harness-scenario=../elsewhere/mine.yaml" in said
+    joined = run("--harness-scenario=../elsewhere/mine.yaml")
+    assert joined.returncode == 0 and f"rootdir: {project}\n" in joined.stdout, joined.stdout
+    assert "PytestConfigWarning" not in joined.stdout
+    # A scenario file inside the project leaves the choice as it was: nothing is said.
+    (project / "mine.yaml").write_text(scenario.read_text())
+    inside = run("--harness-scenario", "mine.yaml")
+    assert inside.returncode == 0 and f"rootdir: {project}\n" in inside.stdout, inside.stdout
+    assert "PytestConfigWarning" not in inside.stdout
+
+
 def test_the_plugin_loads_nothing_of_the_harness_until_asked() -> None:
     """pytest loads the plugin in every run: importing it loads no harness layer (the suite is not slowed)."""
     code = "import sys, harness.gate.pytest_plugin\nprint(' '.join(sorted(m for m in sys.modules if m.startswith('harness'))))"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Generator, Mapping
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -82,7 +83,49 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+#: The plugin's options whose value can be a path.
+_PATH_OPTIONS = ("--harness-scenario", "--harness-out")
+
+
+def _rootdir_moved(config: pytest.Config) -> str | None:
+    """What to say when pytest chose its rootdir or ini file with a path option's value in it.
+
+    pytest chooses them before it loads plugins from entry points, so the value of ``--harness-scenario PATH``
+    (the space form) is taken for a test path in that choice: a scenario file outside the project moves the
+    rootdir to a common ancestor and the project's pytest.ini goes unread. ``--harness-scenario=PATH`` does not.
+    The choice is made again without those values (with pytest's own function, where this pytest has it); only a
+    choice that differs is said."""
+    args = [str(a) for a in config.invocation_params.args]
+    taken = [(name, value) for name, value in pairwise(args) if name in _PATH_OPTIONS and Path(value).exists()]
+    if not taken:
+        return None
+    try:
+        from _pytest.config.findpaths import determine_setup
+
+        rootpath, inipath, *_ = determine_setup(
+            inifile=config.option.inifilename,
+            override_ini=config.option.override_ini,
+            args=[str(a) for a in config.option.file_or_dir or ()],
+            rootdir_cmd_arg=config.option.rootdir or None,
+            invocation_dir=config.invocation_params.dir,
+        )
+    except Exception:  # another pytest: the choice cannot be made again, and nothing is said
+        return None
+    if (rootpath, inipath) == (config.rootpath, config.inipath):
+        return None
+    values = ", ".join(value for _, value in taken)
+    joined = ", ".join(f"{name}={value}" for name, value in taken)
+    return (
+        f"harness: pytest took {values} for a test path when it chose its rootdir ({config.rootpath}, "
+        f"not {rootpath}) and ini file ({config.inipath or 'none'}, not {inipath or 'none'}): it chooses them before "
+        f"it knows the plugin's options; fix: give {joined}"
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    moved = _rootdir_moved(config)
+    if moved is not None:
+        config.issue_config_time_warning(pytest.PytestConfigWarning(moved), stacklevel=2)
     specs: list[str] = config.getoption("harness_policy")
     if not specs:
         return
