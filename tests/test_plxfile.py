@@ -87,6 +87,12 @@ def broken(tmp_path: Path, old: str, new: str) -> Path:
             "value: [lost_response, absent_then_late_original, lost_response,",
             "'lost_response' is listed more than once",
         ),
+        (
+            "value: [stop_on_timeout, retry_same_key, reconcile_and_reauthorize, retry_new_key, follow_and_inspect,\n"
+            "              verify_before_mutation]",
+            "value: []",
+            "'matrix.params.policy': the grid has no cell to run",
+        ),
     ],
 )
 def test_broken_polyaxonfile_is_rejected_in_one_line(tmp_path: Path, old: str, new: str, needle: str) -> None:

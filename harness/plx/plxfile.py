@@ -105,6 +105,12 @@ def load_grid_file(path: Path | str) -> GridFile:
                 f"{path}: field 'matrix.params': cell {cell} is invalid: {reason}; fix: correct it"
             ) from exc
         cells.append({spec.name: spec.param.value for spec in specs})
+    if not cells:
+        empty = next(
+            (k for k, p in matrix.params.items() if isinstance(p.value, list) and not p.value), None
+        )
+        where = f"matrix.params.{empty}" if empty else "matrix.params"
+        raise GridFileError(f"{path}: field '{where}': the grid has no cell to run; fix: give it at least one value")
     for cell in cells:
         _check_seed_count(path, cell.get("seed_count"), "matrix.params" if "seed_count" in matrix.params else "params")
     return GridFile(
