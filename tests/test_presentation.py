@@ -357,6 +357,32 @@ def test_the_notebook_finds_the_newest_run_from_its_own_folder(run_dir: Path, tm
     assert cases and printed.startswith(f"{cases} cases from {project / 'reports' / 'runs' / '20260101T000000Z'};")
 
 
+def test_the_notebook_takes_the_run_begun_last_not_the_last_name(run_dir: Path, tmp_path: Path) -> None:
+    """A run given a name (--out reports/runs/baseline) sorts after every timestamp: the newest run is the one
+    whose manifest was written last, not the last name."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    runs = tmp_path / "project" / "reports" / "runs"
+    named, stamped = runs / "baseline", runs / "20260101T000000Z"
+    for folder, when in ((named, 1_000_000_000), (stamped, 2_000_000_000)):
+        shutil.copytree(run_dir / "cases", folder / "cases")
+        (folder / "manifest.json").write_text("{}")
+        os.utime(folder / "manifest.json", (when, when))
+    notebook = nbformat.read(ROOT / "reports" / "compare_policies.ipynb", as_version=4)
+    notebook.cells = notebook.cells[:2]
+    saved = os.environ.pop("HARNESS_RUN", None)
+    try:
+        NotebookClient(
+            notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(runs.parent)}}
+        ).execute()
+    finally:
+        if saved is not None:
+            os.environ["HARNESS_RUN"] = saved
+    printed = "".join(o.get("text", "") for o in notebook.cells[1].outputs)
+    assert f"cases from {stamped};" in printed
+
+
 def test_the_notebook_draws_the_timeline_of_an_abandoned_case(tmp_path: Path) -> None:
     """The timeline cell shows the worst failing case, abandoned ones included (it looked only at incorrect and
     unresolved ones, and said there was none in a run whose only failure was abandoned)."""

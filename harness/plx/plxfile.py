@@ -106,9 +106,7 @@ def load_grid_file(path: Path | str) -> GridFile:
             ) from exc
         cells.append({spec.name: spec.param.value for spec in specs})
     if not cells:
-        empty = next(
-            (k for k, p in matrix.params.items() if isinstance(p.value, list) and not p.value), None
-        )
+        empty = next((k for k, p in matrix.params.items() if isinstance(p.value, list) and not p.value), None)
         where = f"matrix.params.{empty}" if empty else "matrix.params"
         raise GridFileError(f"{path}: field '{where}': the grid has no cell to run; fix: give it at least one value")
     for cell in cells:
