@@ -561,3 +561,13 @@ def test_an_exploration_is_named_as_one_by_report_and_load(tmp_path: Path, capsy
     assert [s.reason for s in df.attrs["skipped"]] == [
         "an exploration (explore.json), not a run: load its findings with load_explorations"
     ]
+
+
+def test_an_empty_path_is_skipped_not_read_as_the_current_folder(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """load("") (an unset variable) would be Path("."): every case under wherever Python started."""
+    monkeypatch.chdir(run_dir)
+    frame = load("")
+    assert frame.empty
+    assert [s.reason for s in frame.attrs["skipped"]] == ["an empty path (not the current folder): give a run folder"]

@@ -296,6 +296,9 @@ def load(
     listed: list[tuple[Path | str, list[str]]] = []
     for given in paths:
         root = Path(given)
+        if not str(given).strip():  # Path("") is the current folder: an unset variable would load all under it
+            skipped.append(Skipped(str(given), "an empty path (not the current folder): give a run folder"))
+            continue
         if not root.exists():
             skipped.append(Skipped(str(root), "no such file or folder"))
             continue
