@@ -383,6 +383,30 @@ def test_the_notebook_takes_the_run_begun_last_not_the_last_name(run_dir: Path, 
     assert f"cases from {stamped};" in printed
 
 
+def test_the_notebook_stops_on_a_baseline_that_loads_no_case(run_dir: Path, tmp_path: Path) -> None:
+    """A mistyped HARNESS_BASELINE compared the run with nothing ("0 of the 0 cases in both runs changed
+    outcome"), with no word of the typo: the notebook now stops and says why nothing was loaded."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    notebook = nbformat.read(ROOT / "reports" / "compare_policies.ipynb", as_version=4)
+    notebook.cells = [notebook.cells[1], next(c for c in notebook.cells if "compare" in c.metadata.get("tags", []))]
+    missing = tmp_path / "no-such-run"
+    saved = {name: os.environ.pop(name, None) for name in ("HARNESS_RUN", "HARNESS_BASELINE")}
+    os.environ["HARNESS_RUN"], os.environ["HARNESS_BASELINE"] = str(run_dir), str(missing)
+    try:
+        with pytest.raises(CellExecutionError) as raised:
+            NotebookClient(notebook, timeout=300, kernel_name="python3").execute()
+    finally:
+        for name, value in saved.items():
+            os.environ.pop(name, None)
+            if value is not None:
+                os.environ[name] = value
+    said = f"no case loaded from HARNESS_BASELINE={missing}: {missing}: no such file or folder"
+    assert said in str(raised.value), str(raised.value)
+
+
 def test_the_notebook_draws_the_timeline_of_an_abandoned_case(tmp_path: Path) -> None:
     """The timeline cell shows the worst failing case, abandoned ones included (it looked only at incorrect and
     unresolved ones, and said there was none in a run whose only failure was abandoned)."""
@@ -539,7 +563,9 @@ def test_the_notebook_reads_a_relative_run_from_the_project_and_stops_on_no_run(
     _, error = executed(None)
     assert f"no run in {project / 'reports' / 'runs'} yet: make one with 'python -m harness run'" in error
     _, error = executed("empty")
-    assert "no case loaded from " in error and "not a run folder" in error
+    # Each skipped folder on its own, with its reason (not the list's repr).
+    said = f"no case loaded from {project / 'empty'}: {project / 'empty'}: no recovery.json or compact records"
+    assert said in error and "Skipped(" not in error, error
     shutil.copytree(run_dir / "cases", project / "reports" / "runs" / "r1" / "cases")
     printed, error = executed("reports/runs/r1")
     cases = len(list(run_dir.rglob("recovery.json")))
