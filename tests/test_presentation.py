@@ -11,7 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import run_into
 from matplotlib.image import imread
@@ -73,6 +75,30 @@ def test_heatmap_colours_outcomes_and_shows_unknown(run_dir: Path) -> None:
     from matplotlib.colors import to_rgb
 
     assert {tuple(round(c, 3) for c in to_rgb(COLOURS[o])) for o in ("correct", "incorrect", "abandoned")} <= colours
+
+
+def test_the_heatmap_puts_the_scenarios_down_the_side_when_they_are_more(run_dir: Path) -> None:
+    """As the printed table: with more scenarios than policies, a row per scenario, so the picture grows downwards
+    (the default grid's seventy scenario columns made a heatmap 14,000 pixels wide, shrunk on the page to a strip
+    no one could read)."""
+    one = load(run_dir)
+    one = one[one["policy"] == "retry_same_key"]
+    fig = heatmap(one)
+    (ax,) = fig.axes
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["changed_task", "uncertain_lookup"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["retry_same_key"]
+    # retry_same_key x uncertain_lookup is the second row's only cell.
+    (cell,) = [t for t in ax.texts if t.get_position() == (0.5, 1.5)]
+    assert cell.get_text() == "abandoned 2\nunknown x2"
+    many = pd.concat([one.assign(scenario=one["scenario"] + f"_{i}") for i in range(30)], ignore_index=True)
+    width, height = heatmap(many).get_size_inches()
+    assert width == fig.get_size_inches()[0] and height > 30 * 0.5
+    both = heatmap(load(run_dir))  # two policies, two scenarios: a row per policy
+    assert sorted(t.get_text() for t in both.axes[0].get_yticklabels()) == [
+        "reconcile_and_reauthorize",
+        "retry_same_key",
+    ]
+    plt.close("all")
 
 
 def test_timeline_has_lanes_faults_and_highlighted_witnesses(run_dir: Path) -> None:
@@ -479,6 +505,11 @@ def test_the_report_keeps_the_runs_order_of_scenarios(tmp_path: Path, capsys: py
     page = (out / "report.html").read_text()
     outcomes = page[page.index('id="outcomes"') : page.index("</table>", page.index('id="outcomes"'))]
     assert outcomes.index("uncertain_lookup") < outcomes.index("changed_task")
+    # One policy, two scenarios: a row per scenario, as in the printed table and the heatmap.
+    header = outcomes[outcomes.index("<thead>") : outcomes.index("</thead>")]
+    assert "<th>retry_same_key</th>" in header and "uncertain_lookup" not in header, header
+    rates = page[page.index('id="rates"') : page.index("</table>", page.index('id="rates"'))]
+    assert "<th>retry_same_key</th>" in rates[: rates.index("</thead>")]
     verdicts = page[page.index('id="verdicts"') : page.index("</table>", page.index('id="verdicts"'))]
     named = printed.split("worst outcome first):\n", 1)[1].splitlines()
     assert named[0].split()[0] == "incorrect" and "--scenario changed_task --seed 1" in named[0]

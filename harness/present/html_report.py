@@ -34,6 +34,7 @@ from harness.present.analysis import (
     read_case,
 )
 from harness.present.pictures import heatmap, png_bytes, save_png, timeline
+from harness.present.table import scenarios_down
 
 __all__ = ["TIMELINE_OUTCOMES", "UNDRAWABLE", "Shown", "render_timeline", "shown", "timelines_to_draw", "write_report"]
 
@@ -74,6 +75,9 @@ def _img(data: bytes, alt: str) -> str:
 
 
 def _table(frame: pd.DataFrame, table_id: str) -> str:
+    """A policy x scenario table (a row per policy), turned where ``scenarios_down`` says, as the heatmap is."""
+    if scenarios_down(len(frame.index), len(frame.columns)):
+        frame = frame.T
     return str(frame.to_html(table_id=table_id, escape=True, border=0))
 
 

@@ -35,6 +35,7 @@ from harness.model.events import (
     event_data,
 )
 from harness.present.analysis import undecided
+from harness.present.table import scenarios_down
 from harness.scenario import BOUNDARIES, Side
 
 __all__ = ["COLOURS", "LANES", "heatmap", "png_bytes", "save_png", "timeline"]
@@ -54,13 +55,17 @@ LANES = ("operator", "controller", "worker", "transport", "bridge", "connector",
 
 def heatmap(frame: pd.DataFrame, title: str = "Outcome per policy x scenario") -> Figure:
     """Each cell: the outcome over its seeds (one colour when they agree, violet when mixed), the count per
-    outcome, and how many cases left a safety property unknown."""
+    outcome, and how many cases left a safety property unknown. Scenarios run down the side where
+    ``scenarios_down`` says, as in the run's printed table."""
     policies = list(dict.fromkeys(frame["policy"]))
     scenarios = list(dict.fromkeys(frame["scenario"]))
-    fig, ax = plt.subplots(figsize=(1.9 * len(scenarios) + 2.6, 0.9 * len(policies) + 1.6), dpi=100)
-    for i, policy in enumerate(policies):
-        for j, scenario in enumerate(scenarios):
-            cases = frame[(frame["policy"] == policy) & (frame["scenario"] == scenario)]
+    down = scenarios_down(len(policies), len(scenarios))
+    rows, columns = (scenarios, policies) if down else (policies, scenarios)
+    fig, ax = plt.subplots(figsize=(1.9 * len(columns) + 2.6, (0.7 if down else 0.9) * len(rows) + 1.6), dpi=100)
+    cells = {key: group for key, group in frame.groupby(["policy", "scenario"], sort=False, observed=True)}
+    for i, row in enumerate(rows):
+        for j, column in enumerate(columns):
+            cases = cells.get((column, row) if down else (row, column), frame.iloc[:0])
             outcomes = list(cases["outcome"])
             kinds = sorted(set(outcomes), key=outcomes.index)
             colour = COLOURS["mixed"] if len(kinds) > 1 else COLOURS.get(kinds[0], "#ffffff") if kinds else "#ffffff"
@@ -70,10 +75,10 @@ def heatmap(frame: pd.DataFrame, title: str = "Outcome per policy x scenario") -
             if unknown:
                 lines.append(f"unknown x{unknown}")
             ax.text(j + 0.5, i + 0.5, "\n".join(lines), ha="center", va="center", fontsize=8)
-    ax.set_xlim(0, len(scenarios))
-    ax.set_ylim(len(policies), 0)
-    ax.set_xticks([j + 0.5 for j in range(len(scenarios))], scenarios, rotation=30, ha="right", fontsize=8)
-    ax.set_yticks([i + 0.5 for i in range(len(policies))], policies, fontsize=8)
+    ax.set_xlim(0, len(columns))
+    ax.set_ylim(len(rows), 0)
+    ax.set_xticks([j + 0.5 for j in range(len(columns))], columns, rotation=30, ha="right", fontsize=8)
+    ax.set_yticks([i + 0.5 for i in range(len(rows))], rows, fontsize=8)
     ax.tick_params(length=0)
     for side in ax.spines.values():
         side.set_visible(False)

@@ -6,15 +6,21 @@ from collections.abc import Mapping, Sequence
 
 from harness.model import OUTCOMES
 
-__all__ = ["outcome_table"]
+__all__ = ["outcome_table", "scenarios_down"]
+
+
+def scenarios_down(policies: int, scenarios: int) -> bool:
+    """Whether a policy x scenario table or picture puts the scenarios down its side, a row each: when there are
+    more of them than policies, so that it grows downwards with the scenarios, not sideways (the default grid's
+    seventy scenario columns made lines of 1,700 characters in a CI log and a heatmap 14,000 pixels wide)."""
+    return scenarios > policies
 
 
 def outcome_table(
     counts: Mapping[tuple[str, str], Mapping[str, int]], policies: Sequence[str], scenarios: Sequence[str]
 ) -> str:
-    """A table of outcomes with a row per policy and a column per scenario, or, when there are more scenarios
-    than policies, a row per scenario and a column per policy (the default grid's sixty scenario columns made
-    lines of 1,700 characters in a CI log). A cell whose seeds disagree shows each outcome's count (in the order
+    """A table of outcomes with a row per policy and a column per scenario, or a row per scenario and a column
+    per policy where ``scenarios_down`` says. A cell whose seeds disagree shows each outcome's count (in the order
     of ``OUTCOMES``, best first)."""
 
     def cell(p: str, s: str) -> str:
@@ -25,7 +31,7 @@ def outcome_table(
             return next(iter(found))
         return " ".join(f"{o}:{found[o]}" for o in OUTCOMES if o in found)
 
-    if len(scenarios) > len(policies):
+    if scenarios_down(len(policies), len(scenarios)):
         header = ["scenario \\ policy", *policies]
         rows = [[s, *(cell(p, s) for p in policies)] for s in scenarios]
     else:
