@@ -144,6 +144,19 @@ def test_seed_count_per_cell_is_checked_in_the_matrix(tmp_path: Path) -> None:
     assert {cell["seed_count"] for cell in load_grid_file(ok).cells} == {1_000_000}
 
 
+def test_a_seed_count_drawn_by_a_range_names_choice_as_the_fix(tmp_path: Path) -> None:
+    """Polyaxon's range gives 1.0, 2.0, even between whole numbers: refusing them is right, and the fix ("give the
+    number of seeds") was what the user had written; it now names the kind that keeps them whole."""
+    path = broken(tmp_path, "    scenario:\n", "    seed_count: {kind: range, value: [1, 3, 1]}\n    scenario:\n")
+    path.write_text(path.read_text().replace("params:\n  seed_count: {value: 3}\n", ""))
+    with pytest.raises(GridFileError) as info:
+        load_grid_file(path)
+    assert "field 'matrix.params.seed_count': 1.0 is not a whole number" in str(info.value)
+    assert str(info.value).endswith(
+        "fix: list the counts with 'kind: choice' (Polyaxon's 'range' gives numbers with a fraction, as 1.0)"
+    )
+
+
 def test_a_run_of_the_exploration_file_is_refused_rather_than_run_twice(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -109,8 +109,9 @@ def load_grid_file(path: Path | str) -> GridFile:
         empty = next((k for k, p in matrix.params.items() if isinstance(p.value, list) and not p.value), None)
         where = f"matrix.params.{empty}" if empty else "matrix.params"
         raise GridFileError(f"{path}: field '{where}': the grid has no cell to run; fix: give it at least one value")
+    drawn = matrix.params.get("seed_count")
     for cell in cells:
-        _check_seed_count(path, cell.get("seed_count"), "matrix.params" if "seed_count" in matrix.params else "params")
+        _check_seed_count(path, cell.get("seed_count"), "matrix.params" if drawn else "params", drawn and drawn.kind)
     return GridFile(
         path=path,
         cells=tuple(cells),
@@ -120,12 +121,18 @@ def load_grid_file(path: Path | str) -> GridFile:
     )
 
 
-def _check_seed_count(path: Path, count: object, where: str) -> None:
-    """A cell's ``seed_count`` is a whole number of seeds within the harness's cap, as ``--seed-count`` is."""
+def _check_seed_count(path: Path, count: object, where: str, kind: str | None = None) -> None:
+    """A cell's ``seed_count`` is a whole number of seeds within the harness's cap, as ``--seed-count`` is.
+    ``kind`` is the matrix's kind of values for it, when the matrix draws it: Polyaxon's ``range``, ``linspace``
+    and the like give floats, even between whole numbers."""
     if count is None:
         return
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= SEED_COUNT_MAX:
+        fix = "give the number of seeds each cell runs"
+        if kind not in (None, "choice") and isinstance(count, float):
+            fix = (
+                f"list the counts with 'kind: choice' (Polyaxon's '{kind}' gives numbers with a fraction, as {count!r})"
+            )
         raise GridFileError(
-            f"{path}: field '{where}.seed_count': {count!r} is not a whole number in 1..{SEED_COUNT_MAX:,}; "
-            "fix: give the number of seeds each cell runs"
+            f"{path}: field '{where}.seed_count': {count!r} is not a whole number in 1..{SEED_COUNT_MAX:,}; fix: {fix}"
         )
