@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -108,10 +108,11 @@ def polyaxon(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str
     return run([str(Path(sys.executable).parent / "polyaxon"), *args], env)
 
 
-def create_project(name: str, env: dict[str, str]) -> None:
-    """``polyaxon project create``, tried again while the sandbox answers 405 (it allows one writer at a time)."""
+def create_project(name: str, env: dict[str, str], command: Sequence[str] | None = None) -> None:
+    """``polyaxon project create`` (or ``command``, such a command as the run printed it), tried again while the
+    sandbox answers 405 (it allows one writer at a time)."""
     for attempt in range(8):
-        proc = polyaxon("project", "create", "--name", name, env=env)
+        proc = polyaxon(*(command or ("project", "create", "--name", name)), env=env)
         if proc.returncode == 0 or "405" not in proc.stdout + proc.stderr:
             break
         time.sleep(0.2 * (attempt + 1))
@@ -162,7 +163,10 @@ def test_offline_runs_pushed_with_the_cli_arrive_whole(server: dict[str, str], t
         hint = shlex.split(proc.stdout.split("send to a server: ", 1)[1].splitlines()[0])
         # The project the run was given, owner included (the CLI would otherwise use its own default owner's).
         assert hint[:5] == ["polyaxon", "ops", "push", "-p", project]
-        create_project(project.split("/")[1], server)
+        # The project is made by the command the run printed for it.
+        create = proc.stdout.split("a server needs the project first: ", 1)[1].split("; send to a server: ")[0]
+        assert shlex.split(create) == ["polyaxon", "project", "create", f"--name={project}"]
+        create_project(project, server, shlex.split(create)[1:])
         push = polyaxon(*hint[1:], env=server)
         if "Status: 405" not in push.stdout:
             break

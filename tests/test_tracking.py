@@ -338,6 +338,9 @@ def test_the_push_command_names_the_project_with_its_owner(
     assert note.ok and note.message is not None
     command = shlex.split(note.message.split("send to a server: ", 1)[1])
     assert command == ["polyaxon", "ops", "push", "-p", given, "--path", str(tmp_path / "polyaxon"), "-a"]
+    # The push answers 404 and exits 0 for a project the server lacks: the note names the command that makes it.
+    create = note.message.split("a server needs the project first: ", 1)[1].split("; send to a server: ")[0]
+    assert shlex.split(create) == ["polyaxon", "project", "create", f"--name={given}"]
 
 
 def _polyaxons_summaries(run: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:

@@ -797,6 +797,8 @@ def tracking_note(tracking: TrackingMode, project: str, out: Path, tracked: Sequ
     root = offline_root(out)
     # The project as given, owner and all: without its owner, the CLI would send them to its default owner's.
     push_later = f"polyaxon ops push -p {shlex.quote(project)} --path {shlex.quote(str(root))} -a"
+    # The push sends runs into a project the server already has: into any other, it answers 404 and exits 0.
+    create_first = f"polyaxon project create --name={shlex.quote(project)}"
     broken = [t for t in tracked if t.status == "error"]
     if broken:
         return TrackingNote(
@@ -812,7 +814,7 @@ def tracking_note(tracking: TrackingMode, project: str, out: Path, tracked: Sequ
             True,
             f"Polyaxon: {len(uuids)} offline run{'' if len(uuids) == 1 else 's'} in {root}; "
             f"browse: python -m harness view {out}; "
-            f"send to a server: {push_later}",
+            f"a server needs the project first: {create_first}; send to a server: {push_later}",
         )
     result = push_runs(root, uuids, project)
     if result.error:
