@@ -77,9 +77,14 @@ def heatmap(frame: pd.DataFrame, title: str = "Outcome per policy x scenario") -
             ax.text(j + 0.5, i + 0.5, "\n".join(lines), ha="center", va="center", fontsize=8)
     ax.set_xlim(0, len(columns))
     ax.set_ylim(len(rows), 0)
-    ax.set_xticks([j + 0.5 for j in range(len(columns))], columns, rotation=30, ha="right", fontsize=8)
+    ticks = [j + 0.5 for j in range(len(columns))]
+    if down:
+        ax.set_xticks(ticks, columns, fontsize=8)
+    else:
+        ax.set_xticks(ticks, columns, rotation=30, ha="right", fontsize=8)
     ax.set_yticks([i + 0.5 for i in range(len(rows))], rows, fontsize=8)
-    ax.tick_params(length=0)
+    # A tall picture names its columns (the policies, whose names fit a column unturned) above and below.
+    ax.tick_params(length=0, labeltop=down)
     for side in ax.spines.values():
         side.set_visible(False)
     ax.set_title(title, fontsize=10)
