@@ -477,3 +477,57 @@ def test_an_abandoned_action_no_policy_was_asked_about_says_so() -> None:
         assert run("abandoned_actions", asked).anomalies[0].detail.endswith("by the deadline (12 s)")
     after = history(OPENING + dispatch(0.0, 1) + "\n12.5 worker policy_error action_id=a73 error=x", deadline_s=12)
     assert "no policy was asked" in run("abandoned_actions", after).anomalies[0].detail
+
+
+def accepted(at: float, n: int, key: str = "a73") -> str:
+    return f"{at} destination accepted idempotency_key={key} execution_id=a73-x{n}"
+
+
+def test_an_operation_accepted_and_never_applied_is_pending_at_the_end_even_unrecorded() -> None:
+    """An operation the destination accepted and neither applied nor rejected by the end (it stalled after
+    acceptance: no still_pending record follows) may still apply, as one the end cut off may: a second operation
+    of the action applied beside it leaves duplicate_effects unknown, and an absence recorded before it was
+    accepted leaves false_records unknown. Both were 0, and the case correct."""
+    stalled = [dispatch(0.0, 1), accepted(0.05, 1), dispatch(15.0, 2, key="a73.k1"), accepted(15.05, 2, "a73.k1")]
+    found = run("duplicate_effects", history(OPENING + "\n".join([*stalled, applied(15.5, 2, "r1", "a73.k1")])))
+    assert found.value is None and found.reason is not None and "a73-x1 (a73)" in found.reason
+    # Applied or rejected, an accepted operation is settled; alone, a stalled one cannot make two effects.
+    settled = [dispatch(0.0, 1), accepted(0.05, 1), applied(0.5, 1, "r1"), recorded(15.0, "r1")]
+    assert run("duplicate_effects", history(OPENING + "\n".join(settled))) == Finding(0)
+    assert run("false_records", history(OPENING + "\n".join(settled))) == Finding(0)
+    alone = [dispatch(0.0, 1), accepted(0.05, 1)]
+    assert run("duplicate_effects", history(OPENING + "\n".join(alone))) == Finding(0)
+    absent = "15 controller absence_recorded action_id=a73 reason=x version=1"
+    late = [dispatch(0.0, 1), absent, accepted(20.0, 1)]
+    found = run("false_records", history(OPENING + "\n".join(late)))
+    assert found.value is None and found.reason is not None and "contradicting the recorded outcome" in found.reason
+
+
+def test_a_new_key_beside_a_stalled_original_is_not_judged_correct() -> None:
+    """End to end: the destination accepts a73 and never applies it; a policy that reads "pending" and starts a
+    new operation under a new key, records its receipt and stops left the first operation pending: unresolved,
+    not correct. The auditor's truth (one effect so far) is not contradicted: the count is unknown."""
+    from conftest import shipped
+    from test_sim import with_changes
+
+    from harness.policy import Command, LookUp, RecordEffect, RetryNewKey, Situation, Stop
+    from harness.sim import simulate
+
+    class NewKeyWhilePending:
+        name, revision = "new_key_while_pending", "test"
+
+        def decide(self, s: Situation) -> Command:
+            receipts = [r for r in s.observed_receipts() if r.status == "applied"]
+            if s.recorded is not None:
+                return Stop()
+            if receipts:
+                return RecordEffect(receipt_id=receipts[-1].receipt_id)
+            if not s.lookups:
+                return LookUp()
+            return RetryNewKey() if s.lookups[-1].effect == "pending" and len(s.attempts) == 1 else Stop()
+
+    scenario = with_changes(shipped("lost_response"), faults=[{"boundary": "accepted_not_applied", "nth": 1}])
+    result = simulate(scenario, NewKeyWhilePending(), 1)
+    judgement = check(result.evidence)
+    assert result.truth.duplicate_effects == 0 and judgement.metrics["new_keys_while_unknown"] == 1
+    assert judgement.outcome == "unresolved" and judgement.metrics["duplicate_effects"] is None

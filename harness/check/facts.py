@@ -32,6 +32,7 @@ from harness.model.events import (
     JobFollowSent,
     LookupSent,
     RecordConflict,
+    Rejected,
     RejectionRecorded,
     ReplyReceived,
     StillInFlight,
@@ -66,6 +67,8 @@ class Facts:
     completions: list[TaskCompleted] = field(default_factory=list)
     escalations: list[Escalated] = field(default_factory=list)
     effects: list[Applied] = field(default_factory=list)
+    #: The destination's rejections: an accepted operation that ended without effect.
+    rejections: list[Rejected] = field(default_factory=list)
     accepts: list[Accepted] = field(default_factory=list)
     #: Replies that reached the caller (what the caller could know, and when).
     replies: list[ReplyReceived] = field(default_factory=list)
@@ -111,12 +114,21 @@ class Facts:
 
     def unsettled_by_action(self) -> dict[str, list[str]]:
         """Per logical action, the execution IDs whose effect the case's end cut off (a dispatch on its way, an
-        operation not yet applied): whether they would have applied is not in the evidence."""
+        operation not yet applied): whether they would have applied is not in the evidence. An operation the
+        destination accepted and never applied nor rejected is pending when the case ends, whether or not the
+        end recorded it as such (one that stalled after acceptance may still apply, as ``false_records`` holds
+        for an absence recorded over it)."""
         owner = self.action_of_execution()
         cut: dict[str, list[str]] = {}
         for u in self.unsettled:
             action = u.action_id if isinstance(u, StillInFlight) else owner.get(u.execution_id, "(unknown action)")
             cut.setdefault(action, []).append(u.execution_id)
+        ended = {e.execution_id for e in self.effects} | {r.execution_id for r in self.rejections}
+        for a in self.accepts:
+            if a.execution_id not in ended:
+                ids = cut.setdefault(owner.get(a.execution_id, "(unknown action)"), [])
+                if a.execution_id not in ids:
+                    ids.append(a.execution_id)
         return cut
 
     def _revision_index(self) -> list[int]:
@@ -267,6 +279,7 @@ _VIEW: dict[type[Event], str] = {
     TaskCompleted: "completions",
     Escalated: "escalations",
     Applied: "effects",
+    Rejected: "rejections",
     Accepted: "accepts",
     ReplyReceived: "replies",
     WorkerReported: "reports",
