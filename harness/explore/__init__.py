@@ -43,6 +43,7 @@ from harness.run.grid import TrackingNote, check_project, new_out, tracking_note
 from harness.run.plan import UsageError, load_grid
 from harness.run.pool import supervise
 from harness.scenario import VARIANT, Scenario, scenario_cases
+from harness.scenario.specs import derived_name, derived_revision
 
 __all__ = ["Exploration", "ExploreOptions", "ExploreSummary", "explore", "explore_json", "finding_yaml"]
 
@@ -237,7 +238,7 @@ def explore(
         for finding in _needed(every):
             numbered[(finding.policy, finding.scenario)] += 1
             n = numbered[(finding.policy, finding.scenario)]
-            path = out / "findings" / finding.policy / f"{finding.scenario}-{n}.yaml"
+            path = out / "findings" / finding.policy / f"{derived_name(finding.scenario, str(n))}.yaml"
             write_atomic(path, finding_yaml(templates[finding.scenario_spec], finding, n))
             rows[(by_name[finding.policy], spec_of_case[finding.scenario_spec])].findings.append((finding, path))
         for finding in stuck:
@@ -312,8 +313,9 @@ def _write_stuck(
     distinct = {(f.policy, f.scenario_spec, f.schedule.key, f.seed): f for f in stuck}
     for case in sorted(distinct.values(), key=lambda f: (f.policy, f.scenario_spec)):
         numbered[(case.policy, case.scenario)] += 1
-        path = out / "errors" / case.policy / f"{case.scenario}-{numbered[(case.policy, case.scenario)]}.yaml"
-        write_atomic(path, finding_yaml(templates[case.scenario_spec], case, numbered[(case.policy, case.scenario)]))
+        n = numbered[(case.policy, case.scenario)]
+        path = out / "errors" / case.policy / f"{derived_name(case.scenario, str(n))}.yaml"
+        write_atomic(path, finding_yaml(templates[case.scenario_spec], case, n))
         budget = f" --case-timeout {options.case_timeout_s:g}" if options.case_timeout_s else ""
         command = (
             f"python -m harness run --policy {shlex.quote(case.policy_spec)} --scenario {shlex.quote(str(path))} "
@@ -416,8 +418,8 @@ def finding_yaml(template: Scenario, finding: Finding, n: int) -> str:
     scenario = apply(template, finding.schedule)
     data: dict[str, Any] = scenario.model_dump(mode="json", exclude_defaults=True, exclude={"approval"})
     data["approval"] = template.approval.model_dump(mode="json", exclude={"token"}, exclude_defaults=True)
-    data["name"] = f"{template.name}-{n}"
-    data["revision"] = f"{template.revision}+explore"
+    data["name"] = derived_name(template.name, str(n))
+    data["revision"] = derived_revision(template.revision, "+explore")
     shown = "; ".join(_show(e) for e in finding.schedule.elements) or "(the template's own schedule)"
     who = f"{finding.policy} (revision {finding.policy_revision}) at seed {finding.seed}"
     if finding.error is None:

@@ -49,6 +49,7 @@ from harness.scenario.specs import (
     TaskSpec,
     TransportSpec,
     WorkerSpec,
+    derived_name,
 )
 from harness.scenario.yamlfile import (
     FILE_SIZE_MAX_BYTES,
@@ -223,7 +224,7 @@ class Scenario(Frozen):
         return tuple(
             self.model_copy(
                 update={
-                    "name": f"{self.name}-{phase}",
+                    "name": derived_name(self.name, phase),
                     "faults": tuple(
                         f.model_copy(update={"phase": phase}) if i in every else f for i, f in enumerate(self.faults)
                     ),
@@ -453,7 +454,7 @@ def scenario_cases(spec: str, directory: Path | None = None) -> tuple[tuple[str,
         if sep:
             raise ScenarioError(f"scenario '{shown(base)}' has no variants; fix: drop '{VARIANT}{shown(chosen)}'")
         return ((spec, scenario),)
-    pairs = tuple((f"{base}{VARIANT}{v.name.removeprefix(scenario.name + '-')}", v) for v in variants)
+    pairs = tuple((f"{base}{VARIANT}{v.name.rpartition('-')[2]}", v) for v in variants)
     if not sep:
         return pairs
     picked = tuple(p for p in pairs if p[0] == spec)
@@ -480,7 +481,7 @@ def _printed_case(spec: str, directory: Path | None) -> tuple[str, Scenario] | N
             except ScenarioError:
                 continue  # named as it is, the scenario's own error says what is wrong with it
             if len(variants) > 1:
-                cases += [(f"{base}{VARIANT}{v.name.removeprefix(base + '-')}", v) for v in variants]
+                cases += [(f"{base}{VARIANT}{v.name.rpartition('-')[2]}", v) for v in variants]
     found = [case for case in cases if case[1].name == spec]
     if len(found) == 1:
         return found[0]

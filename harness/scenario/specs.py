@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, Strict, StrictBool
@@ -9,6 +10,8 @@ from pydantic import Field, SecretStr, Strict, StrictBool
 from harness.model import Artifact, Frozen
 
 __all__ = [
+    "NAME_MAX",
+    "REVISION_MAX",
     "SAFE_NAME",
     "ApprovalSpec",
     "BridgeSpec",
@@ -22,11 +25,44 @@ __all__ = [
     "TaskSpec",
     "TransportSpec",
     "WorkerSpec",
+    "derived_name",
+    "derived_revision",
 ]
 
 #: Names that end up in file paths and Polyaxon run names: lower case, digits, ``_`` and ``-`` only.
 SAFE_NAME = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 SafeName = Annotated[str, Field(pattern=SAFE_NAME)]
+#: The longest name and revision a scenario file may give (``SAFE_NAME``'s bound, and its revision's).
+NAME_MAX = REVISION_MAX = 64
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def derived_name(base: str, suffix: str) -> str:
+    """``<base>-<suffix>``, the name of a scenario made from another (a crash point's case, an exploration's
+    finding), kept within ``NAME_MAX`` so that the file written under it loads again: a base too long for the
+    suffix is cut and marked with its digest, so two long bases cut alike still give two names."""
+    name = f"{base}-{suffix}"
+    if len(name) <= NAME_MAX:
+        return name
+    digest = _digest(base)
+    keep = max(1, NAME_MAX - len(suffix) - len(digest) - 2)
+    return f"{base[:keep].rstrip('_-') or base[0]}-{digest}-{suffix}"[:NAME_MAX]
+
+
+def derived_revision(revision: str, suffix: str) -> str:
+    """``<revision><suffix>`` within ``REVISION_MAX``: a revision too long for the suffix is cut and marked with its
+    digest."""
+    text = f"{revision}{suffix}"
+    if len(text) <= REVISION_MAX:
+        return text
+    digest = _digest(revision)
+    keep = max(0, REVISION_MAX - len(suffix) - len(digest) - 1)
+    return f"{revision[:keep]}~{digest}{suffix}"[:REVISION_MAX]
+
+
 # Numbers and flags are taken as written, never converted: YAML types ``"1"`` as text, ``true`` as a flag and
 # ``1.0`` as a fraction, and a scenario that writes one where the other belongs is wrong, not approximately right.
 PositiveSeconds = Annotated[float, Strict(), Field(gt=0, le=86_400, allow_inf_nan=False)]
