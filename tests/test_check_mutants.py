@@ -349,9 +349,10 @@ def test_every_action_is_judged_even_after_an_escalated_one() -> None:
     assert [a.witnesses for a in unresolved.anomalies] == [(2,), (7,)]
 
 
-def test_time_to_account_says_why_it_is_unknown_for_every_action() -> None:
-    """The reason lists every action that stops the figure: one with no effect and one whose effect was never
-    recorded, in either order; a known figure has no reason."""
+def test_time_to_account_counts_only_effects_and_their_own_receipts() -> None:
+    """An action that took no effect has nothing to account for and adds no time (one such action made the whole
+    figure null, though the other's effect was accounted for); a record of a receipt that is not the action's
+    accounts for nothing (a false record gave a time); each action whose effect was never recorded is named."""
     a74_sent = (
         "7 transport send kind=dispatch n=1 action_id=a74 execution_id=a74-x1 idempotency_key=a74 "
         "operation=activate target=staging/fraud model=m8 digest=d8"
@@ -361,11 +362,27 @@ def test_time_to_account_says_why_it_is_unknown_for_every_action() -> None:
         "operation=activate target=staging/fraud model=m8 digest=d8"
     )
     first_never_recorded = history(OPENING + dispatch(0.0, 1) + "\n" + applied(0.5, 1, "r1") + SECOND)
-    reason = run("time_to_account_s", first_never_recorded).reason or ""
-    assert "effect of a73 was never recorded" in reason and "a74 has no effect" in reason
+    assert run("time_to_account_s", first_never_recorded).reason == "the effect of a73 was never recorded"
     first_without_effect = history(OPENING + SECOND + a74_sent + "\n" + a74_applied)
-    reason = run("time_to_account_s", first_without_effect).reason or ""
-    assert "a73 has no effect" in reason and "effect of a74 was never recorded" in reason
+    assert run("time_to_account_s", first_without_effect).reason == "the effect of a74 was never recorded"
+    a74_recorded = recorded(9.25, "r2").replace("a73", "a74").replace("m7 digest=d7", "m8 digest=d8")
+    accounted_beside_none = run(
+        "time_to_account_s", history(OPENING + SECOND + _lines(a74_sent, a74_applied, a74_recorded))
+    )
+    assert (accounted_beside_none.value, accounted_beside_none.reason) == (1.75, None)
+    both_unrecorded = _lines(dispatch(0.0, 1), applied(0.5, 1, "r1")) + SECOND + _lines(a74_sent, a74_applied)
+    reason = run("time_to_account_s", history(OPENING + both_unrecorded)).reason
+    assert reason == "the effect of a73 was never recorded; the effect of a74 was never recorded"
+    # A record of another receipt (r9: the destination applied no such receipt for a73) is no account of r1.
+    foreign = history(OPENING + _lines(dispatch(0.0, 1), applied(0.5, 1, "r1"), recorded(15, "r9")))
+    assert run("time_to_account_s", foreign).reason == "the effect of a73 was never recorded"
+    later = history(OPENING + _lines(dispatch(0.0, 1), applied(0.5, 1, "r1"), recorded(15, "r9"), recorded(20, "r1")))
+    assert run("time_to_account_s", later).value == 19.5
+    no_effect = run("time_to_account_s", history(OPENING + dispatch(0.0, 1)))
+    assert (no_effect.value, no_effect.reason) == (
+        None,
+        "no action took effect at the destination, so none had an effect to account for",
+    )
     known = run(
         "time_to_account_s", history(OPENING + "\n".join([dispatch(0.0, 1), applied(0.5, 1, "r1"), recorded(15, "r1")]))
     )
@@ -558,7 +575,7 @@ WORDS = [
      "a73: receipt r1 for m8 (d8) recorded as the effect of a request for m7 (d7), and the task wanted m7 (d7)"),
     ("task_completed", _lines(*_LINES[1:]), True, "no task revision on record"),
     ("time_to_account_s", OPENING + dispatch(0.0, 1) + "\n" + applied(0.5, 1, "r1") + SECOND, True,
-     "the effect of a73 was never recorded; a74 has no effect at the destination to account for"),
+     "the effect of a73 was never recorded"),
     ("time_to_account_s", _LINES[1], True, "no action on record"),
     ("executor_finished", OPENING, True, "the worker never reported"),
 ]  # fmt: skip

@@ -117,8 +117,10 @@ def task_completed(f: Facts) -> Finding:
 
 
 def time_to_account_s(f: Facts) -> Finding:
-    """Seconds from the destination applying an action to the controller recording that effect (the
-    slowest action when there are several)."""
+    """Seconds from the destination applying an action to the controller recording that effect by one of the
+    action's own receipts (the slowest action when there are several). An action that took no effect has none to
+    account for and adds no time; a record of another receipt accounts for nothing (``false_records`` counts it).
+    """
     if not f.destination_visible:
         return Finding(None, reason=HIDDEN)
     by_action = f.effects_by_action()
@@ -127,16 +129,26 @@ def time_to_account_s(f: Facts) -> Finding:
     for action_id in sorted(f.actions):
         effects = by_action.get(action_id)
         if not effects:
-            reasons.append(f"{action_id} has no effect at the destination to account for")
             continue
-        record = next((r for r in f.records if r.action_id == action_id and isinstance(r, EffectRecorded)), None)
+        receipts = {e.receipt_id for e in effects}
+        record = next(
+            (
+                r
+                for r in f.records
+                if r.action_id == action_id and isinstance(r, EffectRecorded) and r.receipt_id in receipts
+            ),
+            None,
+        )
         if record is None:
             reasons.append(f"the effect of {action_id} was never recorded")
             continue
         times.append(round(record.at_s - effects[0].at_s, 6))
     if reasons:
         return Finding(None, reason="; ".join(reasons))
-    return Finding(max(times) if times else None, reason=None if times else "no action on record")
+    if not times:
+        why = "no action took effect at the destination, so none had an effect to account for"
+        return Finding(None, reason=why if f.actions else "no action on record")
+    return Finding(max(times))
 
 
 def executor_finished(f: Facts) -> Finding:

@@ -256,12 +256,23 @@ class Auditor:
         return w.status == "absent" and w.accepted_before
 
     def _time_to_account_s(self) -> float | None:
-        """The slowest action's time from its first effect to its first recorded effect; None if any lacks one."""
+        """The slowest action's time from its first effect to the first record of one of its receipts; None if an
+        action's effect has no such record, or no action took effect (an action without one adds no time)."""
         times = []
         for action_id in self.actions:
-            effect = next((e for e in self.effects if e.action_id == action_id), None)
-            record = next((w for w in self.writes if w.action_id == action_id and w.status == "applied"), None)
-            if effect is None or record is None:
+            effects = [e for e in self.effects if e.action_id == action_id]
+            if not effects:
+                continue
+            receipts = {e.receipt_id for e in effects}
+            record = next(
+                (
+                    w
+                    for w in self.writes
+                    if w.action_id == action_id and w.status == "applied" and w.receipt_id in receipts
+                ),
+                None,
+            )
+            if record is None:
                 return None
-            times.append(round(record.at_s - effect.at_s, 6))
+            times.append(round(record.at_s - effects[0].at_s, 6))
         return max(times, default=None)
