@@ -263,6 +263,11 @@ _TAGS = {
     "do": tuple(get_args(kind.model_fields["do"].annotation)[0] for kind in get_args(get_args(OperatorEvent)[0])),
     "boundary": tuple(BOUNDARIES),
 }
+#: The kinds of entry of each tagged list, each with its tag's value.
+_TAGGED: dict[str, tuple[tuple[str, type[Frozen]], ...]] = {
+    tag: tuple((get_args(kind.model_fields[tag].annotation)[0], kind) for kind in get_args(get_args(union)[0]))
+    for tag, union in (("do", OperatorEvent), ("boundary", Fault))
+}
 
 
 def _one_line(path: Path, error: ValidationError) -> str:
@@ -276,7 +281,9 @@ def _one_line(path: Path, error: ValidationError) -> str:
     value = None if is_secret(Scenario, first["loc"]) else first.get("input")
     if first["type"] == "extra_forbidden":
         missing = [locate(Scenario, e["loc"])[0] for e in error.errors() if e["type"] == "missing"]
-        fix = placement_fix(where, models, missing) or _respelled(where, models) or fix
+        fix = (
+            _of_another_kind(where, models) or placement_fix(where, models, missing) or _respelled(where, models) or fix
+        )
     elif first["type"] in ("float_type", "int_type"):
         fix = number_fix(first["type"], value, lambda number: bound_broken(Scenario, first["loc"], number)) or fix
     elif first["type"] == "string_type":
@@ -336,6 +343,22 @@ def _misspelled(error: ValidationError) -> tuple[Any, str] | None:
             close = difflib.get_close_matches(str(e["loc"][-1]), missing.get(tuple(e["loc"][:-1]), []), n=1)
             if close:
                 return e, close[0]
+    return None
+
+
+def _of_another_kind(where: tuple[Any, ...], models: Any) -> str | None:
+    """For a key that is not a field of a fault or an operator event but is one of another kind of them (``model``
+    is a field of ``lookup_foreign_receipt``, not of ``response_lost``): the fix saying which kinds have it."""
+    if not where or not isinstance(where[-1], str) or not models or models[-1][0] != where[:-1]:
+        return None
+    model = models[-1][1]
+    for tag, kinds in _TAGGED.items():
+        if tag in model.model_fields:
+            having = [value for value, kind in kinds if where[-1] in kind.model_fields]
+            if having:
+                own = get_args(model.model_fields[tag].annotation)[0]
+                which = "which has it" if len(having) == 1 else "which have it"
+                return f"remove it ({tag} {own} has no '{where[-1]}'), or use {tag} {' or '.join(having)}, {which}"
     return None
 
 

@@ -144,9 +144,11 @@ def placement_fix(path: Loc, models: Located, missing: Collection[Loc] = ()) -> 
     a section of that entry (``recoverers`` at the top level belongs under ``worker:``), or of an enclosing entry or
     one of its sections (``recovery_deadline_s`` in ``worker:`` belongs at the top level); the nearest level wins.
     An enclosing entry that has the key already is no place for it, nor is anywhere farther out (a second ``do:``
-    in an operator event's trigger is one too many, not one misplaced): ``None`` then. ``missing`` holds the paths
-    (in the file) of the required fields pydantic found missing, so any other required field is known to be set;
-    an optional one is known to be set only where the path goes through it."""
+    in an operator event's trigger is one too many, not one misplaced): ``None`` then. A section that has it already
+    is no place to move it to either (``model`` at the top level, beside ``task:``'s own): the fix says to change
+    it there instead. ``missing`` holds the paths (in the file) of the required fields pydantic found missing, so
+    any other required field is known to be set; an optional one is known to be set only where the path goes
+    through it."""
     if not path or not isinstance(path[-1], str) or not models or models[-1][0] != path[:-1]:
         return None
     name = path[-1]
@@ -154,15 +156,18 @@ def placement_fix(path: Loc, models: Located, missing: Collection[Loc] = ()) -> 
         at, model = models[depth]
         enclosing = depth < len(models) - 1 and name in model.model_fields
         places: list[Loc] = [at] if enclosing and not _given(at, model, name, path, missing) else []
+        taken: list[Loc] = []
         for field, info in model.model_fields.items():
             section = _model(info.annotation)
             place = (*at, field)
             if section is not None and name in section.model_fields and place != path[: len(place)]:
-                places.append(place)
+                (taken if _given(place, section, name, path, missing) else places).append(place)
         if places:
             return "move it " + " or ".join(_place(place) for place in places)
         if enclosing:
             return None
+        if taken:
+            return "remove it, or change it " + " or ".join(_place(place) for place in taken) + ", which has it already"
     return None
 
 
