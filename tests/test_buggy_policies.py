@@ -5,12 +5,23 @@ every shipped schedule, and exploration from the named shipped scenario finds on
 from __future__ import annotations
 
 import pytest
-from buggy_policies import CORPUS, HIDDEN, MASKED, Catch, CaughtUpFromSend, Hidden
+from buggy_policies import (
+    CORPUS,
+    HIDDEN,
+    MASKED,
+    UNSEEN,
+    Catch,
+    CaughtUpFromSend,
+    ConnectorReplyBounds,
+    Hidden,
+    NoValidityReachedBySend,
+)
 from conftest import SUMMARIES
+from test_policies import connector_answered_running, dead_job_without_validity
 
 from harness.check import check
 from harness.explore.search import ExploreJob, explore_job
-from harness.policy import load_policy
+from harness.policy import Escalate, RetryNewKey, RetrySameAction, Wait, load_policy
 from harness.scenario import list_scenarios, scenario_cases
 from harness.sim import simulate
 
@@ -105,3 +116,26 @@ def test_exploration_finds_each_hidden_variant(hidden: Hidden) -> None:
     if hidden.depth > 1:
         shallower = explore_job(ExploreJob((spec,), hidden.template, hidden.depth - 1, 20, (1,)))
         assert shallower.findings == []
+
+
+@pytest.mark.parametrize("unseen", UNSEEN, ids=[v.name for v in UNSEEN])
+def test_no_shipped_schedule_shows_an_unseen_variant(unseen: object) -> None:
+    """Every shipped case at seeds 1-3: every property true (if one catches it, move it to CORPUS)."""
+    for spec, scenario in CASES.items():
+        for seed in SEEDS:
+            checks = check(simulate(scenario, unseen, seed).evidence).checks  # type: ignore[arg-type]
+            assert "false" not in checks.values(), f"{unseen.name} is caught by {spec} at seed {seed}"  # type: ignore[attr-defined]
+
+
+def test_a_unit_test_tells_each_unseen_variant_from_the_correct_policy() -> None:
+    """Where the correct policy waits for the reads to catch up, or escalates, each unseen variant mutates: a
+    connector's reply taken as a bound retries on a read as of before the request could last reach the target;
+    no request validity taken as none at all sends a new key after a dead job though a request could still come."""
+    assert {type(v) for v in UNSEEN} == {ConnectorReplyBounds, NoValidityReachedBySend}
+    by_type = {type(v): v for v in UNSEEN}
+    answered = connector_answered_running()
+    assert isinstance(load_policy("reconcile_and_reauthorize").decide(answered), Wait)
+    assert by_type[ConnectorReplyBounds].decide(answered) == RetrySameAction(claim=True)
+    dead = dead_job_without_validity()
+    assert isinstance(load_policy("follow_and_inspect").decide(dead), Escalate)
+    assert by_type[NoValidityReachedBySend].decide(dead) == RetryNewKey(claim=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from harness.policy import (
@@ -196,3 +198,49 @@ def test_reconcile_looks_again_after_each_wait() -> None:
     stale = situation(lookups=(LookupView(at_s=15.328452, effect="unknown"),), now=25.328452)
     assert 25.328452 - 15.328452 < 10.0  # the float trap this guards against
     assert isinstance(RECONCILE.decide(stale), LookUp)
+
+
+FOLLOW = load_policy("follow_and_inspect")
+THROUGH_CONNECTOR = CONTRACT.model_copy(update={"via": "connector", "lookup_lag_s": 20.0})
+
+
+def connector_answered_running() -> Situation:
+    """Sent at 0 s through a device connector, which answered "running" at 4 s; requests are valid 60 s and the
+    target's reads lag 20 s. A read sent at 30 s (the target as of 10 s) found the action absent."""
+    running = {"observation": "response", "response_status": "running", "replied_at_s": 4.0, "job_id": "job-1"}
+    answered = situation().attempts[0].model_copy(update=running)
+    read = LookupView(at_s=30.2, sent_at_s=30.0, effect="absent")
+    return situation(now=30.3, lookups=(read,), contract=THROUGH_CONNECTOR).model_copy(update={"attempts": (answered,)})
+
+
+def dead_job_without_validity() -> Situation:
+    """Sent at 0 s through a device connector that reported the job dead at 15.1 s; the target accepts a request
+    however old and its reads lag 5 s. A read sent at 25.4 s (the target as of 20.4 s, after the death) found the
+    action absent."""
+    contract = THROUGH_CONNECTOR.model_copy(update={"request_validity_s": None, "lookup_lag_s": 5.0})
+    dead = LookupView(at_s=15.1, sent_at_s=15.0, effect="unknown_outcome", source="follow_job", job_id="job-1")
+    read = LookupView(at_s=25.7, sent_at_s=25.4, effect="absent")
+    return situation(now=25.8, lookups=(dead, read), contract=contract)
+
+
+def test_a_device_connectors_reply_bounds_nothing() -> None:
+    """A connector's reply says nothing of when its job reached the target: the attempt may reach it until the
+    request is too old (60 s), so a read catches up with it only at 80 s. Until then the policy waits, and does
+    not retry on the absence read as of 10 s."""
+    s = connector_answered_running()
+    assert RECONCILE.reached_by_s(s) == 60.0
+    assert RECONCILE.caught_up_s(s, 30.0) == 80.0
+    waited = RECONCILE.decide(s)
+    assert isinstance(waited, Wait) and 30.3 + waited.duration_s >= 80.0
+    direct = s.model_copy(update={"contract": s.contract.model_copy(update={"via": "direct"})})
+    assert RECONCILE.reached_by_s(direct) == 4.0  # a direct reply does bound it
+
+
+def test_without_request_validity_reads_never_catch_up_with_an_attempt() -> None:
+    """Where the target accepts a request however old, an unanswered attempt may reach it at any time: no read
+    ever catches up with it (``inf``), so after a dead job no new operation follows a lagging read; the policy
+    escalates instead."""
+    s = dead_job_without_validity()
+    assert FOLLOW.reached_by_s(s) == math.inf
+    assert FOLLOW.caught_up_s(s, 25.4) == math.inf
+    assert isinstance(FOLLOW.decide(s), Escalate)
