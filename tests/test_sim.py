@@ -684,3 +684,34 @@ def test_an_operator_event_acts_only_before_the_recovery_deadline() -> None:
         assert result.operator_coverage == ((1, acted),)
         actions = [e.action_id for e in result.evidence.history if e.event == "action_recorded"]
         assert actions == (["a73", "a74"] if acted else ["a73"])
+
+
+def test_a_follow_or_verify_with_nothing_in_the_path_is_read_as_the_readme_says() -> None:
+    """With neither connector nor bridge (lost_response), a FollowJob reaches the destination, which answers no
+    job follow: the read times out after lookup_timeout_s and says nothing (unknown). A VerifyOutcome is answered
+    by the destination from its ledger and compared with the original expectation."""
+    from harness.policy import FollowJob, LookupView, VerifyOutcome
+
+    class ReadsOnce:
+        name, revision = "reads_once", "1"
+
+        def __init__(self, read: Command) -> None:
+            self.read, self.seen = read, list[LookupView]()
+
+        def decide(self, situation: Situation) -> Command:
+            if situation.lookups:
+                self.seen.append(situation.lookups[-1])
+                return Stop()
+            return self.read
+
+    scenario = shipped("lost_response")
+    assert scenario.connector is None and scenario.bridge is None
+    follow, verify = ReadsOnce(FollowJob()), ReadsOnce(VerifyOutcome())
+    for policy in (follow, verify):
+        simulate(scenario, policy, 1)
+    (followed,) = follow.seen
+    assert (followed.source, followed.effect, followed.job_id) == ("follow_job", "unknown", None)
+    assert followed.sent_at_s is not None
+    assert followed.at_s - followed.sent_at_s == scenario.worker.lookup_timeout_s
+    (verified,) = verify.seen
+    assert (verified.source, verified.effect, verified.verified) == ("verify", "applied", "confirmed")
