@@ -457,28 +457,6 @@ def test_a_policy_that_calls_sys_exit_fails_its_case_not_the_harness(tmp_path: P
     assert "# the policy failed: SystemExit: 3" in proc.stdout
 
 
-def test_sys_exit_in_decide_is_recorded_as_the_policys_error_in_process() -> None:
-    """The simulator itself records a policy's ``sys.exit()`` as its failure; a KeyboardInterrupt (a user's
-    Ctrl-C) goes through, to stop the run."""
-    from harness.model.events import PolicyFailed
-    from harness.sim import simulate
-
-    class Exits:
-        name, revision = "exits", "1"
-
-        def __init__(self, raised: BaseException) -> None:
-            self.raised = raised
-
-        def decide(self, situation: Situation) -> object:
-            raise self.raised
-
-    scenario = load_grid(["stop_on_timeout"], ["lost_response"], [1]).cases[0].scenario
-    history = simulate(scenario, Exits(SystemExit(3)), 1).evidence.history
-    assert [e.error for e in history if isinstance(e, PolicyFailed)] == ["SystemExit: 3"]
-    with pytest.raises(KeyboardInterrupt):
-        simulate(scenario, Exits(KeyboardInterrupt()), 1)
-
-
 def test_a_module_whose_own_import_is_missing_is_told_to_check_the_module(tmp_path: Path) -> None:
     """`depmod_pol` imports `depmod`, which is not installed: the fix is in the module, not in the folder it is
     run from (the name of the missing module only begins the policy module's)."""
