@@ -5,9 +5,6 @@ replays under that budget."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
@@ -431,30 +428,6 @@ def test_a_policy_that_changes_its_situation_fails_in_one_line_naming_the_field(
         "model_copy(update={...}) gives a changed copy)"
     )
     assert errors[1] == "ValidationError: Wait: field 'duration_s': Input should be greater than 0"
-
-
-def test_a_policy_that_calls_sys_exit_fails_its_case_not_the_harness(tmp_path: Path) -> None:
-    """sys.exit() in decide() ended the worker process: the case was a harness error ("the worker process exited
-    (status 3)"), where a policy's failure is the policy's (a policy_error entry, the case abandoned)."""
-    (tmp_path / "exiting.py").write_text(
-        "import sys\n\n\nclass Exiting:\n    name, revision = 'exiting', '1'\n\n"
-        "    def decide(self, situation):\n        sys.exit(3)\n\n\nPOLICY = Exiting()\n"
-    )
-    out = tmp_path / "run"
-    cells = ["--policy", "exiting:POLICY", "--scenario", "lost_response", "--seed-count", "1"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "harness", "run", *cells, "--tracking", "none", "--no-report", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(tmp_path)},
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr  # every case judged: the policy's failure is a finding, not an error
-    report = json.loads((out / "cases/exiting/lost_response/seed-1/recovery.json").read_text())
-    assert report["outcome"] == "abandoned" and report["error"] is None
-    assert any(e["event"] == "policy_error" and e["data"]["error"] == "SystemExit: 3" for e in report["timeline"])
-    assert "# the policy failed: SystemExit: 3" in proc.stdout
 
 
 def test_a_module_whose_own_import_is_missing_is_told_to_check_the_module(tmp_path: Path) -> None:

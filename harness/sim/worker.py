@@ -172,7 +172,7 @@ def _unanswered(
     )
 
 
-def _policy_error(exc: BaseException) -> str:
+def _policy_error(exc: Exception) -> str:
     """What a policy raised, as its record keeps it: pydantic's several lines (a Situation changed in place, a
     command built with a wrong value) as one, naming the model, the field and what is wrong."""
     if isinstance(exc, ValidationError) and exc.error_count():
@@ -500,10 +500,7 @@ class Worker:
             self._commands += 1
             try:
                 command = validated(self._policy.decide(situation))
-            # A policy bug is a recovery failure, recorded, not a harness crash: sys.exit() in decide() too (it would
-            # end the worker process, and a policy's case would read as the harness's error). A KeyboardInterrupt is
-            # the user's Ctrl-C, which stops the run.
-            except (Exception, SystemExit) as exc:
+            except Exception as exc:  # a policy bug is a recovery failure, recorded, not a harness crash
                 self._history.record(PolicyFailed(action_id=self._action_id, error=_policy_error(exc)))
                 self._report(me, finished=False, claimed="policy error")
                 return
