@@ -531,3 +531,17 @@ def test_a_new_key_beside_a_stalled_original_is_not_judged_correct() -> None:
     judgement = check(result.evidence)
     assert result.truth.duplicate_effects == 0 and judgement.metrics["new_keys_while_unknown"] == 1
     assert judgement.outcome == "unresolved" and judgement.metrics["duplicate_effects"] is None
+
+
+def test_operations_of_no_dispatch_on_record_are_cut_off_under_the_unknown_action() -> None:
+    """An operation whose execution no dispatch on record names (a stray one, of another caller) belongs to the
+    "(unknown action)", as its effects do: one applied and one still pending, or accepted and never settled, may
+    make two effects, and the reason names it so. (Mutation found the unknown action's label untested.)"""
+    stray_applied = "1 destination applied receipt_id=r8 idempotency_key=zz execution_id=zz-x1 operation=activate"
+    stray_applied += " target=staging/fraud model=m7 digest=d7"
+    pending = "120 destination still_pending idempotency_key=zz execution_id=zz-x2"
+    stalled = "2 destination accepted idempotency_key=zz execution_id=zz-x2"
+    for unsettled in (pending, stalled):
+        found = run("duplicate_effects", history(OPENING + "\n".join([stray_applied, unsettled])))
+        assert found.value is None and found.reason is not None
+        assert "with zz-x2 ((unknown action)) still on the way or pending" in found.reason, found.reason
