@@ -31,6 +31,7 @@ from harness.scenario.messages import (
     BOUND_ERRORS,
     allows_null,
     bound_broken,
+    entry_of,
     is_secret,
     locate,
     number_fix,
@@ -349,9 +350,9 @@ def _misspelled(error: ValidationError) -> tuple[Any, str] | None:
 def _of_another_kind(where: tuple[Any, ...], models: Any) -> str | None:
     """For a key that is not a field of a fault or an operator event but is one of another kind of them (``model``
     is a field of ``lookup_foreign_receipt``, not of ``response_lost``): the fix saying which kinds have it."""
-    if not where or not isinstance(where[-1], str) or not models or models[-1][0] != where[:-1]:
+    model = entry_of(where, models)
+    if model is None:
         return None
-    model = models[-1][1]
     for tag, kinds in _TAGGED.items():
         if tag in model.model_fields:
             having = [value for value, kind in kinds if where[-1] in kind.model_fields]
@@ -365,9 +366,10 @@ def _of_another_kind(where: tuple[Any, ...], models: Any) -> str | None:
 def _respelled(where: tuple[Any, ...], models: Any) -> str | None:
     """For a key that is not a field of its entry: the fix naming a field of that entry it nearly spells
     (``recovery_deadlin_s``, ``lookup_lag``), required or optional; ``None`` when none is close."""
-    if not where or not isinstance(where[-1], str) or not models or models[-1][0] != where[:-1]:
+    entry = entry_of(where, models)
+    if entry is None:
         return None
-    close = difflib.get_close_matches(where[-1], list(models[-1][1].model_fields), n=1, cutoff=0.8)
+    close = difflib.get_close_matches(where[-1], list(entry.model_fields), n=1, cutoff=0.8)
     return f"rename it '{close[0]}' (a field of this entry)" if close else None
 
 

@@ -29,11 +29,29 @@ from yaml.resolver import Resolver
 
 from harness.scenario.yamlfile import shown
 
-__all__ = ["BOUND_ERRORS", "Located", "bound_broken", "is_secret", "locate", "number_fix", "placement_fix", "quote_fix"]
+__all__ = [
+    "BOUND_ERRORS",
+    "Located",
+    "bound_broken",
+    "entry_of",
+    "is_secret",
+    "locate",
+    "number_fix",
+    "placement_fix",
+    "quote_fix",
+]
 
 Loc = tuple[int | str, ...]
 #: The models met along a path, each with its path in the user's file (the root's is ``()``).
 Located = list[tuple[Loc, type[BaseModel]]]
+
+
+def entry_of(path: Loc, models: Located) -> type[BaseModel] | None:
+    """The model of the entry whose key ``path`` ends with (the last model located, when ``path`` is a key of it),
+    or ``None``: the path ends at a list's index, or beyond the entries located."""
+    if not path or not isinstance(path[-1], str) or not models or models[-1][0] != path[:-1]:
+        return None
+    return models[-1][1]
 
 
 def _model(kind: object) -> type[BaseModel] | None:
@@ -149,9 +167,9 @@ def placement_fix(path: Loc, models: Located, missing: Collection[Loc] = ()) -> 
     it there instead. ``missing`` holds the paths (in the file) of the required fields pydantic found missing, so
     any other required field is known to be set; an optional one is known to be set only where the path goes
     through it."""
-    if not path or not isinstance(path[-1], str) or not models or models[-1][0] != path[:-1]:
+    if entry_of(path, models) is None:
         return None
-    name = path[-1]
+    name = str(path[-1])
     for depth in range(len(models) - 1, -1, -1):
         at, model = models[depth]
         enclosing = depth < len(models) - 1 and name in model.model_fields
@@ -225,9 +243,10 @@ def bound_broken(root: type[BaseModel], loc: Sequence[int | str], number: float 
     """The bound of the field at pydantic's ``loc`` that ``number`` breaks (``less than or equal to 86400``), or
     ``None`` when it breaks none (or the field is not one with bounds to check)."""
     path, models, _ = _walk(root, loc)
-    if not path or not isinstance(path[-1], str) or not models or models[-1][0] != path[:-1]:
+    entry = entry_of(path, models)
+    if entry is None:
         return None
-    info = models[-1][1].model_fields.get(path[-1])
+    info = entry.model_fields.get(str(path[-1]))
     if info is None:
         return None
     # The field's own constraints (Field(le=...)) are in its metadata, which may be empty (the bounds in its type).
