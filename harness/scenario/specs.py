@@ -36,31 +36,28 @@ SafeName = Annotated[str, Field(pattern=SAFE_NAME)]
 NAME_MAX = REVISION_MAX = 64
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:8]
+def _within_bound(text: str, ending: str, mark: str, least: int) -> str:
+    """``text + ending`` when that is 64 characters at most (``NAME_MAX``, ``REVISION_MAX``); else as much of
+    ``text`` as leaves room for ``mark``, the digest of ``text`` and ``ending`` (at least ``least`` characters of it),
+    so that two long texts cut alike still give two results."""
+    if len(text) + len(ending) <= NAME_MAX:
+        return text + ending
+    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    keep = max(least, NAME_MAX - len(ending) - len(mark) - len(digest))
+    return f"{text[:keep]}{mark}{digest}{ending}"[:NAME_MAX]
 
 
 def derived_name(base: str, suffix: str) -> str:
     """``<base>-<suffix>``, the name of a scenario made from another (a crash point's case, an exploration's
     finding), kept within ``NAME_MAX`` so that the file written under it loads again: a base too long for the
-    suffix is cut and marked with its digest, so two long bases cut alike still give two names."""
-    name = f"{base}-{suffix}"
-    if len(name) <= NAME_MAX:
-        return name
-    digest = _digest(base)
-    keep = max(1, NAME_MAX - len(suffix) - len(digest) - 2)
-    return f"{base[:keep].rstrip('_-') or base[0]}-{digest}-{suffix}"[:NAME_MAX]
+    suffix is cut and marked with its digest (its first character, a letter or digit, always kept)."""
+    return _within_bound(base, f"-{suffix}", "-", 1)
 
 
 def derived_revision(revision: str, suffix: str) -> str:
-    """``<revision><suffix>`` within ``REVISION_MAX``: a revision too long for the suffix is cut and marked with its
-    digest."""
-    text = f"{revision}{suffix}"
-    if len(text) <= REVISION_MAX:
-        return text
-    digest = _digest(revision)
-    keep = max(0, REVISION_MAX - len(suffix) - len(digest) - 1)
-    return f"{revision[:keep]}~{digest}{suffix}"[:REVISION_MAX]
+    """``<revision><suffix>`` within ``REVISION_MAX``: a revision too long for the suffix is cut and marked with
+    ``~`` and its digest."""
+    return _within_bound(revision, suffix, "~", 0)
 
 
 # Numbers and flags are taken as written, never converted: YAML types ``"1"`` as text, ``true`` as a flag and
