@@ -302,17 +302,31 @@ def builtin_policy_names() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(policies.__path__) if not m.name.startswith("_"))
 
 
+def _module_of_file(path: str, attr: str) -> str:
+    """How to name the module a file's path names: for a file that is there, its dotted name from the folder above
+    its outermost package (the folders with an ``__init__.py``), and that folder to run from; else the path's
+    parts with dots."""
+    file = Path(path.replace("\\", "/"))
+    if file.suffix == ".py" and file.is_file():
+        root, parts = file.resolve().parent, [file.stem]
+        while (root / "__init__.py").is_file() and root.parent != root:
+            root, parts = root.parent, [root.name, *parts]
+        dotted = ".".join(parts)
+        return f"name the module as in {dotted}:{attr}, and run from {root} (or put it on PYTHONPATH)"
+    parts = path.removesuffix(".py").replace("\\", "/").split("/")
+    dotted = ".".join(part for part in parts if part not in ("", ".", ".."))
+    return f"name the module with dots and without '.py', as in {dotted}:{attr} (run from the folder its package is in)"
+
+
 def load_policy(spec: str) -> Policy:
     """Load a shipped policy by name, or a user's policy given as ``package.module:attr``."""
     if ":" in spec:
         module_name, _, attr = spec.partition(":")
         where = spec
         if attr and ("/" in module_name or "\\" in module_name):
-            parts = module_name.removesuffix(".py").replace("\\", "/").split("/")
-            dotted = ".".join(part for part in parts if part not in ("", ".", ".."))
             raise PolicyError(
-                f"policy '{spec}': '{module_name}' is a file's path, not a module's name; fix: name the module with "
-                f"dots and without '.py', as in {dotted}:{attr} (run from the folder its package is in)"
+                f"policy '{spec}': '{module_name}' is a file's path, not a module's name; fix: "
+                + _module_of_file(module_name, attr)
             )
         if not module_name or not attr or module_name.startswith("."):
             raise PolicyError(f"policy '{spec}': expected package.module:attr; fix: name an importable module")

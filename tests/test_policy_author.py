@@ -146,6 +146,31 @@ def test_a_long_policy_error_is_one_cut_line_in_the_message(policies: Path) -> N
 # --- 2. and 3. a policy that cannot be loaded says what is wrong with it ---------------------------------------
 
 
+def test_a_policy_file_given_by_its_path_is_named_as_a_module_from_its_packages_folder(tmp_path: Path) -> None:
+    """A file that is there, given by its path (absolute, say): the fix named a module of every folder on the way
+    (tmp.mypol.mypolicies.record_or_escalate), which imports from nowhere; it now names the module from the folder
+    above its outermost package, and that folder to run from. A path to no file keeps the general fix."""
+    package = tmp_path / "mypol" / "mypolicies"
+    (package / "deeper").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "deeper" / "__init__.py").write_text("")
+    for file in (package / "record_or_escalate.py", package / "deeper" / "more.py", tmp_path / "alone.py"):
+        file.write_text("POLICY = None\n")
+    cases = (
+        (package / "record_or_escalate.py", "mypolicies.record_or_escalate", tmp_path / "mypol"),
+        (package / "deeper" / "more.py", "mypolicies.deeper.more", tmp_path / "mypol"),
+        (tmp_path / "alone.py", "alone", tmp_path),
+    )
+    for file, dotted, root in cases:
+        with pytest.raises(PolicyError) as raised:
+            load_policy(f"{file}:POLICY")
+        assert str(raised.value).endswith(
+            f"fix: name the module as in {dotted}:POLICY, and run from {root} (or put it on PYTHONPATH)"
+        ), raised.value
+    with pytest.raises(PolicyError, match=r"as in sc\.my_pol:P \(run from the folder its package is in\)$"):
+        load_policy("sc/my_pol.py:P")
+
+
 def test_a_policy_class_is_refused_with_how_to_instantiate_it(
     policies: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
