@@ -715,3 +715,24 @@ def test_a_follow_or_verify_with_nothing_in_the_path_is_read_as_the_readme_says(
     assert followed.at_s - followed.sent_at_s == scenario.worker.lookup_timeout_s
     (verified,) = verify.seen
     assert (verified.source, verified.effect, verified.verified) == ("verify", "applied", "confirmed")
+
+
+def test_a_newer_action_whose_claim_finds_the_target_held_is_handed_to_its_policy_at_once() -> None:
+    """As the README says: the change_task's new action (a74) is claimed while a73 is unsettled, the claim is
+    refused (the target is held), and its policy is asked before anything is sent, the refusal in situation.last."""
+    from harness.policy import Escalate
+
+    asked: list[tuple[str, int, object]] = []
+
+    class Notes:
+        name, revision = "notes", "1"
+
+        def decide(self, situation: Situation) -> Command:
+            asked.append((situation.action.action_id, len(situation.attempts), situation.last))
+            return Stop() if situation.escalated else Escalate(reason="noted")
+
+    simulate(shipped("newer_write_held"), Notes(), 1)
+    _, attempts, last = next(a for a in asked if a[0] == "a74")
+    assert attempts == 0 and last is not None
+    assert (last.kind, last.refused) == ("dispatch", True)  # type: ignore[attr-defined]
+    assert last.reason == "target held: a73 is not accounted for"  # type: ignore[attr-defined]
