@@ -545,3 +545,17 @@ def test_operations_of_no_dispatch_on_record_are_cut_off_under_the_unknown_actio
         found = run("duplicate_effects", history(OPENING + "\n".join([stray_applied, unsettled])))
         assert found.value is None and found.reason is not None
         assert "with zz-x2 ((unknown action)) still on the way or pending" in found.reason, found.reason
+
+
+def test_a_shipped_stall_leaves_a_new_keys_duplicate_count_unknown() -> None:
+    """On a shipped scenario: connector_new_operation_pending stalls a73's second operation after acceptance
+    (no still_pending record follows it); retry_new_key's case had a duplicate count of 0, as if that operation
+    could never apply. It is unknown now, the reason naming it (the case is incorrect for other reasons)."""
+    from conftest import shipped
+
+    from harness.policy import load_policy
+    from harness.sim import simulate
+
+    judgement = check(simulate(shipped("connector_new_operation_pending"), load_policy("retry_new_key"), 1).evidence)
+    assert judgement.metrics["duplicate_effects"] is None
+    assert "with a73-x2 (a73) still on the way or pending" in judgement.unknown["duplicate_effects"]
