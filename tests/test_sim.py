@@ -30,6 +30,7 @@ from harness.model.events import (
     RequestRefused,
     StillInFlight,
     StillPending,
+    WaitCapped,
 )
 from harness.policy import Command, LookUp, RecordEffect, Situation, Stop, Wait, load_policy
 from harness.scenario import BOUNDARIES, DestinationSpec, FaultBase, Scenario
@@ -736,3 +737,31 @@ def test_a_newer_action_whose_claim_finds_the_target_held_is_handed_to_its_polic
     assert attempts == 0 and last is not None
     assert (last.kind, last.refused) == ("dispatch", True)  # type: ignore[attr-defined]
     assert last.reason == "target held: a73 is not accounted for"  # type: ignore[attr-defined]
+
+
+class _WaitsThenStops:
+    """Waits ``wait_s`` once, then stops."""
+
+    name, revision = "waits_then_stops", "test"
+
+    def __init__(self, wait_s: float) -> None:
+        self.wait_s = wait_s
+
+    def decide(self, situation: Situation) -> Command:
+        return Stop() if situation.last is not None and situation.last.kind == "wait" else Wait(duration_s=self.wait_s)
+
+
+@pytest.mark.parametrize(("asked_s", "capped"), [(30.0, True), (10.0, False), (10.000001, True)])
+def test_a_wait_past_wait_max_s_is_cut_and_says_so(asked_s: float, capped: bool) -> None:
+    """The worker waits at most ``worker.wait_max_s``; when it cuts a ``Wait``, a record says what was asked and
+    what was waited (the timeline shows the command as the policy gave it, so without it the cut is invisible)."""
+    scenario = with_changes(shipped("lost_response"), worker={"wait_max_s": 10.0})
+    history = simulate(scenario, _WaitsThenStops(asked_s), 1).evidence.history
+    cuts = [e for e in history if isinstance(e, WaitCapped)]
+    assert [(e.asked_s, e.waited_s) for e in cuts] == ([(asked_s, 10.0)] if capped else [])
+    given = [e for e in history if isinstance(e, CommandGiven)]
+    wait, after = given[0], given[1]
+    assert after.command.kind == "stop"
+    assert after.at_s == pytest.approx(wait.at_s + min(asked_s, 10.0), abs=1e-6)
+    if capped:
+        assert cuts[0].index == wait.index + 1 and cuts[0].at_s == wait.at_s

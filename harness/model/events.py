@@ -95,6 +95,7 @@ __all__ = [
     "TaskNotCompleted",
     "TaskRevisionRecorded",
     "VerifySent",
+    "WaitCapped",
     "WorkerCrashed",
     "WorkerReported",
     "WorkerStarted",
@@ -208,6 +209,18 @@ class DeadlineReached(Event):
     actor: ClassVar[Actor] = "worker"
     event: ClassVar[str] = "deadline_reached"
     action_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WaitCapped(Event):
+    """A ``Wait`` longer than the scenario's ``worker.wait_max_s``: the worker waits ``waited_s``, not the
+    ``asked_s`` the policy gave (recorded only when it cuts, right after the command)."""
+
+    actor: ClassVar[Actor] = "worker"
+    event: ClassVar[str] = "wait_capped"
+    action_id: str
+    asked_s: float
+    waited_s: float
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -883,6 +896,7 @@ AnyEvent = (
     | PolicyFailed
     | DeadlineReached
     | CommandBudgetExhausted
+    | WaitCapped
     | LookupTimedOut
     | DispatchSent
     | StillInFlight

@@ -32,6 +32,7 @@ from harness.model.events import (
     LookupSent,
     ReplyReceived,
     ReplyUndeliverable,
+    WaitCapped,
     event_data,
 )
 from harness.present.analysis import undecided
@@ -103,6 +104,8 @@ def _label(event: Event) -> str:
             return f"FAULT {event.boundary} (#{event.occurrence})"
         case CommandGiven():
             return f"policy: {event.command.kind}"
+        case WaitCapped():
+            return f"wait capped: {event.waited_s:g} s of {event.asked_s:g} s asked"
         case DispatchSent():
             return f"dispatch #{event.n} {event.execution_id}"
         case LookupSent():

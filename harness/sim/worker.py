@@ -28,6 +28,7 @@ from harness.model.events import (
     LookupTimedOut,
     PolicyFailed,
     ReplyTimedOut,
+    WaitCapped,
     WorkerCrashed,
     WorkerReported,
     WorkerStarted,
@@ -584,7 +585,12 @@ class Worker:
                 self._controller.hold_dispatch(action.action_id, command.reason)
                 me.result(command.kind)
             case Wait():
-                yield self._env.timeout(min(command.duration_s, self._scenario.worker.wait_max_s))
+                waited_s = min(command.duration_s, self._scenario.worker.wait_max_s)
+                if waited_s < command.duration_s:
+                    self._history.record(
+                        WaitCapped(action_id=self._action_id, asked_s=command.duration_s, waited_s=waited_s)
+                    )
+                yield self._env.timeout(waited_s)
                 me.result(command.kind)
             case Escalate():
                 self._controller.escalate(action.action_id, self._scenario.owner, command.reason)
