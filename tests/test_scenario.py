@@ -103,7 +103,8 @@ def test_fields_missing_from_one_entry_are_named_together(tmp_path: Path) -> Non
 
 def test_nothing_is_set_to_begin_at_or_after_the_recovery_deadline(tmp_path: Path) -> None:
     """The first dispatch, or an operator event at a time (plus its delay), at or after the deadline would act when
-    the case is over but for what is in flight: refused, naming the field; just before it loads."""
+    the case is over but for what is in flight, and a restart delay as long as the case would start no recovering
+    worker: refused, naming the field; just before it loads."""
     deadline = "recovery_deadline_s: 120\n"
     assert deadline in BASE
     cancel = "operator:\n  - do: request_cancel\n    when: {at_s: %s}\n"
@@ -112,12 +113,20 @@ def test_nothing_is_set_to_begin_at_or_after_the_recovery_deadline(tmp_path: Pat
             BASE + "worker: {dispatch_at_s: 120}\n",
             "'worker.dispatch_at_s': 120.0 s is not before the recovery deadline",
         ),
+        (
+            BASE + "worker: {restart_delay_s: 120}\n",
+            "'worker.restart_delay_s': 120.0 s is not shorter than the recovery deadline (120.0 s)",
+        ),
         (BASE + cancel % "120", "'operator.0.when': it would act at 120.0 s, not before the recovery deadline"),
         (BASE + cancel % "100, delay_s: 20", "'operator.0.when': it would act at 100.0 s + delay_s 20.0 s, not"),
     ):
         message = error_for(write(tmp_path, "lost_response", text))
         assert field in message and "fix: " in message, message
-    for text in (BASE + "worker: {dispatch_at_s: 119.9}\n", BASE + cancel % "100, delay_s: 19.9"):
+    for text in (
+        BASE + "worker: {dispatch_at_s: 119.9}\n",
+        BASE + "worker: {restart_delay_s: 119.9}\n",
+        BASE + cancel % "100, delay_s: 19.9",
+    ):
         load_scenario(write(tmp_path, "lost_response", text))
 
 

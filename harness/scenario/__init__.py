@@ -201,6 +201,12 @@ class Scenario(Frozen):
                 f"({deadline} s), so the action would start when the case is over; fix: dispatch it earlier, or "
                 "give a later recovery_deadline_s"
             )
+        if self.worker.restart_delay_s >= deadline:
+            raise ValueError(
+                f"worker.restart_delay_s: {self.worker.restart_delay_s} s is not shorter than the recovery deadline "
+                f"({deadline} s), so no recovering worker could start before the case is over; fix: give a shorter "
+                "restart_delay_s, or a later recovery_deadline_s"
+            )
         for i, event in enumerate(self.operator):
             at_s = event.when.at_s
             if at_s is not None and at_s + event.when.delay_s >= deadline:
