@@ -275,6 +275,27 @@ def test_a_run_killed_before_it_planned_resumes_from_its_command_line(tmp_path: 
     assert (out / "manifest.json").is_file() and (out / "run.json").is_file()
 
 
+@pytest.mark.parametrize("complete", [True, False])
+def test_a_run_whose_manifest_was_deleted_is_not_planned_again_over_its_results(tmp_path: Path, complete: bool) -> None:
+    """With its manifest gone and its request there, a run that has results was planned again from its words,
+    over them: a scenario edited meanwhile gave one run of two inputs' cases, exit 0 (and a complete run ran
+    anew). Refused in one line naming the manifest, exit 2, and the folder stays as it was."""
+    out = tmp_path / "run"
+    args = ["run", "--scenario", "lost_response", "--seed-count", "2", "--tracking", "none", "--no-report"]
+    proc = harness(*args, "--quiet", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    (out / "manifest.json").unlink()
+    if not complete:  # as if stopped just before its end, run.json not yet written
+        (out / "run.json").unlink()
+    before = files(out)
+    resumed = harness("run", "--resume", str(out))
+    assert resumed.returncode == 2, resumed.stderr
+    (line,) = resumed.stderr.splitlines()
+    assert f"{out / 'manifest.json'}: missing, though the run has results (cases, " in line, line
+    assert "fix: start the run anew with another --out" in line
+    assert files(out) == before
+
+
 @pytest.mark.parametrize(
     ("argv", "cwd", "said"),
     [

@@ -112,6 +112,15 @@ class Request:
         """The request of a run folder that has no manifest yet (it was stopped before its grid was planned)."""
         if (out / MANIFEST).is_file() or not (out / REQUEST).is_file():
             return None
+        # The manifest is written before any case runs: results beside a request and no manifest mean it was
+        # deleted, and planning the run again from its words would mix the cases of two inputs in one run.
+        results = sorted(p.name for p in out.iterdir() if p.name not in (REQUEST, LOCK_FILE) and not _temporary(p))
+        if results:
+            raise UsageError(
+                f"{out / MANIFEST}: missing, though the run has results ({', '.join(results[:3])}"
+                f"{', ...' if len(results) > 3 else ''}), so what they were run from cannot be checked; fix: start "
+                "the run anew with another --out (the folder was edited or damaged)"
+            )
         try:
             data = json.loads((out / REQUEST).read_text(encoding="utf-8"))
             return cls(tuple(str(a) for a in data["argv"]), str(data["cwd"]))
@@ -265,6 +274,11 @@ def fingerprints(grid: Grid) -> dict[str, str]:
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _temporary(path: Path) -> bool:
+    """A temporary file of ``write_atomic`` (a run killed while it wrote one leaves it behind)."""
+    return path.name.startswith(".") and path.name.endswith(".tmp")
 
 
 def stray_temporaries(out: Path) -> None:
