@@ -188,3 +188,35 @@ def test_a_folder_for_a_scenario_and_a_long_policy_name_say_what_to_give(
     said = _refused(capsys, ["check", "--policy", "long:POLICY", "--scenario", "lost_response"])
     assert "fix: use 1 to 64 lower case letters, digits" in said
     assert sorted(p.name for p in tmp_path.iterdir()) == ["long.py", "scen"]
+
+
+def test_an_out_that_holds_a_run_says_what_to_do_with_it(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`run --out` of a folder that holds something: a run stopped before its end is pointed to its resume command
+    (the same command given again said only "is not empty; give a new or empty folder"), a complete one is not,
+    one a run is writing now says so (with --resume too, whose fix cannot be another --out), anything else is
+    "not empty". One line each, exit 2, nothing written."""
+    out = tmp_path / "run"
+    again = ["run", *ONE_CASE, "--tracking", "none", "--no-report", "--quiet", "--out", str(out)]
+    assert main(again) == 0
+    capsys.readouterr()
+    assert f"--out {out}: holds a complete run; fix: give a new or empty folder" in _refused(capsys, again)
+    (out / "run.json").unlink()  # as if stopped just before its end
+    before = sorted(p.name for p in out.iterdir())
+    said = _refused(capsys, again)
+    assert f"--out {out}: holds a run that was stopped before its end; fix: complete it with " in said
+    assert f"python -m harness run --resume {out}, or give a new or empty folder" in said
+    hold = claim(out, fresh=False)  # as a run writing it holds it
+    try:
+        said = _refused(capsys, again)
+        assert f"output folder {out} is in use by another harness run; fix: wait for it to end, or pass" in said
+        said = _refused(capsys, ["run", "--resume", str(out)])
+        assert said.rstrip().endswith("is in use by another harness run; fix: wait for it to end, then resume it again")
+    finally:
+        hold.release()
+    assert sorted(p.name for p in out.iterdir()) == before
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    said = _refused(capsys, [*again[:-1], str(other)])
+    assert f"--out {other}: is not empty; fix: give a new or empty folder" in said
+    assert [p.name for p in other.iterdir()] == ["notes.txt"]

@@ -15,6 +15,7 @@ import hashlib
 import inspect
 import json
 import os
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ from typing_extensions import TypedDict
 
 from harness.errors import wrong_field
 from harness.limits import SEED_COUNT_MAX
-from harness.model import MANIFEST, REQUEST
+from harness.model import MANIFEST, REQUEST, RUN_RECORD
 from harness.model.lock import LOCK_FILE, held, take
 from harness.run.plan import Cell, Grid, UsageError
 from harness.seeds import SEED_MAX
@@ -40,6 +41,7 @@ __all__ = [
     "claim",
     "fingerprints",
     "in_use",
+    "not_empty",
     "stray_temporaries",
 ]
 
@@ -67,12 +69,29 @@ def claim(out: Path, fresh: bool) -> Claim:
     if not take(handle, fcntl.LOCK_EX):
         handle.close()
         raise UsageError(
-            f"output folder {out} is in use by another harness run; fix: wait for it to end, or pass another --out"
+            f"output folder {out} is in use by another harness run; fix: wait for it to end, "
+            + ("or pass another --out" if fresh else "then resume it again")
         ) from None
     if fresh and any(p.name != LOCK_FILE for p in out.iterdir()):
         handle.close()
-        raise UsageError(f"--out {out}: is not empty; fix: give a new or empty folder")
+        raise UsageError(not_empty(out))
     return Claim(out, handle)
+
+
+def not_empty(out: Path) -> str:
+    """Why ``--out`` cannot take a folder that holds anything, and what to do: a run's folder stopped before its
+    end is resumed, not started again; one another run is writing is waited for."""
+    quoted = shlex.quote(str(out.absolute()))
+    if (out / LOCK_FILE).is_file() and in_use(out):
+        return f"output folder {out} is in use by another harness run; fix: wait for it to end, or pass another --out"
+    if (out / RUN_RECORD).is_file() and not (out / ".parts").exists():
+        return f"--out {out}: holds a complete run; fix: give a new or empty folder"
+    if (out / MANIFEST).is_file() or (out / REQUEST).is_file():
+        return (
+            f"--out {out}: holds a run that was stopped before its end; fix: complete it with "
+            f"python -m harness run --resume {quoted}, or give a new or empty folder"
+        )
+    return f"--out {out}: is not empty; fix: give a new or empty folder"
 
 
 def in_use(out: Path) -> bool:

@@ -55,6 +55,7 @@ from harness.run.folder import (
     Request,
     claim,
     fingerprints,
+    not_empty,
     stray_temporaries,
 )
 from harness.run.plan import Cell, Grid, Plan, UsageError, load_grid
@@ -221,6 +222,8 @@ DEFAULT_RUNS = Path("reports") / "runs"
 def new_out(out: Path | None) -> Path:
     """Create the output folder: the given one (new or empty), or a new ``reports/runs/<UTC time>[-n]``."""
     if out is not None:
+        if out.is_dir() and any(out.iterdir()):
+            raise UsageError(not_empty(out))
         check_new_or_empty(out)
         try:
             out.mkdir(parents=True, exist_ok=True)
