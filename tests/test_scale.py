@@ -99,6 +99,26 @@ def test_a_record_replays_byte_for_byte(compact: Path, capsys: pytest.CaptureFix
     assert main(["replay", file]) == 2
 
 
+def test_a_seed_of_another_piece_is_named_where_it_is(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A case asked of the wrong piece of its cell: the line says which seeds that file holds and names the piece
+    that has the case (it said only "use a seed of that file"); a seed that is no number is said to be none, and
+    leading zeros name the same seed."""
+    out = run(tmp_path / "two", "--seed-count", "200", "--concurrency", "2", "--records", "compact")
+    first, second = sorted((out / "cases").rglob("records-*.jsonl.gz"))
+    capsys.readouterr()
+    assert main(["replay", f"{first}#seed-150"]) == 2
+    err = capsys.readouterr().err
+    assert f"{first}: no case with seed 150 (it holds seeds 1 to 100); fix: the case is in another piece of the " in err
+    assert f"cell: {second}#seed-150\n" in err
+    assert main(["replay", f"{second}#seed-999"]) == 2
+    said = "no case with seed 999 (it holds seeds 101 to 200); fix: use a seed of that file (load() lists them)"
+    assert said in capsys.readouterr().err
+    assert main(["replay", f"{first}#seed-x1"]) == 2
+    assert f"{first}#seed-x1: 'x1' is not a seed; fix: name a case as #seed-<n>" in capsys.readouterr().err
+    assert main(["replay", f"{second}#seed-0150"]) == 0
+    assert "replayed: the same as recorded" in capsys.readouterr().out
+
+
 def test_pieces_share_a_cell_and_the_summary_comes_out_in_seed_order(tmp_path: Path) -> None:
     """Two processes split one cell; summary.csv is byte-identical to one process's, and each case is once."""
     # Two pieces of PIECE_MIN seeds each: a smaller cell is not split.

@@ -85,13 +85,25 @@ def _replay_record(path: Path, seed: str, supervised: bool) -> Replay:
     """Re-run one case of a compact record file and compare its line byte for byte."""
     if not path.is_file():
         raise InputError(f"{path}: no such file; fix: give a records-*.jsonl.gz written by 'harness run'")
+    if not seed.isdecimal() or not seed.isascii():
+        raise InputError(f"{path}#seed-{seed}: '{printable(seed)[:40]}' is not a seed; fix: name a case as #seed-<n>")
+    seed = str(int(seed))  # seed-017 is seed 17
+    seeds: list[str] = []
     try:
         with gzip.open(path, "rt", encoding="utf-8") as lines:
-            line = next((line for line in lines if line.startswith(_SCHEMA) and _seed_of(line) == seed), None)
+            for text in lines:
+                found = _seed_of(text) if text.startswith(_SCHEMA) else None
+                if found == seed:
+                    line = text
+                    break
+                if found is not None:
+                    seeds.append(found)
+            else:
+                line = None
     except (OSError, UnicodeDecodeError, EOFError) as exc:
         raise InputError(f"{path}: not a compact record file ({exc}); fix: give one written by 'harness run'") from None
     if line is None:
-        raise InputError(f"{path}: no case with seed {seed}; fix: use a seed of that file (load() lists them)")
+        raise InputError(f"{path}: no case with seed {seed}{_held(seeds)}; fix: {_elsewhere(path, int(seed))}")
     try:
         recorded = json.loads(line)
     except (ValueError, RecursionError):
@@ -102,6 +114,42 @@ def _replay_record(path: Path, seed: str, supervised: bool) -> Replay:
 
 
 _SCHEMA = '{"schema_version":'
+
+
+def _held(seeds: list[str]) -> str:
+    """What seeds a record file holds, said briefly."""
+    if not seeds:
+        return " (it holds no case)"
+    numbers = [int(s) for s in seeds if s.isdecimal()]
+    if len(numbers) == len(seeds) and numbers == list(range(numbers[0], numbers[0] + len(numbers))):
+        return (
+            f" (it holds seeds {numbers[0]} to {numbers[-1]})" if len(numbers) > 1 else f" (it holds seed {seeds[0]})"
+        )
+    return f" (it holds {len(seeds):,} other seeds)"
+
+
+def _elsewhere(path: Path, seed: int) -> str:
+    """Where the seed's case is, if a sibling record file of the cell holds it: the pieces of a cell are slices of
+    its seeds in order, so the one to read is the last whose first seed is not above it."""
+    best: tuple[int, Path] | None = None
+    for sibling in sorted(path.parent.glob("records-*.jsonl.gz")):
+        if sibling == path:
+            continue
+        try:
+            with gzip.open(sibling, "rt", encoding="utf-8") as lines:
+                first = _seed_of(next(lines, ""))
+        except (OSError, UnicodeDecodeError, EOFError):
+            continue
+        if first is not None and first.isdecimal() and int(first) <= seed and (best is None or int(first) > best[0]):
+            best = (int(first), sibling)
+    if best is not None:
+        try:
+            with gzip.open(best[1], "rt", encoding="utf-8") as lines:
+                if any(_seed_of(text) == str(seed) for text in lines if text.startswith(_SCHEMA)):
+                    return f"the case is in another piece of the cell: {best[1]}#seed-{seed}"
+        except (OSError, UnicodeDecodeError, EOFError):
+            pass
+    return "use a seed of that file (load() lists them)"
 
 
 def _seed_of(line: str) -> str | None:
