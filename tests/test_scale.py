@@ -79,6 +79,24 @@ def test_the_loader_reads_records_and_recovery_json_once_each(compact: Path, ful
     assert all(p.endswith("recovery.json") == (o != "correct") for p, o in zip(a["path"], a["outcome"], strict=True))
 
 
+def test_a_line_that_is_not_json_skips_that_case_not_the_file(compact: Path, tmp_path: Path) -> None:
+    """One damaged line of a compact record file (valid gzip): the loader skips that line, naming the file and the
+    line, and keeps the file's other cases (it dropped every case of the file for one line)."""
+    (file,) = compact.rglob("records-*.jsonl.gz")
+    with gzip.open(file, "rt", encoding="utf-8") as handle:
+        lines = handle.read().splitlines(keepends=True)
+    copy = tmp_path / "run"
+    shutil.copytree(compact, copy)
+    damaged = copy / file.relative_to(compact)
+    with gzip.open(damaged, "wt", encoding="utf-8") as handle:
+        handle.writelines(["{not json\n" if n == 6 else line for n, line in enumerate(lines, 1)])
+    frame = load(copy)
+    assert sorted(frame["seed"]) == [seed for seed in range(1, 41) if seed != 6]
+    (skipped,) = frame.attrs["skipped"]
+    assert skipped.path == f"{damaged} line 6"
+    assert skipped.reason.startswith("malformed: JSONDecodeError: "), skipped.reason
+
+
 def test_a_record_replays_byte_for_byte(compact: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The loader's path of a record is a replayable case; a changed record is not the same."""
     frame = load(compact)

@@ -124,8 +124,11 @@ def _cases(path: str) -> Iterator[tuple[Any, str, bytes]]:
             # A corrupt file is skipped, not half-kept (gzip checks every byte of it as the last line is read);
             # each case's timeline, most of its size and needed by no column, is left unparsed (a file of 5,000
             # cases held whole took 300 MB).
-            found = [(_without_timeline(line), _digest(line.rstrip(b"\n"))) for line in lines]
-        for data, digest in found:
+            found = [(_line(line), _digest(line.rstrip(b"\n"))) for line in lines]
+        for n, (data, digest) in enumerate(found, 1):
+            if isinstance(data, Unreadable):  # one line damaged: that case is skipped, not the file's others
+                yield data, f"{path} line {n}", digest
+                continue
             seed = data.get("seed") if isinstance(data, dict) else None
             yield data, f"{path}#seed-{seed}", digest
     else:
@@ -146,6 +149,22 @@ def _cases(path: str) -> Iterator[tuple[Any, str, bytes]]:
 #: line, its timeline the list before ``reproduce``. In JSON text a quote inside a string is always escaped,
 #: so neither can be met inside a value.
 _TIMELINE, _AFTER_TIMELINE = b'"timeline":[', b'],"reproduce":'
+
+
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """A line of a compact record file that is not JSON: why."""
+
+    reason: str
+
+
+def _line(line: bytes) -> Any:
+    """One compact record's case without its timeline, or ``Unreadable`` when the line is not JSON."""
+    try:
+        return _without_timeline(line)
+    except (ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:120]
+        return Unreadable(f"malformed: {type(exc).__name__}: {reason}")
 
 
 def _without_timeline(line: bytes) -> Any:
@@ -333,6 +352,9 @@ def load(
                 skipped.append(Skipped(path, f"malformed: {type(exc).__name__}: {str(exc)[:120]}"))
                 continue
             for data, where, digest in found:
+                if isinstance(data, Unreadable):
+                    skipped.append(Skipped(where, data.reason))
+                    continue
                 try:
                     data = checked_case(data)
                 except MalformedCase as exc:
