@@ -227,3 +227,18 @@ def test_a_cell_of_the_explore_grid_runs_as_the_component_says(tmp_path: Path) -
     args[args.index("--concurrency") + 1], args[args.index("--out") + 1] = "1", str(alone)
     assert main(["explore", *args, "--tracking", "none"]) == 1
     assert json.loads((alone / "explore.json").read_text())["findings"] == summary["findings"]
+
+
+def test_loader_names_a_folder_without_an_exploration(tmp_path: Path) -> None:
+    """A run's folder (a typo'd path, or load_explorations for load) and a folder with no explore.json gave empty
+    frames and nothing skipped: each is listed, a run's naming what reads it."""
+    run = tmp_path / "run"
+    assert main(["run", "--policy", "retry_new_key", "--scenario", "lost_response", "--seed", "1",
+                 "--tracking", "none", "--no-report", "--quiet", "--out", str(run)]) == 0  # fmt: skip
+    (tmp_path / "empty").mkdir()
+    loaded = load_explorations([run, tmp_path / "empty"])
+    assert loaded.explorations.empty and loaded.findings.empty
+    assert [(s.path, s.reason) for s in loaded.skipped] == [
+        (str(run), "a run, not an exploration: load its cases with load()"),
+        (str(tmp_path / "empty"), "no explore.json under it"),
+    ]

@@ -793,6 +793,11 @@ def load_explorations(paths: Path | str | Iterable[Path | str]) -> Explorations:
             skipped.append(Skipped(str(root), "no such file or folder"))
             continue
         files = [root] if root.is_file() else sorted(root.rglob("explore.json"))
+        if not files:
+            run = (root / MANIFEST).is_file() or next(root.rglob("recovery.json"), None) is not None
+            why = "a run, not an exploration: load its cases with load()" if run else "no explore.json under it"
+            skipped.append(Skipped(str(root), why))
+            continue
         for path in sorted(files, key=lambda p: (_polyaxon_run(p) is not None, str(p))):
             try:
                 data = json.loads(path.read_bytes())
