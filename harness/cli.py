@@ -513,11 +513,14 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Callable[[], None] | None]:
     if args.seed_count:
         seeds = range(1, args.seed_count + 1)
     plan = plan_cells(args.policy, args.scenario, seeds, args.polyaxonfile, args.concurrency)
-    concurrency, note = _within_cores(plan.concurrency, args.force_concurrency)
-    return Plan(plan.cells, concurrency), note if args.concurrency else None
+    # Said when the user asked for it: on the command line, or in a polyaxonfile they gave (the default grid's
+    # two processes are lowered on a one-core machine without a word).
+    said = "--concurrency" if args.concurrency else f"{args.polyaxonfile}: matrix.concurrency"
+    concurrency, note = _within_cores(plan.concurrency, args.force_concurrency, said)
+    return Plan(plan.cells, concurrency), note if args.concurrency or args.polyaxonfile else None
 
 
-def _within_cores(asked: int, force: bool) -> tuple[int, Callable[[], None] | None]:
+def _within_cores(asked: int, force: bool, said: str = "--concurrency") -> tuple[int, Callable[[], None] | None]:
     """At most one process per core, unless forced; with what to say when it was lowered."""
     cores = os.cpu_count() or 1
     if asked <= cores or force:
@@ -525,7 +528,7 @@ def _within_cores(asked: int, force: bool) -> tuple[int, Callable[[], None] | No
 
     def note() -> None:
         print(
-            f"harness: --concurrency {asked} is more than the {cores} cores here; using {cores} "
+            f"harness: {said} {asked} is more than the {cores} cores here; using {cores} "
             "(pass --force-concurrency to use it anyway)",
             file=sys.stderr,
         )

@@ -557,6 +557,19 @@ def test_concurrency_is_capped_at_the_cores_unless_forced(tmp_path: Path) -> Non
     assert f"--concurrency 500 is more than the {os.cpu_count()} cores" in proc.stderr
 
 
+def test_a_polyaxonfile_concurrency_above_the_cores_is_lowered_saying_so(tmp_path: Path) -> None:
+    """The same lowering for a concurrency a given polyaxonfile asks (it was lowered without a word), naming it."""
+    grid = tmp_path / "grid.yaml"
+    text = (ROOT / "polyaxonfiles" / "grid.yaml").read_text().replace("concurrency: 2", "concurrency: 500")
+    grid.write_text(text.replace("pathRef: ./component.yaml", f"pathRef: {ROOT / 'polyaxonfiles' / 'component.yaml'}"))
+    proc = harness("run", "--polyaxonfile", str(grid), "--seed-count", "1", "--tracking", "none", "--no-report",
+                   "--quiet", "--out", str(tmp_path / "run"))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    said = f"harness: {grid}: matrix.concurrency 500 is more than the {os.cpu_count()} cores here; using"
+    assert proc.stderr.startswith(said), proc.stderr
+    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["concurrency"] == os.cpu_count()
+
+
 @pytest.mark.parametrize("command", ["explore", "check"])
 def test_explore_and_check_cap_concurrency_too(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """explore and check start one process per core at most, as run does (they started 61 for --concurrency 60)."""
