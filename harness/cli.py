@@ -413,6 +413,13 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             status = _exit_status(ended.harness_errors, ended.unfired, ended.tracking_ok, junit_failed=False)
             said = _ENDED.get(status)
             print(f"nothing to resume: the run in {args.resume} is complete" + (f"; {said}" if said else ""))
+            for name in ("summary.csv", "coverage.json"):
+                if not (args.resume / name).is_file():  # a complete run keeps nothing to write them from again
+                    print(
+                        f"harness: warning: {args.resume / name} is missing (deleted since the run completed), and a "
+                        "complete run is not run again; fix: run its grid anew with another --out",
+                        file=sys.stderr,
+                    )
             # Asked for now, or asked for when the run began and not written (the run was stopped just before):
             # the JUnit XML of the run as it stands.
             if args.junit or (junit is not None and not junit.exists()):

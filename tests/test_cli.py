@@ -504,8 +504,28 @@ def test_resume_takes_no_report_junit_and_quiet(tmp_path: Path, capsys: pytest.C
     capsys.readouterr()
     junit = tmp_path / "junit.xml"
     assert main(["run", "--resume", str(out), "--no-report", "--quiet", "--junit", str(junit)]) == 0
-    assert capsys.readouterr().out == f"nothing to resume: the run in {out} is complete\njunit: {junit}\n"
+    said = capsys.readouterr()
+    assert said.out == f"nothing to resume: the run in {out} is complete\njunit: {junit}\n" and said.err == ""
     assert junit.is_file()
+
+
+def test_a_complete_run_missing_its_summary_says_so_when_resumed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A complete run whose summary.csv was deleted said only "nothing to resume: ... complete": a warning names the
+    missing file and the fix (a complete run keeps no parts to write it from again); the exit status is the run's."""
+    out = tmp_path / "run"
+    assert main(["run", "--policy", "stop_on_timeout", "--scenario", "lost_response", "--seed-count", "1",
+                 "--tracking", "none", "--no-report", "--quiet", "--out", str(out)]) == 0  # fmt: skip
+    capsys.readouterr()
+    (out / "summary.csv").unlink()
+    assert main(["run", "--resume", str(out)]) == 0
+    said = capsys.readouterr()
+    assert said.out == f"nothing to resume: the run in {out} is complete\n"
+    assert said.err == (
+        f"harness: warning: {out / 'summary.csv'} is missing (deleted since the run completed), and a complete run "
+        "is not run again; fix: run its grid anew with another --out\n"
+    )
 
 
 def test_a_complete_run_resumed_exits_as_it_ended(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
