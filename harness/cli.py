@@ -766,6 +766,16 @@ def _case_timeout(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+def _replayed(path: Path) -> tuple[str, ...]:
+    """What differs when the finding at ``path`` is replayed (nothing: it replays)."""
+    from harness.run.replay import replay
+
+    try:
+        return replay(path).differences
+    except InputError as exc:
+        return (str(exc),)
+
+
 def _explore(args: argparse.Namespace) -> int:
     from harness.explore import ExploreOptions, explore
     from harness.policy import builtin_policy_names
@@ -811,10 +821,20 @@ def _explore(args: argparse.Namespace) -> int:
     shown = summary.findings[:FINDINGS_SHOWN]
     if shown:
         print("replay a finding:" if len(shown) == len(summary.findings) else f"the first {len(shown)} findings:")
+    why = ""
     for finding, path in shown:
         print(f"  {finding.outcome:<10} {', '.join(finding.properties)}: python -m harness replay {path}")
+        # Each finding shown is replayed, as `check` replays its repro files: a policy that does not decide the
+        # same way twice (a count of its own, a clock) gives findings nobody can replay. One that could not be
+        # judged (over its budget) would only take its budget again.
+        differences = _replayed(path) if finding.outcome != "harness_error" else ()
+        if differences:
+            print(f"    warning: it does not replay: {differences[0]}")
+            why = why or differences[-1]
     if len(summary.findings) > len(shown):
         print(f"  ... and {len(summary.findings) - len(shown)} more, listed in {summary.out / 'explore.json'}")
+    if why:
+        print(f"  warning: a finding above does not replay: {why}")
     for error in summary.errors:
         print(f"harness error (exploration went on): {error}", file=sys.stderr)
     for u in summary.unfired:

@@ -684,3 +684,33 @@ def test_the_needed_findings_are_chosen_over_every_copy() -> None:
     assert choose(findings) == ["a-kept-P", "b-kept-Q", "e-kept-S", "g-kept-T", "x-kept-P"]
     written = [{**x, "kept": None} if x["key"] == "a" else x for x in findings if x["name"] in choose(findings)]
     assert choose(written) == choose(findings)
+
+
+def test_a_finding_that_does_not_replay_is_said_under_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A policy that counts its calls across cases gives findings that do not replay; explore printed their
+    replay commands with no word of it (`check --explore` warns). Each finding shown is replayed: one that
+    differs is said under its line, and the cause once after the list; a policy that decides from the Situation
+    alone gets no warning."""
+    module = f"flipping_{tmp_path.name}"
+    (tmp_path / f"{module}.py").write_text(
+        "from harness.policy import RetryNewKey, Stop\n"
+        "class Flipping:\n"
+        "    name, revision, calls = 'flipping', '1', 0\n"
+        "    def decide(self, situation):\n"
+        "        type(self).calls += 1\n"
+        "        return RetryNewKey() if type(self).calls % 3 == 0 else Stop()\n"
+        "POLICY = Flipping()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    args = ["--scenario", "lost_response", "--depth", "1", "--swarm", "0", "--tracking", "none", "--quiet"]
+    assert main(["explore", "--policy", f"{module}:POLICY", *args, "--out", str(tmp_path / "flip")]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    shown = [i for i, line in enumerate(lines) if ": python -m harness replay " in line]
+    warned = [i - 1 for i, line in enumerate(lines) if line.startswith("    warning: it does not replay: ")]
+    assert shown and warned and set(warned) <= set(shown), lines
+    assert lines[-1].startswith("  warning: a finding above does not replay: the policy's revision is the one")
+    assert main(["explore", "--policy", "retry_new_key", *args, "--out", str(tmp_path / "steady")]) == 1
+    said = capsys.readouterr().out
+    assert ": python -m harness replay " in said and "warning" not in said
