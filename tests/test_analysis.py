@@ -481,6 +481,23 @@ def test_a_run_loaded_from_its_records_and_its_recovery_files_counts_once(tmp_pa
     assert set(both["source"]) == {str(tmp_path / "full")}
 
 
+def test_two_copies_of_a_run_under_one_folder_count_as_duplicates(tmp_path: Path) -> None:
+    """Two copies of one run under a folder loaded as one path: the second copy was dropped as the case's other
+    file in its run, unsaid (attrs["duplicates"] 0), so loading reports/runs/ hid that whole runs were merged.
+    They count as duplicates, as two paths do; a compact run's recovery.json beside its record is still one case."""
+    args = ("--policy", "retry_new_key", "--scenario", "lost_response", "--seed-count", "3", "--tracking", "none",
+            "--no-report", "--records", "compact")  # fmt: skip
+    assert run_into(tmp_path / "runs" / "a", *args) == 0
+    assert list((tmp_path / "runs" / "a").rglob("recovery.json"))  # retry_new_key is incorrect: both files
+    shutil.copytree(tmp_path / "runs" / "a", tmp_path / "runs" / "b")
+    one = load(tmp_path / "runs" / "a")
+    assert len(one) == 3 and one.attrs["duplicates"] == 0
+    both = load(tmp_path / "runs")
+    assert len(both) == 3 and both.attrs["duplicates"] == 3 and both.attrs["clashes"] == []
+    apart = load([tmp_path / "runs" / "a", tmp_path / "runs" / "b"])
+    assert len(apart) == 3 and apart.attrs["duplicates"] == 3
+
+
 def test_a_case_with_text_the_json_writer_refuses_still_loads(tmp_path: Path) -> None:
     """A recovery.json holding a lone surrogate (valid JSON, which pydantic's parser refuses and the standard
     library reads) is a case all the same: its copy is known by its bytes."""

@@ -167,6 +167,16 @@ def _line(line: bytes) -> Any:
         return Unreadable(f"malformed: {type(exc).__name__}: {reason}")
 
 
+def _run_of(where: str) -> str:
+    """The run folder a case file is in: the folder above its ``cases/`` (the file's own folder if none)."""
+    path = Path(where.partition("#seed-")[0])
+    parts = path.parts
+    for i in range(len(parts) - 1, -1, -1):
+        if parts[i] == "cases":
+            return str(Path(*parts[:i]))
+    return str(path.parent)
+
+
 def _without_timeline(line: bytes) -> Any:
     """One compact record's case, parsed without its timeline (most of its bytes, needed by no column); a line
     that does not have the shape of one is parsed whole, its timeline then dropped."""
@@ -282,14 +292,15 @@ def load(
     ``paths``.
 
     A case is known by its policy, scenario, their revisions and its seed, and by its content (its compact
-    JSON, whichever kind of file holds it). Within one given path, a case present twice (a compact record and
-    the recovery.json written beside it for a case that is not correct, or a copy in a Polyaxon run's outputs)
-    is kept once; another case under the same name (two runs of one cell in one folder, say) is kept too, and
-    listed in ``attrs["clashes"]``. ``source`` says which given path a row came from, so two runs can be
+    JSON, whichever kind of file holds it). Within one run folder, a case present twice (a compact record and
+    the recovery.json written beside it for a case that is not correct) is kept once; within one given path,
+    another case under the same name (two runs of one cell in one folder, say) is kept too, and listed in
+    ``attrs["clashes"]``. ``source`` says which given path a row came from, so two runs can be
     loaded and compared. Safe to compare:
 
-    - an exact copy of a case already loaded from another given path (same identity, same content, in either
-      kind of file) is dropped, and counted in ``attrs["duplicates"]``: two copies of one run do not count twice;
+    - an exact copy of a case already loaded from another run folder or given path (same identity, same content,
+      in either kind of file) is dropped, and counted in ``attrs["duplicates"]``: two copies of one run do not
+      count twice, whether given as two paths or found under one;
     - a policy loaded at several revisions is kept apart: its rows are labelled ``name@revision`` in ``policy``
       (``attrs["relabelled"]`` lists them), so no table merges two revisions into one cell;
     - run folders that began and did not end (a manifest, no run.json) are listed in ``attrs["incomplete"]``,
@@ -342,6 +353,8 @@ def load(
     for given, found_files in listed:
         # The digests of the cases kept under each identity: from this path, and from every path so far.
         seen: dict[tuple[Any, ...], bytes] = {}
+        # The same, within each run folder: a case's recovery.json and its compact record are one case.
+        in_run: dict[tuple[Any, ...], bytes] = {}
         for path in found_files:
             if progress is not None and files_read:
                 progress(Reading(files_read, files, len(columns["seed"]), time.perf_counter() - started))
@@ -367,15 +380,17 @@ def load(
                     data["scenario_revision"],
                     data["seed"],
                 )
-                here = seen.get(key, b"")
-                if _holds(here, digest):  # another copy of a case kept from this path (its compact record, say)
+                copies = (_run_of(where), *key)
+                if _holds(in_run.get(copies, b""), digest):  # the case's other file in its run (its compact record)
                     continue
-                seen[key] = here + digest
+                in_run[copies] = in_run.get(copies, b"") + digest
                 elsewhere = loaded.get(key, b"")
                 if _holds(elsewhere, digest):  # the very case, from another copy of the run
                     duplicates += 1
                     continue
                 loaded[key] = elsewhere + digest
+                here = seen.get(key, b"")
+                seen[key] = here + digest
                 if here:  # kept: it is another case, under the same name (two runs in one folder, say)
                     clashes.append(
                         Skipped(
@@ -407,7 +422,7 @@ def load(
         for s in clashes:
             print(f"{s.path}: {s.reason}")
         if duplicates:
-            print(f"dropped {duplicates} cases loaded twice (exact copies from another given path)")
+            print(f"dropped {duplicates} cases loaded twice (exact copies from another run folder or given path)")
         for name in relabelled:
             print(f"policy {name} was loaded at several revisions: its rows are labelled {name}@<revision>")
         for folder in incomplete:
