@@ -765,3 +765,40 @@ def test_a_wait_past_wait_max_s_is_cut_and_says_so(asked_s: float, capped: bool)
     assert after.at_s == pytest.approx(wait.at_s + min(asked_s, 10.0), abs=1e-6)
     if capped:
         assert cuts[0].index == wait.index + 1 and cuts[0].at_s == wait.at_s
+
+
+class _TrustsReads:
+    """Buggy: records whatever receipt a read brings, without comparing it with the request; with
+    ``follow_first``, its first read is a job follow, which no connector answers where none stands."""
+
+    revision = "test"
+
+    def __init__(self, follow_first: bool) -> None:
+        self.follow_first = follow_first
+        self.name = "follow_then_trust" if follow_first else "trusts_reads"
+
+    def decide(self, situation: Situation) -> Command:
+        from harness.policy import FollowJob, RecordRejection
+
+        if situation.recorded is not None:
+            return Stop()
+        for receipt in situation.observed_receipts():
+            if receipt.status == "applied":
+                return RecordEffect(receipt_id=receipt.receipt_id)
+            return RecordRejection(receipt_id=receipt.receipt_id)
+        if not situation.lookups and self.follow_first:
+            return FollowJob()
+        return LookUp() if len(situation.lookups) < 4 else Stop()
+
+
+@pytest.mark.parametrize("scenario", ["foreign_receipt", "receipt_under_another_key", "rebuilt_receipt"])
+@pytest.mark.parametrize("follow_first", [False, True])
+def test_a_read_that_never_reaches_the_destination_uses_up_no_read_fault(scenario: str, follow_first: bool) -> None:
+    """A read fault's occurrence counts the reads the destination answers: a policy whose first read is a job
+    follow (which nothing answers without a connector) used up occurrence 1, met no foreign receipt, and was
+    judged correct where the same policy reading first was incorrect."""
+    result = simulate(shipped(scenario), _TrustsReads(follow_first), 1)
+    fired = [e.boundary for e in result.evidence.history if isinstance(e, FaultInjected)]
+    assert "lookup_foreign_receipt" in fired
+    judged = check(result.evidence)
+    assert judged.outcome == "incorrect" and judged.checks["false_records"] == "false", judged.checks

@@ -94,6 +94,9 @@ class Destination:
         #: The requests of operations accepted and not yet applied (by identity, oldest first): the simulation
         #: settles until none is left, and the case's end says which it cut off.
         self._unapplied: dict[int, Request] = {}
+        #: Reads of each action's outcome this destination answered: a read fault's occurrence counts these, so
+        #: a read that never reaches it (a job follow with no connector in the path) uses up no occurrence.
+        self._reads: dict[str, int] = {}
 
     def handle(self, request: Request) -> Generator[simpy.Event, Any, Reply | None]:
         """Process one request; return its reply, or ``None`` when the destination never answers."""
@@ -112,17 +115,18 @@ class Destination:
 
     def _lookup(self, request: Request) -> Generator[simpy.Event, Any, Reply]:
         yield self._env.timeout(self._spec.lookup_s)
-        key = request.idempotency_key
-        if self._injector.hit(LookupUnavailable, request.action_id, request.n):
+        key, action_id = request.idempotency_key, request.action_id
+        n = self._reads[action_id] = self._reads.get(action_id, 0) + 1
+        if self._injector.hit(LookupUnavailable, action_id, n):
             self._history.record(LookupAnswered(idempotency_key=key, effect="unknown", receipt_id=None))
             return Reply(effect="unknown")
-        foreign = self._injector.hit(LookupForeignReceipt, request.action_id, request.n)
+        foreign = self._injector.hit(LookupForeignReceipt, action_id, n)
         if foreign is not None:
             known = self._ledger.get(key)
             base = known[-1].artifact if known else Artifact(operation="unknown", target="unknown", model="", digest="")
             artifact = base.model_copy(update={"model": foreign.model, "digest": foreign.digest})
             receipt = Receipt(
-                receipt_id=f"rx{request.n}",
+                receipt_id=f"rx{n}",
                 status="applied",
                 idempotency_key=foreign.idempotency_key or key,
                 artifact=artifact,
