@@ -802,3 +802,24 @@ def test_a_read_that_never_reaches_the_destination_uses_up_no_read_fault(scenari
     assert "lookup_foreign_receipt" in fired
     judged = check(result.evidence)
     assert judged.outcome == "incorrect" and judged.checks["false_records"] == "false", judged.checks
+
+
+def test_a_lagging_lookups_foreign_receipt_shows_no_operation_it_cannot_see_yet() -> None:
+    """A foreign receipt under the action's own key took its operation and target from the ledger as it is now,
+    not as the lagging read sees it: with the action's own model and digest it was the real receipt but for its
+    ID, and every policy, the careful ones included, recorded it. As of the read's lag the ledger holds nothing
+    under the key, so the receipt names no operation, as it does when the request has not arrived yet."""
+    lagging = with_changes(
+        shipped("lost_response"),
+        destination={"lookup_lag_s": 30.0},
+        faults=[
+            {"boundary": "response_lost", "nth": 1},
+            {"boundary": "lookup_foreign_receipt", "nth": 1, "model": "m7", "digest": "sha256:d7d7d7"},
+        ],
+    )
+    assert (lagging.task.model, lagging.task.digest) == ("m7", "sha256:d7d7d7")
+    for name in ("reconcile_and_reauthorize", "verify_before_mutation", "follow_and_inspect"):
+        result = simulate(lagging, load_policy(name), 1)
+        assert "lookup_foreign_receipt" in [e.boundary for e in result.recorded if isinstance(e, FaultInjected)]
+        judged = check(result.evidence)
+        assert judged.outcome == "escalated" and judged.checks["false_records"] == "true", (name, judged.checks)

@@ -121,8 +121,11 @@ class Destination:
             self._history.record(LookupAnswered(idempotency_key=key, effect="unknown", receipt_id=None))
             return Reply(effect="unknown")
         foreign = self._injector.hit(LookupForeignReceipt, action_id, n)
+        as_of_s = self._history.now_s() - self._spec.lookup_lag_s
         if foreign is not None:
-            known = self._ledger.get(key)
+            # Of the operation the read sees under the key (as of its lag), if any: a lagging read must not show,
+            # through the foreign receipt, an operation it cannot see yet.
+            known = [o for o in self._ledger.get(key, ()) if o.first_at_s <= as_of_s]
             base = known[-1].artifact if known else Artifact(operation="unknown", target="unknown", model="", digest="")
             artifact = base.model_copy(update={"model": foreign.model, "digest": foreign.digest})
             receipt = Receipt(
@@ -133,7 +136,7 @@ class Destination:
             )
             self._history.record(LookupAnswered(idempotency_key=key, effect="applied", receipt_id=receipt.receipt_id))
             return Reply(effect="applied", receipt=receipt)
-        seen = self._as_of(key, self._history.now_s() - self._spec.lookup_lag_s)
+        seen = self._as_of(key, as_of_s)
         if seen is None:
             self._history.record(LookupAnswered(idempotency_key=key, effect="absent", receipt_id=None))
             return Reply(effect="absent")
