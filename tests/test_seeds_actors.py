@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,9 @@ from harness.model.events import (
     ConnectorCrashed,
     Event,
     JobCompleted,
+    JobReplayed,
     JobStarted,
+    JobStillRunning,
 )
 from harness.policy import builtin_policy_names, load_policy
 from harness.scenario import BridgeSpec, ConnectorSpec, DestinationSpec, FaultBase, scenario_cases
@@ -164,6 +167,39 @@ def test_a_wait_that_ends_says_running_and_the_job_can_be_followed() -> None:
     assert first is not None and (first.status, first.job_id) == ("running", "job-1")
     assert follow is not None and follow.effect == "applied" and follow.receipt is not None
     assert applied(events) == 1
+
+
+def test_a_job_the_target_answered_without_a_receipt_completes_with_that_answer() -> None:
+    """The executor returned a refusal (the request arrived past the target's validity): the job stayed running
+    for ever, so every follow answered "running" and a same-key dispatch was answered "running" from the wedged
+    record. The connector completes the job with the answer (seed 000: after the executor returns, it persists
+    the result before reporting), reports it at once, replays it to the same request, and a follow, which a
+    refusal of one request tells nothing final about the key, is not conclusive."""
+    env = simpy.Environment()
+    history = History(env)
+    injector = Injector((), "a73", history)
+    spec = DestinationSpec(dedupe="none", request_validity_s=10.0)
+    destination = Destination(env, spec, history, injector, Auditor(120.0), lambda _: True)
+    front = Connector(env, ConnectorSpec(), history, injector, destination)
+    fresh = replace(dispatch(2), sent_at_s=22.0)
+    replies: list[tuple[float, Reply | None]] = []
+
+    def send(at: float, request: Request):  # type: ignore[no-untyped-def]
+        yield env.timeout(at)
+        replies.append((env.now, (yield from front.handle(request))))
+
+    for at, request in ((20.0, dispatch(1)), (21.0, read("follow_job", 1)), (22.0, fresh)):
+        env.process(send(at, request))
+    env.run(until=60)
+    (t1, first), (t2, follow), (t3, again) = replies
+    assert first is not None and (t1, first.status, first.job_id) == (20.0, "refused", "job-1")
+    assert follow is not None and (t2, follow.effect) == (21.0, "unknown")
+    assert again is not None and (t3, again.status) == (22.0, "refused")
+    events = history.entries
+    assert [(e.receipt_id, e.status) for e in events if isinstance(e, JobCompleted)] == [(None, "refused")]
+    assert [e.receipt_id for e in events if isinstance(e, JobReplayed)] == [None, None]
+    assert sum(1 for e in events if e.event == "received" and e.actor == "destination") == 1
+    assert not any(isinstance(e, JobStillRunning) for e in events)
 
 
 def test_a_follow_of_a_key_the_connector_never_saw_is_absent() -> None:

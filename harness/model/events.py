@@ -355,27 +355,29 @@ class JobStarted(Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobCompleted(Event):
-    """The executor returned: the connector persisted the receipt before reporting it."""
+    """The executor returned: the connector persisted the receipt before reporting it, or, when the target
+    answered without one (it refused the request, or said it is pending, in progress or a conflict), that answer
+    (``receipt_id`` None, ``status`` the answer)."""
 
     actor: ClassVar[Actor] = "connector"
     event: ClassVar[str] = "completed"
     idempotency_key: str
     job_id: str
-    receipt_id: str
+    receipt_id: str | None
     status: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobReplayed(Event):
     """A matching completed record answered a request (``execution_id``) or a follow (``None``): the recorded
-    result, without executing again."""
+    result, without executing again (``receipt_id`` None: the target's answer had none)."""
 
     actor: ClassVar[Actor] = "connector"
     event: ClassVar[str] = "replayed"
     idempotency_key: str
     execution_id: str | None
     job_id: str
-    receipt_id: str
+    receipt_id: str | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

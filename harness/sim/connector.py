@@ -29,6 +29,7 @@ from harness.model.events import (
     JobStillRunning,
     JobUnknownOutcome,
 )
+from harness.policy import ResponseStatus
 from harness.scenario import ConnectorSpec
 from harness.scenario.faults import ConnectorCrash, StartedNotDurable
 from harness.sim.faults import Injector
@@ -48,6 +49,9 @@ class _Record:
     durable: bool
     done: simpy.Event
     receipt: Receipt | None = None
+    #: The executor's answer when it returned no receipt (the target refused the request, or said it is pending,
+    #: in progress or a conflict): the job is completed all the same, with that result.
+    answer: ResponseStatus | None = None
     running: bool = True
 
 
@@ -95,7 +99,7 @@ class Connector:
             return False
         self._up = False
         self._epoch += 1
-        lost = [key for key, r in self._ledger.items() if r.receipt is None and not r.durable]
+        lost = [key for key, r in self._ledger.items() if r.receipt is None and r.answer is None and not r.durable]
         for key in lost:
             del self._ledger[key]
         for record in self._ledger.values():
@@ -150,6 +154,11 @@ class Connector:
                 )
             )
             return Reply(status=record.receipt.status, receipt=record.receipt, job_id=record.job_id)
+        if record.answer is not None:
+            self._history.record(
+                JobReplayed(idempotency_key=key, execution_id=execution_id, job_id=record.job_id, receipt_id=None)
+            )
+            return Reply(status=record.answer, job_id=record.job_id)
         if record.running:
             self._history.record(JobStillRunning(idempotency_key=key, job_id=record.job_id))
             return Reply(status="running", job_id=record.job_id)
@@ -160,22 +169,27 @@ class Connector:
         """Run the side effect, then complete the ledger and report, unless a crash comes first. (The simulation
         settles on the destination's own count of what is under way, not on the connector's.)"""
         reply = yield from self._executor.handle(request)
-        if job.epoch != self._epoch or reply is None or reply.receipt is None:
+        if job.epoch != self._epoch or reply is None or (reply.receipt is None and reply.status is None):
             return
         if self._crash_at("after_effect", request):
             return
-        record.receipt, record.running = reply.receipt, False
+        receipt = reply.receipt
+        status = receipt.status if receipt is not None else reply.status
+        assert status is not None
+        record.receipt, record.running = receipt, False
+        if receipt is None:  # the executor returned an answer and no receipt: that is the job's result
+            record.answer = status
         self._history.record(
             JobCompleted(
                 idempotency_key=request.idempotency_key,
                 job_id=record.job_id,
-                receipt_id=reply.receipt.receipt_id,
-                status=reply.receipt.status,
+                receipt_id=receipt.receipt_id if receipt is not None else None,
+                status=status,
             )
         )
         if self._crash_at("after_completed", request):
             return
-        job.reply = Reply(status=reply.receipt.status, receipt=reply.receipt, job_id=record.job_id)
+        job.reply = Reply(status=status, receipt=receipt, job_id=record.job_id)
         record.done.succeed()
 
     def _follow(self, request: Request) -> Generator[simpy.Event, Any, Reply | None]:
@@ -197,6 +211,14 @@ class Connector:
                 )
             )
             return Reply(effect=record.receipt.status, receipt=record.receipt, job_id=record.job_id)
+        if record.answer is not None:
+            # The job ended with the target's answer and no receipt: it tells nothing of the key's outcome (a
+            # refusal of this request leaves an earlier operation under the key as it was), so the read is not
+            # conclusive.
+            self._history.record(
+                JobReplayed(idempotency_key=key, execution_id=None, job_id=record.job_id, receipt_id=None)
+            )
+            return Reply(effect="unknown", job_id=record.job_id)
         if record.running:
             self._history.record(JobStillRunning(idempotency_key=key, job_id=record.job_id))
             return Reply(effect="running", job_id=record.job_id)
