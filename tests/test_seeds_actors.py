@@ -202,6 +202,34 @@ def test_a_job_the_target_answered_without_a_receipt_completes_with_that_answer(
     assert not any(isinstance(e, JobStillRunning) for e in events)
 
 
+def test_a_job_completed_with_an_answer_survives_a_crash_its_started_record_would_not() -> None:
+    """A completed record is persisted, whatever its result: a crash right after a refusal was completed loses
+    nothing, though its started record was not durable, and the same request after the restart gets the
+    refusal replayed, not run again."""
+    env = simpy.Environment()
+    history = History(env)
+    faults = (
+        StartedNotDurable(boundary="started_not_durable"),
+        ConnectorCrash(boundary="connector_crash", phase="after_completed"),  # type: ignore[arg-type]
+    )
+    injector = Injector(faults, "a73", history)
+    spec = DestinationSpec(dedupe="none", request_validity_s=10.0)
+    destination = Destination(env, spec, history, injector, Auditor(120.0), lambda _: True)
+    front = Connector(env, ConnectorSpec(), history, injector, destination)
+    replies: list[Reply | None] = []
+
+    def send(at: float, request: Request):  # type: ignore[no-untyped-def]
+        yield env.timeout(at)
+        replies.append((yield from front.handle(request)))
+
+    for at, request in ((20.0, dispatch(1)), (40.0, replace(dispatch(2), sent_at_s=40.0))):
+        env.process(send(at, request))
+    env.run(until=80)
+    assert replies[0] is None and replies[1] is not None and replies[1].status == "refused"
+    assert [e.lost_records for e in history.entries if isinstance(e, ConnectorCrashed)] == [0]
+    assert sum(1 for e in history.entries if e.event == "received" and e.actor == "destination") == 1
+
+
 def test_a_follow_of_a_key_the_connector_never_saw_is_absent() -> None:
     """Following a job the ledger holds no record of answers absent (not evidence about the target)."""
     replies, _ = drive(connector(), [(0.0, read("follow_job", 1))])
