@@ -230,6 +230,58 @@ def test_a_job_completed_with_an_answer_survives_a_crash_its_started_record_woul
     assert sum(1 for e in history.entries if e.event == "received" and e.actor == "destination") == 1
 
 
+def test_the_completed_record_names_the_receipt_it_persisted() -> None:
+    """The completed record says which receipt the connector persisted for the key (the one its reply and every
+    replay carry); ``None`` there is kept for a job the target answered without one."""
+    replies, events = drive(connector(), [(0.0, dispatch(1)), (5.0, dispatch(2))])
+    first = replies[0]
+    assert first is not None and first.receipt is not None
+    completed = [(e.receipt_id, e.status) for e in events if isinstance(e, JobCompleted)]
+    assert completed == [(first.receipt.receipt_id, "applied")]
+    assert [e.receipt_id for e in events if isinstance(e, JobReplayed)] == [first.receipt.receipt_id]
+
+
+def test_a_job_completed_with_an_answer_is_named_in_its_replays_and_follows() -> None:
+    """A same-key request and a follow of a job the target answered without a receipt name the job, as they do
+    for a receipt (the policy sees the job ID in its attempts and reads), and each replayed record names the key
+    and the request it answered (a follow answers none)."""
+    env = simpy.Environment()
+    history = History(env)
+    injector = Injector((), "a73", history)
+    spec = DestinationSpec(dedupe="none", request_validity_s=10.0)
+    destination = Destination(env, spec, history, injector, Auditor(120.0), lambda _: True)
+    front = Connector(env, ConnectorSpec(), history, injector, destination)
+    fresh = replace(dispatch(2), sent_at_s=22.0)
+    replies: list[Reply | None] = []
+
+    def send(at: float, request: Request):  # type: ignore[no-untyped-def]
+        yield env.timeout(at)
+        replies.append((yield from front.handle(request)))
+
+    for at, request in ((20.0, dispatch(1)), (21.0, read("follow_job", 1)), (22.0, fresh)):
+        env.process(send(at, request))
+    env.run(until=60)
+    first, follow, again = replies
+    assert first is not None and (first.status, first.job_id) == ("refused", "job-1")
+    assert follow is not None and (follow.effect, follow.job_id) == ("unknown", "job-1")
+    assert again is not None and (again.status, again.job_id) == ("refused", "job-1")
+    replayed = [(e.idempotency_key, e.execution_id, e.job_id) for e in history.entries if isinstance(e, JobReplayed)]
+    assert replayed == [("a73", None, "job-1"), ("a73", "a73-x2", "job-1")]
+
+
+def test_a_follow_of_a_completed_job_is_answered_from_the_ledger_at_once() -> None:
+    """A completed job is no longer running: a follow of it answers from the completed record without waiting
+    for the job, so a crash that another request causes at the same instant, after the follow was answered,
+    does not swallow the answer (a follow that waited on a completed job was cut off by it)."""
+    crash = (ConnectorCrash(boundary="connector_crash", phase="before_started", nth=2),)
+    requests = [(0.0, dispatch(1)), (10.0, read("follow_job", 1)), (10.0, dispatch(2, key="a73.k1"))]
+    replies, events = timed(connector(), requests, crash)
+    (_, first), (at, follow), (_, other) = replies
+    assert first is not None and first.receipt is not None and other is None
+    assert follow is not None and (at, follow.effect, follow.receipt) == (10.0, "applied", first.receipt)
+    assert [e.phase for e in events if isinstance(e, ConnectorCrashed)] == ["before_started"]
+
+
 def test_a_follow_of_a_key_the_connector_never_saw_is_absent() -> None:
     """Following a job the ledger holds no record of answers absent (not evidence about the target)."""
     replies, _ = drive(connector(), [(0.0, read("follow_job", 1))])
