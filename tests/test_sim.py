@@ -23,6 +23,7 @@ from harness.model.events import (
     DispatchSent,
     FaultInjected,
     InProgress,
+    LookupAnswered,
     PolicyFailed,
     Received,
     ReplyReceived,
@@ -260,6 +261,21 @@ def test_a_foreign_receipt_names_other_arguments() -> None:
     replies, _ = run_destination("reject", [(0.0, request(1)), (5.0, lookup(1)), (6.0, lookup(2))], foreign)
     assert replies[1].receipt is not None and replies[1].receipt.artifact.model == "m-other"
     assert replies[2].receipt == replies[0].receipt
+
+
+def test_a_foreign_receipt_at_the_instant_the_lag_reaches_an_operation_names_that_operation() -> None:
+    """A lagging read sees an operation from the very instant it arrived (a plain lookup there answers
+    "pending"), so a foreign receipt read at that instant takes that operation's operation and target, not the
+    placeholder of a key the read sees nothing under."""
+    requests = [(0.0, request(1)), (4.0, lookup(1))]
+    replies, _ = run_destination("reject", requests, lookup_lag_s=5.0, lookup_s=1.0)
+    assert replies[1].effect == "pending"
+    foreign = (LookupForeignReceipt(boundary="lookup_foreign_receipt", nth=1),)
+    replies, _ = run_destination("reject", requests, foreign, lookup_lag_s=5.0, lookup_s=1.0)
+    receipt = replies[1].receipt
+    assert replies[1].effect == "applied" and receipt is not None
+    assert (receipt.artifact.operation, receipt.artifact.target) == ("activate", "staging/fraud")
+    assert receipt.artifact.model == "m-other"
 
 
 @pytest.mark.parametrize(("on_conflict", "status"), [("reject", "conflict"), ("replay", "applied")])
@@ -823,3 +839,14 @@ def test_a_lagging_lookups_foreign_receipt_shows_no_operation_it_cannot_see_yet(
         assert "lookup_foreign_receipt" in [e.boundary for e in result.recorded if isinstance(e, FaultInjected)]
         judged = check(result.evidence)
         assert judged.outcome == "escalated" and judged.checks["false_records"] == "true", (name, judged.checks)
+
+
+def test_an_unavailable_lookup_is_received_as_unknown() -> None:
+    """A lookup the destination cannot answer (lookup_unavailable) answers "unknown", and the caller's receive
+    entry says so: every lookup's receive entry names the effect the destination answered, not an empty
+    status."""
+    scenario = with_changes(shipped("lost_response"), faults=FAULTS["lookup_unavailable"])
+    history = simulate(scenario, load_policy("reconcile_and_reauthorize"), 1).evidence.history
+    answered = [e.effect for e in history if isinstance(e, LookupAnswered)]
+    received = [e.status for e in history if isinstance(e, ReplyReceived) and e.kind == "lookup"]
+    assert answered[:2] == ["unknown", "unknown"] and received == answered
