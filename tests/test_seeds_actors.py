@@ -63,23 +63,31 @@ def read(kind: Any, n: int, key: str = "a73") -> Request:
 
 
 def drive(
-    make: Any, requests: list[tuple[float, Request]], faults: tuple[FaultBase, ...] = (), apply_s: float = 0.5
+    make: Any,
+    requests: list[tuple[float, Request]],
+    faults: tuple[FaultBase, ...] = (),
+    apply_s: float = 0.5,
+    validity_s: float | None = None,
 ) -> tuple[list[Reply | None], list[Event]]:
-    """Send requests at given times to a connector or bridge in front of a non-deduplicating destination."""
-    replies, events = timed(make, requests, faults, apply_s)
+    """Send requests at given times to a connector or bridge in front of a non-deduplicating destination (one that
+    refuses a request older than ``validity_s`` on arrival, if given)."""
+    replies, events = timed(make, requests, faults, apply_s, validity_s)
     return [reply for _, reply in replies], events
 
 
 def timed(
-    make: Any, requests: list[tuple[float, Request]], faults: tuple[FaultBase, ...] = (), apply_s: float = 0.5
+    make: Any,
+    requests: list[tuple[float, Request]],
+    faults: tuple[FaultBase, ...] = (),
+    apply_s: float = 0.5,
+    validity_s: float | None = None,
 ) -> tuple[list[tuple[float, Reply | None]], list[Event]]:
     """As ``drive``, with when each reply came back."""
     env = simpy.Environment()
     history = History(env)
     injector = Injector(faults, "a73", history)
-    destination = Destination(
-        env, DestinationSpec(dedupe="none", apply_s=apply_s), history, injector, Auditor(120.0), lambda _: True
-    )
+    spec = DestinationSpec(dedupe="none", apply_s=apply_s, request_validity_s=validity_s)
+    destination = Destination(env, spec, history, injector, Auditor(120.0), lambda _: True)
     front = make(env, history, injector, destination)
     replies: list[tuple[float, Reply | None]] = [(-1.0, None)] * len(requests)
 
@@ -174,30 +182,20 @@ def test_a_job_the_target_answered_without_a_receipt_completes_with_that_answer(
     for ever, so every follow answered "running" and a same-key dispatch was answered "running" from the wedged
     record. The connector completes the job with the answer (seed 000: after the executor returns, it persists
     the result before reporting), reports it at once, replays it to the same request, and a follow, which a
-    refusal of one request tells nothing final about the key, is not conclusive."""
-    env = simpy.Environment()
-    history = History(env)
-    injector = Injector((), "a73", history)
-    spec = DestinationSpec(dedupe="none", request_validity_s=10.0)
-    destination = Destination(env, spec, history, injector, Auditor(120.0), lambda _: True)
-    front = Connector(env, ConnectorSpec(), history, injector, destination)
+    refusal of one request tells nothing final about the key, is not conclusive. Replies and replayed records
+    name the job (the policy sees its ID), the key and the request answered (a follow answers none)."""
     fresh = replace(dispatch(2), sent_at_s=22.0)
-    replies: list[tuple[float, Reply | None]] = []
-
-    def send(at: float, request: Request):  # type: ignore[no-untyped-def]
-        yield env.timeout(at)
-        replies.append((env.now, (yield from front.handle(request))))
-
-    for at, request in ((20.0, dispatch(1)), (21.0, read("follow_job", 1)), (22.0, fresh)):
-        env.process(send(at, request))
-    env.run(until=60)
+    requests = [(20.0, dispatch(1)), (21.0, read("follow_job", 1)), (22.0, fresh)]
+    replies, events = timed(connector(), requests, validity_s=10.0)
     (t1, first), (t2, follow), (t3, again) = replies
     assert first is not None and (t1, first.status, first.job_id) == (20.0, "refused", "job-1")
-    assert follow is not None and (t2, follow.effect) == (21.0, "unknown")
-    assert again is not None and (t3, again.status) == (22.0, "refused")
-    events = history.entries
+    assert follow is not None and (t2, follow.effect, follow.job_id) == (21.0, "unknown", "job-1")
+    assert again is not None and (t3, again.status, again.job_id) == (22.0, "refused", "job-1")
     assert [(e.receipt_id, e.status) for e in events if isinstance(e, JobCompleted)] == [(None, "refused")]
-    assert [e.receipt_id for e in events if isinstance(e, JobReplayed)] == [None, None]
+    replayed = [
+        (e.idempotency_key, e.execution_id, e.job_id, e.receipt_id) for e in events if isinstance(e, JobReplayed)
+    ]
+    assert replayed == [("a73", None, "job-1", None), ("a73", "a73-x2", "job-1", None)]
     assert sum(1 for e in events if e.event == "received" and e.actor == "destination") == 1
     assert not any(isinstance(e, JobStillRunning) for e in events)
 
@@ -206,28 +204,15 @@ def test_a_job_completed_with_an_answer_survives_a_crash_its_started_record_woul
     """A completed record is persisted, whatever its result: a crash right after a refusal was completed loses
     nothing, though its started record was not durable, and the same request after the restart gets the
     refusal replayed, not run again."""
-    env = simpy.Environment()
-    history = History(env)
     faults = (
         StartedNotDurable(boundary="started_not_durable"),
         ConnectorCrash(boundary="connector_crash", phase="after_completed"),  # type: ignore[arg-type]
     )
-    injector = Injector(faults, "a73", history)
-    spec = DestinationSpec(dedupe="none", request_validity_s=10.0)
-    destination = Destination(env, spec, history, injector, Auditor(120.0), lambda _: True)
-    front = Connector(env, ConnectorSpec(), history, injector, destination)
-    replies: list[Reply | None] = []
-
-    def send(at: float, request: Request):  # type: ignore[no-untyped-def]
-        yield env.timeout(at)
-        replies.append((yield from front.handle(request)))
-
-    for at, request in ((20.0, dispatch(1)), (40.0, replace(dispatch(2), sent_at_s=40.0))):
-        env.process(send(at, request))
-    env.run(until=80)
+    requests = [(20.0, dispatch(1)), (40.0, replace(dispatch(2), sent_at_s=40.0))]
+    replies, events = drive(connector(), requests, faults, validity_s=10.0)
     assert replies[0] is None and replies[1] is not None and replies[1].status == "refused"
-    assert [e.lost_records for e in history.entries if isinstance(e, ConnectorCrashed)] == [0]
-    assert sum(1 for e in history.entries if e.event == "received" and e.actor == "destination") == 1
+    assert [e.lost_records for e in events if isinstance(e, ConnectorCrashed)] == [0]
+    assert sum(1 for e in events if e.event == "received" and e.actor == "destination") == 1
 
 
 def test_the_completed_record_names_the_receipt_it_persisted() -> None:
@@ -239,34 +224,6 @@ def test_the_completed_record_names_the_receipt_it_persisted() -> None:
     completed = [(e.receipt_id, e.status) for e in events if isinstance(e, JobCompleted)]
     assert completed == [(first.receipt.receipt_id, "applied")]
     assert [e.receipt_id for e in events if isinstance(e, JobReplayed)] == [first.receipt.receipt_id]
-
-
-def test_a_job_completed_with_an_answer_is_named_in_its_replays_and_follows() -> None:
-    """A same-key request and a follow of a job the target answered without a receipt name the job, as they do
-    for a receipt (the policy sees the job ID in its attempts and reads), and each replayed record names the key
-    and the request it answered (a follow answers none)."""
-    env = simpy.Environment()
-    history = History(env)
-    injector = Injector((), "a73", history)
-    spec = DestinationSpec(dedupe="none", request_validity_s=10.0)
-    destination = Destination(env, spec, history, injector, Auditor(120.0), lambda _: True)
-    front = Connector(env, ConnectorSpec(), history, injector, destination)
-    fresh = replace(dispatch(2), sent_at_s=22.0)
-    replies: list[Reply | None] = []
-
-    def send(at: float, request: Request):  # type: ignore[no-untyped-def]
-        yield env.timeout(at)
-        replies.append((yield from front.handle(request)))
-
-    for at, request in ((20.0, dispatch(1)), (21.0, read("follow_job", 1)), (22.0, fresh)):
-        env.process(send(at, request))
-    env.run(until=60)
-    first, follow, again = replies
-    assert first is not None and (first.status, first.job_id) == ("refused", "job-1")
-    assert follow is not None and (follow.effect, follow.job_id) == ("unknown", "job-1")
-    assert again is not None and (again.status, again.job_id) == ("refused", "job-1")
-    replayed = [(e.idempotency_key, e.execution_id, e.job_id) for e in history.entries if isinstance(e, JobReplayed)]
-    assert replayed == [("a73", None, "job-1"), ("a73", "a73-x2", "job-1")]
 
 
 def test_a_follow_of_a_completed_job_is_answered_from_the_ledger_at_once() -> None:
