@@ -167,9 +167,9 @@ def _line(line: bytes) -> Any:
         return Unreadable(f"malformed: {type(exc).__name__}: {reason}")
 
 
-def _run_of(where: str) -> str:
+def _run_of(file: str) -> str:
     """The run folder a case file is in: the folder above its ``cases/`` (the file's own folder if none)."""
-    path = Path(where.partition("#seed-")[0])
+    path = Path(file)
     parts = path.parts
     for i in range(len(parts) - 1, -1, -1):
         if parts[i] == "cases":
@@ -364,6 +364,7 @@ def load(
             except (OSError, ValueError, EOFError, zlib.error) as exc:  # zlib: a damaged compact record file
                 skipped.append(Skipped(path, f"malformed: {type(exc).__name__}: {str(exc)[:120]}"))
                 continue
+            run = _run_of(path)  # every case of a file is of one run (a compact file holds up to 5,000)
             for data, where, digest in found:
                 if isinstance(data, Unreadable):
                     skipped.append(Skipped(where, data.reason))
@@ -380,7 +381,7 @@ def load(
                     data["scenario_revision"],
                     data["seed"],
                 )
-                copies = (_run_of(where), *key)
+                copies = (run, *key)
                 if _holds(in_run.get(copies, b""), digest):  # the case's other file in its run (its compact record)
                     continue
                 in_run[copies] = in_run.get(copies, b"") + digest
