@@ -328,6 +328,31 @@ def test_a_new_key_while_the_outcome_is_unknown_is_counted() -> None:
     assert run("new_keys_while_unknown", history(OPENING + dispatch(0.0, 1) + "\n" + dispatch(15.0, 2))).value == 0
 
 
+def dispatch_reply(at: float, n: int, status: str) -> str:
+    return f"{at} transport receive kind=dispatch n={n} action_id=a73 execution_id=a73-x{n} status={status} receipt_id=r{n}"
+
+
+def test_a_rejection_settles_the_dispatches_before_it_not_a_new_key_after_it() -> None:
+    """A new key after a rejection is a new operation: when its reply is lost, a third key is counted (the rejection
+    answered the first); the second is not. The same with a lookup that reads the rejection."""
+    lines = [dispatch(0.0, 1), dispatch_reply(0.6, 1, "rejected"), dispatch(15.0, 2, key="a73.k1")]
+    found = run("new_keys_while_unknown", history(OPENING + "\n".join([*lines, dispatch(30.0, 3, key="a73.k2")])))
+    assert found.value == 1 and found.anomalies[0].witnesses == (7,)
+    assert run("new_keys_while_unknown", history(OPENING + "\n".join(lines))).value == 0
+    read = [dispatch(0.0, 1), lookup_reply(14.0, 1, "rejected"), dispatch(15.0, 2, key="a73.k1")]
+    assert (
+        run("new_keys_while_unknown", history(OPENING + "\n".join([*read, dispatch(30.0, 3, key="a73.k2")]))).value == 1
+    )
+    assert run("new_keys_while_unknown", history(OPENING + "\n".join(read))).value == 0
+    applied_first = [dispatch(0.0, 1), dispatch_reply(0.6, 1, "applied"), dispatch(15.0, 2, key="a73.k1")]
+    assert (
+        run(
+            "new_keys_while_unknown", history(OPENING + "\n".join([*applied_first, dispatch(30.0, 3, key="a73.k2")]))
+        ).value
+        == 0
+    )
+
+
 def test_a_dispatch_after_dispatch_was_held_is_unauthorized() -> None:
     """Once the controller holds the action's dispatch, sending it is unauthorized."""
     ev = history(OPENING + "1 controller dispatch_held action_id=a73 reason=x\n" + dispatch(2.0, 1))

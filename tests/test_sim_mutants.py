@@ -14,6 +14,7 @@ import pytest
 import simpy
 from conftest import Says, shipped
 
+from harness.check import check
 from harness.model.events import (
     ApprovalRevoked,
     AttemptRecorded,
@@ -606,6 +607,25 @@ def test_ground_truth_a_new_key_after_a_rejection_reached_the_caller_is_not_a_ke
     assert (first.late, first.response_status) == (True, "rejected")  # it reached the caller, late
     assert len(_indexes(result.evidence.history, DispatchSent)) == 2
     assert result.truth.new_keys_while_unknown == 0
+
+
+def test_ground_truth_a_rejection_settles_the_operations_before_it_not_the_next_one() -> None:
+    """A rejection that reached the caller (late) settles the dispatch it answered; a retry under a new key after it
+    is a new operation, and when that one's reply is lost, a third key is a new key while the outcome was unknown
+    (the checker counts it from the evidence too). Found when both took any earlier receipt as knowing for ever."""
+    scenario = _scenario(
+        "lost_response",
+        destination={"reject_models": ["m7"]},
+        faults=[{"boundary": "response_delayed", "delay_s": 6.0}, {"boundary": "response_lost", "nth": 2}],
+    )
+    watching = _Watching(_Script(lambda s: RetryNewKey(), lambda s: RetryNewKey(), lambda s: Stop()))
+    result = simulate(scenario, watching, 1)  # type: ignore[arg-type]
+    assert [a.response_status for a in watching.seen[-1].attempts] == ["rejected", None, "rejected"]
+    assert len(_indexes(result.evidence.history, DispatchSent)) == 3
+    assert result.truth.new_keys_while_unknown == 1
+    found = {r.name: r for r in check(result.evidence).results}["new_keys_while_unknown"]
+    (anomaly,) = found.anomalies
+    assert found.value == 1 and anomaly.witnesses == (_indexes(result.evidence.history, DispatchSent)[2],)
 
 
 def test_ground_truth_a_connectors_absent_settles_nothing_before_a_new_key() -> None:

@@ -63,16 +63,24 @@ def new_keys_while_unknown(f: Facts) -> Finding:
 
 
 def _known_to_caller(f: Facts, action_id: str, last_dispatch: int, index: int) -> bool:
-    """Whether, before entry ``index``, a receipt for the action reached the caller (in a reply, or a conclusive
-    read), or a conclusive read answering ``absent`` did after its dispatch at ``last_dispatch``."""
+    """Whether, before entry ``index``, the caller knew the action's outcome: a receipt of its effect (an
+    ``applied`` reply, or a conclusive read other than an absence or a rejection) at any time, or, since its last
+    dispatch at ``last_dispatch``, a rejection or a conclusive absence. A rejection or an absence settles the
+    operations sent before it, not one sent after: that one is a new operation, whose outcome starts unknown."""
     for reply in f.replies:
         if reply.index >= index or reply.action_id != action_id:
             continue
-        if reply.kind == "dispatch" and reply.status in ("applied", "rejected"):
-            return True
-        if conclusive(reply.kind, reply.status) and (reply.status != "absent" or reply.index > last_dispatch):
+        since = reply.index > last_dispatch
+        if reply.kind == "dispatch":
+            if reply.status == "applied" or (reply.status == "rejected" and since):
+                return True
+        elif conclusive(reply.kind, reply.status) and (reply.status not in _SETTLES_EARLIER or since):
             return True
     return False
+
+
+#: Answers that settle only the operations sent before them: a dispatch after them starts a new, unknown one.
+_SETTLES_EARLIER = frozenset({"absent", "rejected"})
 
 
 def escalations(f: Facts) -> Finding:

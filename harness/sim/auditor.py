@@ -88,10 +88,12 @@ class _Caller:
 
     keys: set[str] = field(default_factory=set)
     last_artifact: Artifact | None = None
-    #: A reply with a receipt (applied or rejected) has reached the caller.
+    #: A receipt of the action's effect (an ``applied`` reply, a conclusive read other than an absence or a
+    #: rejection) has reached the caller.
     settled: bool = False
-    #: A lookup answered ``absent`` has reached the caller since the action's last dispatch.
-    absent_since_dispatch: bool = False
+    #: A rejection or a conclusive absence has reached the caller since the action's last dispatch: it settles the
+    #: operations sent before it, not the next one.
+    settled_since_dispatch: bool = False
     #: The caller was told the outcome is uncertain (do not replay, unknown outcome), and no read settled it since.
     uncertain: bool = False
 
@@ -141,12 +143,12 @@ class Auditor:
         self.dispatches.append(_Dispatch(action_id, n, authorized, controller.task.cancel_requested))
         self.handed_over_at.pop(action_id, None)
         caller = self.callers[action_id]
-        if caller.keys and key not in caller.keys and not (caller.settled or caller.absent_since_dispatch):
+        if caller.keys and key not in caller.keys and not (caller.settled or caller.settled_since_dispatch):
             self.new_keys_while_unknown += 1
         self.retries_after_uncertain += caller.uncertain
         caller.keys.add(key)
         caller.last_artifact = artifact
-        caller.absent_since_dispatch = False
+        caller.settled_since_dispatch = False
         first = self.first_use.setdefault(key, artifact)
         self.changed_arguments += first != artifact
 
@@ -154,7 +156,8 @@ class Auditor:
         """A reply was delivered to a caller that was still listening."""
         caller = self.callers[action_id]
         if kind == "dispatch":
-            caller.settled |= status in ("applied", "rejected")
+            caller.settled |= status == "applied"
+            caller.settled_since_dispatch |= status == "rejected"
             caller.uncertain |= status in UNCERTAIN_REPLIES
         elif status == "unknown_outcome":
             caller.uncertain = True
@@ -162,8 +165,8 @@ class Auditor:
             # An answer that nothing is there, while the action's effect is there already, settles nothing.
             if not (status in ("absent", "refuted") and any(e.action_id == action_id for e in self.effects)):
                 caller.uncertain = False
-            caller.settled |= status != "absent"
-            caller.absent_since_dispatch |= status == "absent"
+            caller.settled |= status not in ("absent", "rejected")
+            caller.settled_since_dispatch |= status in ("absent", "rejected")
 
     def read(self) -> None:
         self.reads += 1
