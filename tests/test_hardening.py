@@ -679,6 +679,58 @@ def test_load_drops_exact_copies_and_keeps_revisions_apart(tmp_path: Path) -> No
     assert "retry_same_key@99" in table.index.astype(str).tolist() or "retry_same_key@99" in table.to_string()
 
 
+def _run_edited_lost_response(tmp_path: Path, revision: str) -> tuple[Path, Path]:
+    """A run of the shipped ``lost_response`` and one of a user's file of the same name whose request, not its
+    response, is lost (its own ``revision``): each writes its cases under ``lost_response``."""
+    shipped_run, edited_run = tmp_path / "shipped", tmp_path / "edited"
+    edited = tmp_path / "mine" / "lost_response.yaml"
+    edited.parent.mkdir()
+    text = (ROOT / "scenarios" / "lost_response.yaml").read_text(encoding="utf-8")
+    text = text.replace("response_lost", "request_lost", 1).replace('revision: "1"', f'revision: "{revision}"', 1)
+    edited.write_text(text, encoding="utf-8")
+    for scenario, out in (("lost_response", shipped_run), (str(edited), edited_run)):
+        args = ("run", "--scenario", scenario, "--policy", "retry_same_key", "--tracking", "none", "--no-report")
+        assert harness(*args, "--quiet", "--out", str(out)).returncode == 0
+    return shipped_run, edited_run
+
+
+def test_load_keeps_a_scenario_loaded_at_several_revisions_apart(tmp_path: Path) -> None:
+    """A user's file named like a shipped scenario, run alone, writes its cases where the shipped one's go: loaded
+    beside a run of the shipped one, its seeds were counted as more cases of one cell. Given a revision of its
+    own, its rows are labelled ``name@revision``, and the scenario is named in ``attrs["relabelled_scenarios"]``."""
+    from harness.present.analysis import load, rate_table
+
+    shipped_run, edited_run = _run_edited_lost_response(tmp_path, "2-mine")
+    alone = load(shipped_run, quiet=True)
+    assert alone.attrs["relabelled_scenarios"] == [] and set(alone["scenario"]) == {"lost_response"}
+    both = load([shipped_run, edited_run], quiet=True)
+    assert both.attrs["relabelled_scenarios"] == ["lost_response"] and both.attrs["relabelled"] == []
+    assert both.attrs["conflicts"] == []
+    assert both.groupby("scenario").size().to_dict() == {"lost_response@1": 3, "lost_response@2-mine": 3}
+    assert {"lost_response@1", "lost_response@2-mine"} <= set(rate_table(both).columns.astype(str))
+
+
+def test_load_says_which_cases_have_other_results_under_the_same_revisions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same file edited without a new revision: nothing tells the two worlds apart but their results. load
+    keeps both, and says once per cell which paths differ, with what to do."""
+    from harness.present.analysis import load
+
+    shipped_run, edited_run = _run_edited_lost_response(tmp_path, "1")
+    both = load([shipped_run, edited_run], quiet=False)
+    (conflict,) = both.attrs["conflicts"]
+    assert conflict.path == str(edited_run)
+    assert conflict.reason.startswith(
+        f"3 cases of retry_same_key (revision 1) x lost_response (revision 1) have other results than under "
+        f"{shipped_run}, under the same revisions"
+    )
+    assert f"{edited_run}: {conflict.reason}" in capsys.readouterr().out
+    assert len(both) == 6 and both.attrs["relabelled_scenarios"] == [] and both.attrs["duplicates"] == 0
+    again = load([shipped_run, shipped_run, edited_run], quiet=True)  # a copy is dropped, not said to differ
+    assert again.attrs["duplicates"] == 3 and len(again.attrs["conflicts"]) == 1
+
+
 def test_a_page_drawn_while_the_run_was_stopped_is_drawn_again_when_it_resumes(tmp_path: Path) -> None:
     """`harness report` on a stopped run draws a page that says it is incomplete; the resumed run, even one
     begun with --no-report, draws it again: no page in the folder tells less than the folder holds."""

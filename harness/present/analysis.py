@@ -25,6 +25,7 @@ import os
 import re
 import time
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -302,7 +303,12 @@ def load(
       in either kind of file) is dropped, and counted in ``attrs["duplicates"]``: two copies of one run do not
       count twice, whether given as two paths or found under one;
     - a policy loaded at several revisions is kept apart: its rows are labelled ``name@revision`` in ``policy``
-      (``attrs["relabelled"]`` lists them), so no table merges two revisions into one cell;
+      (``attrs["relabelled"]`` lists them), so no table merges two revisions into one cell; so is a scenario
+      (``scenario``, ``attrs["relabelled_scenarios"]``): a file edited between two runs, or a user's file named
+      like a shipped one, with a revision of its own;
+    - cases of one identity that another given path loaded with other results (a file changed without a new
+      revision, or the harness changed) are kept, and said once per cell and pair of paths in
+      ``attrs["conflicts"]``;
     - run folders that began and did not end (a manifest, no run.json) are listed in ``attrs["incomplete"]``,
       and those a run is still writing in ``attrs["running"]`` too.
 
@@ -318,6 +324,10 @@ def load(
     shared: dict[str, str] = {}
     skipped: list[Skipped] = []
     loaded: dict[tuple[Any, ...], bytes] = {}
+    # Which given path first loaded each identity, and how many cases of a cell a later path holds with other
+    # results under the same identity (a file changed without a new revision, or the harness changed).
+    first_given: dict[tuple[Any, ...], int] = {}
+    differing: Counter[tuple[str, str, str, str, int, int]] = Counter()
     duplicates = 0
     clashes: list[Skipped] = []
     incomplete: list[str] = []
@@ -350,7 +360,7 @@ def load(
             skipped.append(Skipped(str(root), why))
         listed.append((given, case_files))
     files, files_read = sum(len(found) for _, found in listed), 0
-    for given, found_files in listed:
+    for number, (given, found_files) in enumerate(listed):
         # The digests of the cases kept under each identity: from this path, and from every path so far.
         seen: dict[tuple[Any, ...], bytes] = {}
         # The same, within each run folder: a case's recovery.json and its compact record are one case.
@@ -390,6 +400,9 @@ def load(
                     duplicates += 1
                     continue
                 loaded[key] = elsewhere + digest
+                earlier = first_given.setdefault(key, number)
+                if earlier != number:
+                    differing[(*key[:4], earlier, number)] += 1
                 here = seen.get(key, b"")
                 seen[key] = here + digest
                 if here:  # kept: it is another case, under the same name (two runs in one folder, say)
@@ -407,25 +420,43 @@ def load(
                     columns[name].append(value)
     if progress is not None and files:
         progress(Reading(files, files, len(columns["seed"]), time.perf_counter() - started))
-    relabelled = _keep_revisions_apart(columns)
+    conflicts = [
+        Skipped(
+            str(listed[later][0]),
+            f"{n} {'case' if n == 1 else 'cases'} of {policy} (revision {p_rev}) x {scenario} (revision {s_rev}) "
+            f"{'has' if n == 1 else 'have'} other results "
+            f"than under {listed[earlier][0]}, under the same revisions: a policy or scenario file changed without a "
+            "new revision, or the harness changed; both kept, in one cell: load the runs apart and compare them "
+            "with compare_runs, or give the changed file a new revision",
+        )
+        for (policy, p_rev, scenario, s_rev, earlier, later), n in differing.items()
+    ]
+    relabelled = _keep_revisions_apart(columns, "policy")
+    # A scenario file edited between two runs, or a user's file named like a shipped one, is another world:
+    # merged under one name, its seeds would be counted as more cases of one cell.
+    relabelled_scenarios = _keep_revisions_apart(columns, "scenario")
     frame = _typed(pd.DataFrame(columns, columns=_columns()))
     frame.attrs.update(
         skipped=skipped,
         duplicates=duplicates,
         relabelled=relabelled,
+        relabelled_scenarios=relabelled_scenarios,
         incomplete=incomplete,
         running=running,
         clashes=clashes,
+        conflicts=conflicts,
     )
     if not quiet:
         for s in skipped:
             print(f"skipped {s.path}: {s.reason}")
-        for s in clashes:
+        for s in [*clashes, *conflicts]:
             print(f"{s.path}: {s.reason}")
         if duplicates:
             print(f"dropped {duplicates} cases loaded twice (exact copies from another run folder or given path)")
         for name in relabelled:
             print(f"policy {name} was loaded at several revisions: its rows are labelled {name}@<revision>")
+        for name in relabelled_scenarios:
+            print(f"scenario {name} was loaded at several revisions: its rows are labelled {name}@<revision>")
         for folder in incomplete:
             if folder in running:
                 print(f"{folder}: incomplete (a harness run is still writing it)")
@@ -451,15 +482,16 @@ def _held(folder: Path) -> bool:
         return False
 
 
-def _keep_revisions_apart(columns: dict[str, list[Any]]) -> list[str]:
-    """Label the rows of a policy loaded at several revisions ``name@revision``; return those policies."""
-    policies, revisions = columns["policy"], columns["policy_revision"]
+def _keep_revisions_apart(columns: dict[str, list[Any]], column: str) -> list[str]:
+    """Label the rows of a policy (``column`` ``policy``) or a scenario (``scenario``) loaded at several revisions
+    ``name@revision``; return those names."""
+    names, revisions = columns[column], columns[f"{column}_revision"]
     seen: dict[str, set[str]] = {}
-    for policy, revision in zip(policies, revisions, strict=True):
-        seen.setdefault(policy, set()).add(revision)
+    for name, revision in zip(names, revisions, strict=True):
+        seen.setdefault(name, set()).add(revision)
     mixed = sorted(name for name, kept in seen.items() if len(kept) > 1)
     if mixed:
-        columns["policy"] = [f"{p}@{r}" if p in mixed else p for p, r in zip(policies, revisions, strict=True)]
+        columns[column] = [f"{n}@{r}" if n in mixed else n for n, r in zip(names, revisions, strict=True)]
     return mixed
 
 
