@@ -360,6 +360,7 @@ def load(
             skipped.append(Skipped(str(root), why))
         listed.append((given, case_files))
     files, files_read = sum(len(found) for _, found in listed), 0
+    several = len(listed) > 1
     for number, (given, found_files) in enumerate(listed):
         # The digests of the cases kept under each identity: from this path, and from every path so far.
         seen: dict[tuple[Any, ...], bytes] = {}
@@ -400,9 +401,10 @@ def load(
                     duplicates += 1
                     continue
                 loaded[key] = elsewhere + digest
-                earlier = first_given.setdefault(key, number)
-                if earlier != number:
-                    differing[(*key[:4], earlier, number)] += 1
+                if several:  # (a dict entry per case: 60 MB a million, kept only when there is another path)
+                    earlier = first_given.setdefault(key, number)
+                    if earlier != number:
+                        differing[(*key[:4], earlier, number)] += 1
                 here = seen.get(key, b"")
                 seen[key] = here + digest
                 if here:  # kept: it is another case, under the same name (two runs in one folder, say)
