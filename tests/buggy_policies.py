@@ -540,6 +540,15 @@ class AssumesDeathFollowed(_FollowVariant):
         return job.at_s
 
 
+class NewOperationWithoutClaim(_FollowVariant):
+    """After a dead job, sends the new operation without the controller's recheck-and-claim, trusting its own look
+    at the task as it decided (``follow_and_inspect``'s ``retry_command``, its claim dropped: a mutant that passed
+    every shipped case while deciding and sending were one instant)."""
+
+    def retry_command(self, situation: Situation) -> Command:
+        return RetryNewKey(claim=False) if self._dead(situation) else RetrySameAction(claim=True)
+
+
 class TrustsVerificationBeforeRetry(_VerifyVariant):
     """Keeps using a recent verification even when a call was sent after it."""
 
@@ -726,6 +735,11 @@ CORPUS: tuple[Catch, ...] = (
     Catch(WaitsForTheMoment("waits_for_the_moment"), "connector_unstarted_lagging_lookup", "abandoned_actions"),
     Catch(FollowsForever("follows_forever"), "connector_new_operation_pending", "abandoned_actions"),
     Catch(AssumesDeathFollowed("assumes_death_followed"), "connector_down_when_followed", "abandoned_actions"),
+    Catch(
+        NewOperationWithoutClaim("new_operation_without_claim"),
+        "connector_cancel_while_new_operation_leaves",
+        "unauthorized_dispatches",
+    ),
     Catch(
         TrustsVerificationBeforeRetry("trusts_verification_before_retry"),
         "bridge_second_connection_error",

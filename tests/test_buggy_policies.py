@@ -15,12 +15,14 @@ from buggy_policies import (
     ConnectorReplyBounds,
     Hidden,
     NoValidityReachedBySend,
+    RetriesWithoutClaim,
 )
 from conftest import SUMMARIES
 from test_policies import connector_answered_running, dead_job_without_validity
 
 from harness.check import check
 from harness.explore.search import ExploreJob, explore_job
+from harness.model.events import ClaimDecided, CommandGiven
 from harness.policy import Escalate, RetryNewKey, RetrySameAction, Wait, load_policy
 from harness.scenario import list_scenarios, scenario_cases
 from harness.sim import simulate
@@ -139,3 +141,29 @@ def test_a_unit_test_tells_each_unseen_variant_from_the_correct_policy() -> None
     dead = dead_job_without_validity()
     assert isinstance(load_policy("follow_and_inspect").decide(dead), Escalate)
     assert by_type[NoValidityReachedBySend].decide(dead) == RetryNewKey(claim=True)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_retry_sent_without_a_claim_is_caught_when_the_task_is_cancelled_while_it_leaves(seed: int) -> None:
+    """``worker.retry_send_s`` puts a second between deciding a retry and sending it, and the task is cancelled
+    in between: each safe policy's claim, made as the retry leaves, is refused, and the case stays clean; the
+    same policy without the claim sends it after the cancellation (reconcile's variant in the plain world, caught
+    elsewhere only where an older action holds the target; follow's after a dead job, caught nowhere else)."""
+    retrying = {
+        "cancel_while_retry_leaves": SAFE,
+        "connector_cancel_while_new_operation_leaves": ("follow_and_inspect",),
+    }
+    for scenario, policies in retrying.items():
+        for name in policies:
+            evidence = simulate(CASES[scenario], load_policy(name), seed).evidence
+            commands = [
+                e for e in evidence.history if isinstance(e, CommandGiven) and e.command.kind.startswith("retry")
+            ]
+            claims = [e for e in evidence.history if isinstance(e, ClaimDecided)]
+            assert len(commands) == 1 and len(claims) == 2, (scenario, name)
+            # Claimed as it left, retry_send_s after the decision, and refused: the cancellation came between.
+            assert claims[1].at_s == pytest.approx(commands[0].at_s + 1.0)
+            assert (claims[1].ok, claims[1].reason) == (False, "cancellation requested"), (scenario, name)
+            assert check(evidence).outcome in ("correct", "escalated"), (scenario, name)
+    caught = Catch(RetriesWithoutClaim("retries_without_claim"), "cancel_while_retry_leaves", "unauthorized_dispatches")
+    assert judged(caught, seed) == ("incorrect", "false")

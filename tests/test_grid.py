@@ -268,6 +268,25 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         follow=("correct", set()),
         verify=("correct", set()),
     ),
+    # A retry takes a second to leave after it is decided, and the task is cancelled in between: a claim made as
+    # it leaves is refused; the blind policies claim nothing, and send it after the cancellation.
+    "cancel_while_retry_leaves": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"effects_after_cancel", "unauthorized_dispatches"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"effects_after_cancel", "unauthorized_dispatches"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
+    # The same after a dead job: only follow sends a new operation, and its claim is refused as it leaves.
+    "connector_cancel_while_new_operation_leaves": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"abandoned_actions", "retries_after_uncertain", "unauthorized_dispatches"}),
+        reconcile=("correct", set()),
+        new_key=("correct", set()),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
     "connector_down_when_followed": dict(
         stop=("abandoned", {"abandoned_actions"}),
         # The retry sent at 20 s reaches the connector just after its restart (told unknown_outcome, it retries

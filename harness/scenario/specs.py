@@ -187,3 +187,7 @@ class WorkerSpec(Frozen):
     #: How long a write to the controller's action ledger takes to land after the worker decides it (a
     #: database round trip): another worker deciding meanwhile still sees the ledger without it.
     ledger_write_s: Seconds = 0.0
+    #: How long a retry takes to leave after the worker decides it (an agent composing its tool call, a job
+    #: queue): the task, its approval or the target may change meanwhile. A claimed retry is rechecked by the
+    #: controller as it leaves, and refused if it is no longer authorized; a retry without a claim leaves anyway.
+    retry_send_s: Seconds = 0.0

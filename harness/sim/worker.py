@@ -552,6 +552,8 @@ class Worker:
                 yield from self._read(me, "verify")
                 me.result(command.kind)
             case RetrySameAction() | RetryNewKey() | ResendCurrentArguments():
+                if self._scenario.worker.retry_send_s > 0:  # decided now, on its way later: the claim is made then
+                    yield self._env.timeout(self._scenario.worker.retry_send_s)
                 refused = (
                     self._controller.claim_if_revision(action.action_id, action.revision) if command.claim else None
                 )
