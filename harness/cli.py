@@ -833,6 +833,11 @@ def _explore(args: argparse.Namespace) -> int:
             why = why or differences[-1]
     if len(summary.findings) > len(shown):
         print(f"  ... and {len(summary.findings) - len(shown)} more, listed in {summary.out / 'explore.json'}")
+    if summary.findings and options.shards > 1:
+        print(
+            f"  shard {options.shard} of {options.shards}: these are candidates (every copy the choice over all shards "
+            "could need); load_explorations of every shard's folder chooses the findings one exploration would write"
+        )
     if why:
         print(f"  warning: a finding above does not replay: {why}")
     for error in summary.errors:

@@ -26,7 +26,7 @@ from harness.errors import NotWritten, no_room
 from harness.explore.schedule import apply, element_dict
 from harness.explore.search import ExploreJob, Finding, JobResult, explore_job, shape
 from harness.limits import DEFAULT_CASE_TIMEOUT_S
-from harness.model import needed_findings
+from harness.model import needed_findings, part_findings
 from harness.plx.tracking import (
     DEFAULT_PROJECT,
     ExplorationRecord,
@@ -235,7 +235,7 @@ def explore(
             stuck += result.stuck
             every += result.findings
         numbered: Counter[tuple[str, str]] = Counter()
-        for finding in _needed(every):
+        for finding in _needed(every, part=options.shards > 1):
             numbered[(finding.policy, finding.scenario)] += 1
             n = numbered[(finding.policy, finding.scenario)]
             path = out / "findings" / finding.policy / f"{derived_name(finding.scenario, str(n))}.yaml"
@@ -391,23 +391,28 @@ def _run(
     return [results[i] for i in range(len(jobs))]
 
 
-def _needed(findings: Iterable[Finding]) -> list[Finding]:
+def _needed(findings: Iterable[Finding], part: bool = False) -> list[Finding]:
     """The findings to write, each once, per policy and template in the order they were first seen (see
     ``needed_findings``); a finding two parts of the exploration met is one. Each keeps ``kept`` None when any
-    copy of it was reached shrinking for any violation: what ``load_explorations`` needs to choose again."""
+    copy of it was reached shrinking for any violation: what ``load_explorations`` needs to choose again. A
+    ``part`` of an exploration (one ``--shard``) writes every copy the choice over all parts could need
+    (``part_findings``), which may be more than one exploration writes: ``load_explorations`` chooses."""
 
     def key(f: Finding) -> tuple[str, str, str]:
         return (f.policy, f.scenario_spec, shape(f.schedule))
 
     ordered = sorted(findings, key=lambda f: (f.policy, f.scenario, f.first_seen, f.seed))
     anyway = {key(f) for f in ordered if f.kept is None}
-    chosen = needed_findings(
-        ordered,
-        key=key,
-        group=lambda f: (f.policy, f.scenario),
-        kept=lambda f: f.kept,
-        properties=lambda f: f.properties,
-    )
+    if part:
+        chosen = part_findings(ordered, key=key, kept=lambda f: f.kept)
+    else:
+        chosen = needed_findings(
+            ordered,
+            key=key,
+            group=lambda f: (f.policy, f.scenario),
+            kept=lambda f: f.kept,
+            properties=lambda f: f.properties,
+        )
     return [replace(f, kept=None) if key(f) in anyway else f for f in chosen]
 
 

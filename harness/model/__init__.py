@@ -20,6 +20,7 @@ from harness.model.base import (
     Verdict,
     conclusive,
     needed_findings,
+    part_findings,
 )
 from harness.model.commands import (
     COMMAND_TYPES,
@@ -102,5 +103,6 @@ __all__ = [
     "entries",
     "events",
     "needed_findings",
+    "part_findings",
     "validated",
 ]

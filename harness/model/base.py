@@ -155,6 +155,25 @@ def fast_frozen_init(cls: type[Any]) -> None:
 F = TypeVar("F")
 
 
+def part_findings(findings: Iterable[F], key: Callable[[F], Hashable], kept: Callable[[F], str | None]) -> list[F]:
+    """What one part of an exploration (a ``--shard``, run apart from the others) writes, of its ``findings`` given in
+    the order they were first seen, so that ``needed_findings`` over every part's gives what it gives over every
+    copy at once: of a finding shrinking reached for any violation here (``kept`` None), its first copy (the
+    caller marks it so); of one reached here only keeping one property, its first copy keeping each. A part
+    cannot choose for itself: a copy it would leave out as showing nothing new (what it kept is shown by another
+    of its findings) is needed once another part's copies are counted, when that other finding is not written
+    (the whole's choice shows the property by an earlier copy of its own, or not at all)."""
+    ordered = list(findings)
+    anyway = {key(f) for f in ordered if kept(f) is None}
+    out, taken = [], set()
+    for f in ordered:
+        mark = (key(f), None if key(f) in anyway else kept(f))
+        if mark not in taken:
+            taken.add(mark)
+            out.append(f)
+    return out
+
+
 def needed_findings(
     findings: Iterable[F],
     key: Callable[[F], Hashable],
