@@ -595,9 +595,11 @@ def test_findings_do_not_depend_on_how_the_schedules_are_split(
         "shard0": ["--shard", "0/2"],
         "shard1": ["--shard", "1/2"],
     }
+    said = {}
     for name, extra in runs.items():
         assert main([*base, *extra, "--out", str(tmp_path / name)]) == 1
-    capsys.readouterr()
+        said[name] = capsys.readouterr().out
+    assert "these are candidates" in said["shard0"] and "these are candidates" not in said["one"]
 
     def files(out: Path) -> dict[str, str]:
         return {p.relative_to(out).as_posix(): p.read_text() for p in sorted((out / "findings").rglob("*.yaml"))}
