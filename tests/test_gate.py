@@ -411,6 +411,36 @@ def test_the_plugin_says_when_a_path_option_moved_pytests_rootdir(tmp_path: Path
     assert "PytestConfigWarning" not in inside.stdout
 
 
+def test_the_rootdir_note_says_nothing_when_this_pytest_cannot_choose_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rootdir is chosen again with pytest's own function, which is private: a pytest whose function takes
+    other arguments (or has none) leaves the note unsaid rather than failing the run. With the function as this
+    pytest has it, the same configuration is said to have moved, so the test sees both branches."""
+    import types
+
+    import _pytest.config.findpaths as findpaths
+
+    from harness.gate.pytest_plugin import _rootdir_moved
+
+    scenario = tmp_path / "mine.yaml"
+    scenario.write_text("name: mine\n")
+    config = types.SimpleNamespace(
+        invocation_params=types.SimpleNamespace(args=("--harness-scenario", str(scenario)), dir=tmp_path),
+        option=types.SimpleNamespace(inifilename=None, override_ini=None, file_or_dir=[], rootdir=None),
+        rootpath=Path("/"),
+        inipath=None,
+    )
+    moved = _rootdir_moved(config)  # type: ignore[arg-type]
+    assert moved is not None and f"pytest took {scenario} for a test path" in moved
+
+    def other_signature(**_: object) -> None:
+        raise TypeError("determine_setup() got an unexpected keyword argument 'invocation_dir'")
+
+    monkeypatch.setattr(findpaths, "determine_setup", other_signature)
+    assert _rootdir_moved(config) is None  # type: ignore[arg-type]
+
+
 def test_the_plugin_loads_nothing_of_the_harness_until_asked() -> None:
     """pytest loads the plugin in every run: importing it loads no harness layer (the suite is not slowed)."""
     code = "import sys, harness.gate.pytest_plugin\nprint(' '.join(sorted(m for m in sys.modules if m.startswith('harness'))))"
