@@ -9,8 +9,6 @@ from typing import Any
 import pytest
 import yaml
 from conftest import Background, shipped
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from harness.check import check
@@ -688,81 +686,6 @@ def test_the_needed_findings_are_chosen_over_every_copy() -> None:
     assert choose(findings) == ["a-kept-P", "b-kept-Q", "e-kept-S", "g-kept-T", "x-kept-P"]
     written = [{**x, "kept": None} if x["key"] == "a" else x for x in findings if x["name"] in choose(findings)]
     assert choose(written) == choose(findings)
-
-
-#: One copy of a finding: the part of the exploration that reached it, its policy and template, its shape, the
-#: property shrinking kept (None: any violation), and what else the copy violates.
-_COPY = st.tuples(
-    st.integers(0, 2),
-    st.sampled_from(["g1", "g2"]),
-    st.sampled_from("abcd"),
-    st.sampled_from([None, "P", "Q", "R"]),
-    st.sets(st.sampled_from("PQRS"), max_size=3),
-)
-
-
-def _choose(given: list[dict[str, Any]]) -> list[int]:
-    from harness.model import needed_findings
-
-    chosen = needed_findings(
-        given,
-        key=lambda x: (x["group"], x["shape"]),
-        group=lambda x: x["group"],
-        kept=lambda x: x["kept"],
-        properties=lambda x: x["props"],
-    )
-    return [x["seen"] for x in chosen]
-
-
-@settings(max_examples=400, deadline=None)
-@given(st.lists(_COPY, max_size=16))
-def test_shards_merged_choose_the_findings_one_exploration_chooses(copies: list[Any]) -> None:
-    """Each shard writes ``part_findings`` of its copies (those reached for any violation marked so, as
-    explore.json marks them); choosing over every shard's, as load_explorations does, gives the very copies one
-    exploration writes. A shard that wrote only its own choice (``needed_findings``) could leave out a copy the
-    whole needs: one it took as shown by another of its findings, which the whole does not write."""
-    from harness.model import part_findings
-
-    findings = [
-        {"seen": i, "part": part, "group": g, "shape": shape, "kept": kept, "props": sorted(props | {kept or "P"})}
-        for i, (part, g, shape, kept, props) in enumerate(copies)
-    ]
-    whole = _choose(findings)
-    written = []
-    for part in range(3):
-        mine = [f for f in findings if f["part"] == part]
-        anyway = {(f["group"], f["shape"]) for f in mine if f["kept"] is None}
-        for f in part_findings(mine, key=lambda x: (x["group"], x["shape"]), kept=lambda x: x["kept"]):
-            written.append({**f, "kept": None} if (f["group"], f["shape"]) in anyway else f)
-    assert _choose(sorted(written, key=lambda f: f["seen"])) == whole
-
-
-def test_a_shard_that_wrote_only_its_own_choice_could_lack_a_finding() -> None:
-    """The case the property above guards: shard 0 reaches shape b keeping P after shape a (kept for Q, showing P
-    too), so alone it writes a and not b; shard 1 reached a earlier, keeping Q and showing only Q. The whole
-    writes shard 1's copy of a, which does not show P, so it needs b: merged from each shard's own choice, b
-    was missing."""
-    from harness.model import needed_findings, part_findings
-
-    findings = [
-        {"seen": 0, "part": 1, "group": "g", "shape": "a", "kept": "Q", "props": ["Q"]},
-        {"seen": 1, "part": 0, "group": "g", "shape": "a", "kept": "Q", "props": ["P", "Q"]},
-        {"seen": 2, "part": 0, "group": "g", "shape": "b", "kept": "P", "props": ["P"]},
-    ]
-    assert _choose(findings) == [0, 2]
-
-    def merged(write: Any) -> list[int]:
-        written = [f for part in (0, 1) for f in write([f for f in findings if f["part"] == part])]
-        return _choose(sorted(written, key=lambda f: f["seen"]))
-
-    def own_choice(mine: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return needed_findings(
-            mine, key=lambda x: x["shape"], group=lambda x: x["group"], kept=lambda x: x["kept"],
-            properties=lambda x: x["props"],
-        )  # fmt: skip
-
-    assert merged(own_choice) == [0]
-    assert merged(lambda mine: part_findings(mine, key=lambda x: x["shape"], kept=lambda x: x["kept"])) == [0, 2]
 
 
 def test_a_finding_that_does_not_replay_is_said_under_it(
