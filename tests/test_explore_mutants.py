@@ -662,3 +662,13 @@ def test_a_shard_that_wrote_only_its_own_choice_could_lack_a_finding() -> None:
 
     assert merged(own_choice) == [0]
     assert merged(lambda mine: part_findings(mine, key=lambda x: x["shape"], kept=lambda x: x["kept"])) == [0, 2]
+
+
+def test_a_part_writes_each_shapes_first_copy_and_its_first_copy_kept_for_each_property() -> None:
+    """Exactly what a part writes: of a shape reached for any violation here, its first copy only (whatever that
+    copy kept); of one reached only keeping properties, its first copy keeping each, and no later copy."""
+    from harness.model import part_findings
+
+    copies = [("a", "P"), ("a", None), ("a", "Q"), ("b", "P"), ("b", "P"), ("b", "R"), ("c", None)]
+    written = part_findings(list(enumerate(copies)), key=lambda x: x[1][0], kept=lambda x: x[1][1])
+    assert [i for i, _ in written] == [0, 3, 5, 6]
