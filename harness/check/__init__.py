@@ -16,6 +16,7 @@ from harness.check.facts import Facts, facts
 from harness.check.finding import Finding
 from harness.check.registry import METRIC_NAMES, METRICS, PROPERTIES, Metric
 from harness.model import Anomaly, CheckResult, Evidence, MetricValue, Outcome, Verdict
+from harness.model.base import fast_frozen_init
 
 __all__ = ["METRICS", "METRIC_NAMES", "PROPERTIES", "Judgement", "Metric", "check", "compose"]
 
@@ -48,6 +49,10 @@ class Judgement:
     @property
     def anomalies(self) -> tuple[Anomaly, ...]:
         return tuple(a for r in self.results for a in r.anomalies)
+
+
+# One per case: built as the history's records are, each slot set directly.
+fast_frozen_init(Judgement)
 
 
 def compose(verdicts: Iterable[Verdict]) -> Verdict:

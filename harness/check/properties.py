@@ -157,6 +157,8 @@ def effects_after_cancel(f: Facts) -> Finding:
 
     An in-flight request sent before the cancellation races with it legitimately and is not counted here.
     """
+    if not f.cancels:
+        return Finding(0)  # nothing was sent after a cancellation (most cases have none)
     late = {d.execution_id: d for d in f.dispatches if f.cancel_before(d.index) is not None}
     if not f.destination_visible:
         if not late:
@@ -375,6 +377,8 @@ def retries_after_uncertain(f: Facts) -> Finding:
     """Mutations sent after the caller was told the outcome is uncertain (a connection error marked "do not
     replay", a connector's ``unknown_outcome``) and before a read settled it: automatic retries must stop
     until the original expectation has been checked against what is there now."""
+    if not any(_uncertain(r) for r in f.replies):
+        return Finding(0)  # nobody was told the outcome is uncertain: nothing below can count or doubt (most cases)
     anomalies = []
     undecided: list[str] = []
     effects = f.effects_by_action()
@@ -400,7 +404,7 @@ def retries_after_uncertain(f: Facts) -> Finding:
                     undecided.append(
                         f"whether the read that answered {doubted.status} before {event.execution_id} was right"
                     )
-            elif (event.kind == "dispatch" and event.status in UNCERTAIN_REPLIES) or event.status == "unknown_outcome":
+            elif _uncertain(event):
                 told, doubted = told or event, None
             elif conclusive(event.kind, event.status):
                 if told is not None and event.status in NOTHING_THERE:
@@ -417,6 +421,11 @@ def retries_after_uncertain(f: Facts) -> Finding:
     if undecided:  # a count beside them would be a lower bound: null, with the violations seen kept
         return Finding(None, tuple(anomalies), reason=f"{HIDDEN}, so {undecided[0]} is unknown")
     return counted(anomalies)
+
+
+def _uncertain(reply: ReplyReceived) -> bool:
+    """Whether ``reply`` told the caller that the outcome is uncertain (automatic retries must stop)."""
+    return (reply.kind == "dispatch" and reply.status in UNCERTAIN_REPLIES) or reply.status == "unknown_outcome"
 
 
 #: Read answers that say the action's effect is not there.

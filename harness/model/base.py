@@ -93,6 +93,12 @@ class Frozen(BaseModel):
         _set_private(model, dict(private) if private else None)
         return model
 
+    def __eq__(self, other: object) -> bool:
+        """Pydantic's equality, after a test of identity: most records a case compares are one object (the task's
+        artifact reaches the receipt, the ledger and the completion unchanged), and pydantic's own comparison
+        goes through the type, the private and extra attributes and every field to say so."""
+        return self is other or super().__eq__(other)
+
     def replaced(self, **changes: object) -> Self:
         """A copy with ``changes``, built as ``trusted`` is: for the hot path's own records only."""
         return self.trusted(**{**self.__dict__, **changes})

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from harness.model import UNCERTAIN_REPLIES, Artifact, RequestKind, conclusive
+from harness.model.base import fast_frozen_init
 
 if TYPE_CHECKING:
     from harness.sim.controller import Controller
@@ -80,6 +81,12 @@ class _Completion:
     receipt_id: str
     artifact: Artifact
     before_cancel: bool
+
+
+# What the actors report is kept as a record each time (a dispatch, an effect, a ledger write, a completion):
+# each gets a constructor that sets its slots directly.
+for _record in (_Dispatch, _Effect, _Write, _Completion):
+    fast_frozen_init(_record)
 
 
 @dataclass(slots=True)

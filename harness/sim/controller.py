@@ -102,6 +102,9 @@ class Controller:
         self._approvals: dict[int, _Approval] = {}
         self.actions: dict[str, _Action] = {}
         self._first_approval_id = scenario.approval.approval_id
+        #: The last view of the task given, and the task's state it shows: a recovering worker asks for one at
+        #: every decision, and the task seldom changes between two.
+        self._task_view: tuple[tuple[int, Artifact, bool, int | None], TaskView] | None = None
         self._record_revision()
         self._grant(scenario.approval.approval_id, scenario.approval.expires_at_s)
 
@@ -356,13 +359,18 @@ class Controller:
 
     def task_view(self) -> TaskView:
         t = self.task
-        return TaskView.trusted(
+        state = (t.revision, t.artifact, t.cancel_requested, t.completed_revision)
+        if self._task_view is not None and self._task_view[0] == state:
+            return self._task_view[1]
+        view = TaskView.trusted(
             task_id=t.task_id,
             revision=t.revision,
             artifact=t.artifact,
             cancel_requested=t.cancel_requested,
             completed_revision=t.completed_revision,
         )
+        self._task_view = (state, view)
+        return view
 
     def approval_view(self, action: Action) -> ApprovalView:
         approval = self._approvals.get(action.revision)

@@ -45,7 +45,10 @@ class History:
         only place a record's ``index`` and ``at_s`` are ever set.
         """
         _set_index(event, len(self.entries))
-        _set_at_s(event, self.now_s())
+        now = self._env.now  # ``now_s``, written out: every record asks, mostly at an instant already rounded
+        if now != self._now:
+            self._now, self._now_s = now, round(now, 6)
+        _set_at_s(event, self._now_s)
         self.entries.append(event)
         listeners = self._listeners.get(type(event))
         if listeners is not None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import simpy
 
 from harness.model import Evidence
+from harness.model.base import fast_frozen_init
 from harness.model.events import Event, FaultInjected
 from harness.policy import Policy
 from harness.scenario import BOUNDARIES, Fault, FaultBase, OperatorEvent, Scenario
@@ -60,6 +61,10 @@ class SimResult:
             self.injector.default_action_id,
             Counter((e.actor, e.event) for e in self.recorded),
         )
+
+
+# One per case: built as the history's records are, each slot set directly.
+fast_frozen_init(SimResult)
 
 
 @dataclass(frozen=True, slots=True)
