@@ -45,14 +45,25 @@ class Injector:
         self.fired = [0] * len(self._faults)
         #: Every question asked, in order.
         self.asked: list[Question] = []
+        #: The places in ``_faults`` of the faults of each class, filed under every class a fault is an instance
+        #: of (so that a lookup answers as ``isinstance`` does): most questions are about a boundary no fault is
+        #: at, and then cost one lookup instead of a test of every fault.
+        self._sites: dict[type, list[int]] = {}
+        for i, fault in enumerate(self._faults):
+            for cls in type(fault).__mro__:
+                self._sites.setdefault(cls, []).append(i)
 
     def hit(self, boundary: type[F], action_id: str, occurrence: int, point: tuple[str, Any] | None = None) -> F | None:
         """Return the fault of class ``boundary`` that applies to this occurrence for ``action_id`` (and that
         is at ``point``, for a boundary with several: ``("phase", "after_started")``), recording it."""
         question: Question = (boundary, action_id, occurrence, point)
         self.asked.append(question)
+        sites = self._sites.get(boundary)
+        if sites is None:
+            return None
         chosen: F | None = None
-        for i, fault in enumerate(self._faults):
+        for i in sites:
+            fault = self._faults[i]
             if not applies(fault, self.default_action_id, question):
                 continue
             self.reached[i] += 1
