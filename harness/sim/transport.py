@@ -111,39 +111,38 @@ class Transport:
         ]
 
     def _carry(self, request: Request, deliver: Callable[[Reply], bool]) -> Generator[simpy.Event, Any, None]:
+        # One generator for the whole crossing (not a carrier around a crossing): every resumption of a nested
+        # generator passes through each layer, and a case resumes its carriers a dozen times.
         try:
-            yield from self._cross(request, deliver)
+            outbound_s = self._crossing_s(request, RequestLost, RequestDelayed)
+            if outbound_s is None:
+                self.outbound.pop(id(request), None)
+                return
+            yield self._env.timeout(outbound_s)
+            self.outbound.pop(id(request), None)
+            # A lookup inspects the target itself; everything else goes through whatever stands in the path.
+            hop = self._destination if request.kind == "lookup" else self._first_hop
+            reply = yield from hop.handle(request)
+            if reply is None:
+                return
+            inbound_s = self._crossing_s(request, ResponseLost, ResponseDelayed)
+            if inbound_s is None:
+                return
+            yield self._env.timeout(inbound_s)
+            delivered = deliver(reply)
+            arrival = ReplyReceived if delivered else ReplyUndeliverable
+            status = reply.verified or reply.status or reply.effect
+            self._history.record(
+                arrival(
+                    kind=request.kind,
+                    n=request.n,
+                    action_id=request.action_id,
+                    execution_id=request.execution_id or None,
+                    status=status,
+                    receipt_id=reply.receipt.receipt_id if reply.receipt else None,
+                )
+            )
+            if delivered:
+                self._auditor.reply_reached_caller(request.action_id, request.kind, status)
         finally:
             self.in_flight -= 1
-
-    def _cross(self, request: Request, deliver: Callable[[Reply], bool]) -> Generator[simpy.Event, Any, None]:
-        outbound_s = self._crossing_s(request, RequestLost, RequestDelayed)
-        if outbound_s is None:
-            self.outbound.pop(id(request), None)
-            return
-        yield self._env.timeout(outbound_s)
-        self.outbound.pop(id(request), None)
-        # A lookup inspects the target itself; everything else goes through whatever stands in the path.
-        hop = self._destination if request.kind == "lookup" else self._first_hop
-        reply = yield from hop.handle(request)
-        if reply is None:
-            return
-        inbound_s = self._crossing_s(request, ResponseLost, ResponseDelayed)
-        if inbound_s is None:
-            return
-        yield self._env.timeout(inbound_s)
-        delivered = deliver(reply)
-        arrival = ReplyReceived if delivered else ReplyUndeliverable
-        status = reply.verified or reply.status or reply.effect
-        self._history.record(
-            arrival(
-                kind=request.kind,
-                n=request.n,
-                action_id=request.action_id,
-                execution_id=request.execution_id or None,
-                status=status,
-                receipt_id=reply.receipt.receipt_id if reply.receipt else None,
-            )
-        )
-        if delivered:
-            self._auditor.reply_reached_caller(request.action_id, request.kind, status)
