@@ -85,11 +85,17 @@ class Frozen(BaseModel):
         """
         model = _new(cls)
         _set_dict(model, values)
-        _set_fields_set(model, set(values))
+        parts = _CLASS_PARTS.get(cls)
+        if parts is None:
+            parts = _CLASS_PARTS[cls] = (
+                set(cls.model_fields),
+                {k: a.get_default() for k, a in cls.__private_attributes__.items()},
+            )
+        every_field, private = parts
+        # Every field given (as the hot path gives them): the class's one set of all its field names serves every
+        # record, read only (the record is frozen, and pydantic's copies copy the set before changing it).
+        _set_fields_set(model, every_field if len(values) == len(every_field) else set(values))
         _set_extra(model, None)
-        private = _PRIVATE_DEFAULTS.get(cls)
-        if private is None:
-            private = _PRIVATE_DEFAULTS[cls] = {k: a.get_default() for k, a in cls.__private_attributes__.items()}
         _set_private(model, dict(private) if private else None)
         return model
 
@@ -111,8 +117,9 @@ _set_dict = BaseModel.__dict__["__dict__"].__set__
 _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
-#: Each class's private attributes with their defaults (most have none), looked up once per class.
-_PRIVATE_DEFAULTS: dict[type[Frozen], dict[str, object]] = {}
+#: Each class's set of all its field names, and its private attributes with their defaults (most have none),
+#: looked up once per class.
+_CLASS_PARTS: dict[type[Frozen], tuple[set[str], dict[str, object]]] = {}
 
 
 def compiled(source: str, namespace: dict[str, Any], name: str, qualname: str) -> Any:
