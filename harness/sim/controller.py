@@ -105,6 +105,8 @@ class Controller:
         #: The last view of the task given, and the task's state it shows: a recovering worker asks for one at
         #: every decision, and the task seldom changes between two.
         self._task_view: tuple[tuple[int, Artifact, bool, int | None], TaskView] | None = None
+        #: The same for the last view of an approval given: what it shows seldom changes between two decisions.
+        self._approval_view: tuple[tuple[str, bool, float | None], ApprovalView] | None = None
         self._record_revision()
         self._grant(scenario.approval.approval_id, scenario.approval.expires_at_s)
 
@@ -374,8 +376,10 @@ class Controller:
 
     def approval_view(self, action: Action) -> ApprovalView:
         approval = self._approvals.get(action.revision)
-        return ApprovalView.trusted(
-            approval_id=action.approval_id,
-            valid=self._approval_valid(action),
-            expires_at_s=approval.expires_at_s if approval else None,
-        )
+        state = (action.approval_id, self._approval_valid(action), approval.expires_at_s if approval else None)
+        if self._approval_view is not None and self._approval_view[0] == state:
+            return self._approval_view[1]
+        approval_id, valid, expires_at_s = state
+        view = ApprovalView.trusted(approval_id=approval_id, valid=valid, expires_at_s=expires_at_s)
+        self._approval_view = (state, view)
+        return view
