@@ -182,6 +182,14 @@ def validated(command: object) -> Command:
     A policy may return anything, or a command built with ``model_construct`` that skipped validation; this
     raises ``TypeError`` or ``ValueError`` for both, so the worker can record it as the policy's error.
     """
+    cls = type(command)
+    if cls in _EXACT:
+        # One of the closed set itself (the usual case, once per decision): its fields are scalars, so its own
+        # validator checks them, with texts cut, without a dump and a search of the union. Asked first: the
+        # ``isinstance`` below goes through the models' ABC metaclass for every class of the set before the
+        # command's own (about 1 us for a ``Stop``, the last).
+        fields = {k: cut(v) if isinstance(v, str) else v for k, v in command.__dict__.items()}
+        return cls.__pydantic_validator__.validate_python(fields)  # type: ignore[no-any-return]
     if isinstance(command, type):  # ``return LookUp``, the parentheses forgotten: its metaclass says nothing
         if issubclass(command, COMMAND_TYPES):
             raise TypeError(
@@ -190,12 +198,6 @@ def validated(command: object) -> Command:
         raise TypeError(f"decide() returned the class {command.__name__}, not a Command")
     if not isinstance(command, COMMAND_TYPES):
         raise TypeError(f"decide() returned {type(command).__name__}, not a Command")
-    cls = type(command)
-    if cls in _EXACT:
-        # One of the closed set itself (the usual case, once per decision): its fields are scalars, so its own
-        # validator checks them, with texts cut, without a dump and a search of the union.
-        fields = {k: cut(v) if isinstance(v, str) else v for k, v in command.__dict__.items()}
-        return cls.__pydantic_validator__.validate_python(fields)  # type: ignore[no-any-return]
     return _COMMAND.validate_python(_capped(command.model_dump()))
 
 
