@@ -136,6 +136,7 @@ def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
     # operation never applied, for one that had no effect.
     for record in (*transport.unsettled(), *destination.unsettled()):
         history.record(record)
+    auditor.stop_watching()
 
     visible = scenario.destination.ledger_visible
     evidence = Evidence(
