@@ -65,21 +65,27 @@ def compose(verdicts: Iterable[Verdict]) -> Verdict:
     return "true"
 
 
-def _run(name: str, checker: Checker, f: Facts, is_property: bool) -> CheckResult:
-    try:
-        found = checker(f)
-    except Exception as exc:  # a crashing checker proves nothing: unknown, never true
-        return CheckResult(name, "unknown", None, f"checker raised {type(exc).__name__}: {exc}")
-    value = found.value
-    if value is None:
-        # A violation witnessed whose count the evidence cannot finish (more may hide where it cannot see) is
-        # still a violation: false beats unknown, and the count stays null, with its reason.
-        verdict: Verdict = "false" if is_property and found.anomalies else "unknown"
-    elif is_property:
-        verdict = "false" if value else "true"
-    else:
-        verdict = "true"
-    return CheckResult(name, verdict, value, found.reason, found.anomalies)
+def _run(checkers: Iterable[tuple[str, Checker]], f: Facts, is_property: bool) -> list[CheckResult]:
+    """Each checker's result, in order: one loop rather than a call per checker (a case runs nineteen)."""
+    results = []
+    for name, checker in checkers:
+        try:
+            found = checker(f)
+        except Exception as exc:  # a crashing checker proves nothing: unknown, never true
+            results.append(CheckResult(name, "unknown", None, f"checker raised {type(exc).__name__}: {exc}"))
+            continue
+        value = found.value
+        verdict: Verdict
+        if value is None:
+            # A violation witnessed whose count the evidence cannot finish (more may hide where it cannot see) is
+            # still a violation: false beats unknown, and the count stays null, with its reason.
+            verdict = "false" if is_property and found.anomalies else "unknown"
+        elif is_property:
+            verdict = "false" if value else "true"
+        else:
+            verdict = "true"
+        results.append(CheckResult(name, verdict, value, found.reason, found.anomalies))
+    return results
 
 
 def check(evidence: Evidence, properties: dict[str, Checker] | None = None) -> Judgement:
@@ -89,9 +95,9 @@ def check(evidence: Evidence, properties: dict[str, Checker] | None = None) -> J
     """
     f = facts(evidence)
     chosen = _PROPERTIES if properties is None else properties
-    results = [_run(name, fn, f, True) for name, fn in chosen.items()]
+    results = _run(chosen.items(), f, True)
     verdict = compose(r.verdict for r in results)
-    results += [_run(name, fn, f, False) for name, fn in _MEASURES]
+    results += _run(_MEASURES, f, False)
     return Judgement(tuple(results), verdict, _outcome(results, verdict), tuple(chosen))
 
 
