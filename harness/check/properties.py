@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from harness.check.facts import Facts
-from harness.check.finding import HIDDEN, Finding, counted
+from harness.check.finding import HIDDEN, NOTHING_FOUND, Finding, counted
 from harness.model import UNCERTAIN_REPLIES, Anomaly, Artifact, conclusive
 from harness.model.events import (
     AbsenceRecorded,
@@ -118,7 +118,7 @@ def duplicate_effects(f: Facts) -> Finding:
         sent = Counter(d.action_id for d in f.dispatches)
         many = {a: n for a, n in sent.items() if n > 1}
         if not many:
-            return Finding(0)
+            return NOTHING_FOUND
         listed = ", ".join(f"{n} dispatches of {a}" for a, n in sorted(many.items()))
         return Finding(None, reason=f"{HIDDEN} and {listed} were sent; any of them may have applied")
     anomalies = []
@@ -158,11 +158,11 @@ def effects_after_cancel(f: Facts) -> Finding:
     An in-flight request sent before the cancellation races with it legitimately and is not counted here.
     """
     if not f.cancels:
-        return Finding(0)  # nothing was sent after a cancellation (most cases have none)
+        return NOTHING_FOUND  # nothing was sent after a cancellation (most cases have none)
     late = {d.execution_id: d for d in f.dispatches if f.cancel_before(d.index) is not None}
     if not f.destination_visible:
         if not late:
-            return Finding(0)
+            return NOTHING_FOUND
         return Finding(None, reason=f"{HIDDEN} and {len(late)} dispatches were sent after the cancellation")
     anomalies = []
     for effect in f.effects:
@@ -232,7 +232,7 @@ def false_records(f: Facts) -> Finding:
     (before or after the write: a late request can land after an absent lookup); or recorded absent although
     the destination had already accepted an operation for it (pending, even if it never applies)."""
     if not f.records:
-        return Finding(0)
+        return NOTHING_FOUND
     if not f.destination_visible:
         return Finding(None, reason=f"{HIDDEN}, so the recorded outcomes cannot be compared with it")
     by_action = f.effects_by_action()
@@ -378,7 +378,7 @@ def retries_after_uncertain(f: Facts) -> Finding:
     replay", a connector's ``unknown_outcome``) and before a read settled it: automatic retries must stop
     until the original expectation has been checked against what is there now."""
     if not any(_uncertain(r) for r in f.replies):
-        return Finding(0)  # nobody was told the outcome is uncertain: nothing below can count or doubt (most cases)
+        return NOTHING_FOUND  # nobody was told the outcome is uncertain: nothing below can count or doubt (most cases)
     anomalies = []
     undecided: list[str] = []
     effects = f.effects_by_action()
