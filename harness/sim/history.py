@@ -31,6 +31,12 @@ class History:
         for t in types:
             self._listeners.setdefault(t, []).append(listener)
 
+    def stop_listening(self) -> None:
+        """The case is over: no record is appended any more, and a listener (the operator's script) holds the
+        actors that hold this history; let go of them, so the case is freed at once, not by the garbage collector
+        (a case with operator events left 130 to 260 objects to it)."""
+        self._listeners.clear()
+
     def now_s(self) -> float:
         """Virtual time at the history's resolution (the microsecond), so live judgements and the history agree."""
         now = self._env._now  # simpy's ``now``, read as its property reads it (see ``_now`` below)

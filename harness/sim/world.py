@@ -137,6 +137,7 @@ def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
     for record in (*transport.unsettled(), *destination.unsettled()):
         history.record(record)
     auditor.stop_watching()
+    history.stop_listening()
 
     visible = scenario.destination.ledger_visible
     evidence = Evidence(
