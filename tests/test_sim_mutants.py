@@ -628,6 +628,24 @@ def test_ground_truth_a_rejection_settles_the_operations_before_it_not_the_next_
     assert found.value == 1 and anomaly.witnesses == (_indexes(result.evidence.history, DispatchSent)[2],)
 
 
+def test_ground_truth_a_rejection_read_settles_the_operations_before_it_not_the_next_one() -> None:
+    """The same when a lookup reads the rejection (the reply was lost): a retry under a new key after that read is
+    not a new key while unknown; when its reply is lost too, the next key is."""
+    scenario = _scenario(
+        "lost_response",
+        destination={"reject_models": ["m7"]},
+        faults=[{"boundary": "response_lost", "nth": 1}, {"boundary": "response_lost", "nth": 2}],
+    )
+    script = (lambda s: LookUp(), lambda s: RetryNewKey(), lambda s: RetryNewKey(), lambda s: Stop())
+    watching = _Watching(_Script(*script))
+    result = simulate(scenario, watching, 1)  # type: ignore[arg-type]
+    assert [r.effect for r in watching.seen[1].lookups] == ["rejected"]
+    sent = _indexes(result.evidence.history, DispatchSent)
+    assert len(sent) == 3 and result.truth.new_keys_while_unknown == 1
+    found = {r.name: r for r in check(result.evidence).results}["new_keys_while_unknown"]
+    assert found.value == 1 and found.anomalies[0].witnesses == (sent[2],)
+
+
 def test_ground_truth_a_connectors_absent_settles_nothing_before_a_new_key() -> None:
     """A job follow the connector answers absent (its ledger holds no record of the key: the request was lost on
     the way) says nothing about the target: a retry under a new key after it is a new key while unknown."""
