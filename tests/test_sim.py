@@ -889,3 +889,21 @@ def test_a_finished_case_leaves_the_garbage_collector_no_more_than_bare_simpy_do
     finally:
         gc.enable()
     assert bare > 0 and {spec: n for spec, n in left.items() if n > bare} == {}
+
+
+@pytest.mark.parametrize(
+    ("policy", "scenario"),
+    [("retry_new_key", "two_recoverers"), ("reconcile_and_reauthorize", "racing_recoverers_no_dedupe")],
+)
+def test_without_a_send_time_a_retry_leaves_in_the_step_it_is_decided(policy: str, scenario: str) -> None:
+    """``worker.retry_send_s`` 0 (every shipped scenario but two) adds no wait, not even a zero one: a zero wait
+    lets another recovering worker's records of the same instant come between a decision and its dispatch
+    (two_recoverers), which changes shipped cases. Each retry's command is followed by its claim (when it asks
+    for one), its attempt and its send, with nothing between."""
+    history = simulate(shipped(scenario), load_policy(policy), 1).evidence.history
+    retries = [i for i, e in enumerate(history) if isinstance(e, CommandGiven) and e.command.kind.startswith("retry")]
+    assert retries
+    for i in retries:
+        claimed = isinstance(history[i + 1], ClaimDecided)
+        following = [type(e).__name__ for e in history[i + 1 + claimed : i + 3 + claimed]]
+        assert following == ["AttemptRecorded", "DispatchSent"], (i, following)
