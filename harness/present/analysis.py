@@ -401,7 +401,7 @@ def load(
                     duplicates += 1
                     continue
                 loaded[key] = elsewhere + digest
-                if several:  # (a dict entry per case: 60 MB a million, kept only when there is another path)
+                if several:  # (a dict entry per case: 63 MB a million, kept only when there is another path)
                     earlier = first_given.setdefault(key, number)
                     if earlier != number:
                         differing[(*key[:4], earlier, number)] += 1
