@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import simpy
 from conftest import Says, shipped
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from simpy.events import URGENT
 from test_soundness import COMPARED
 
 from harness.check import check
@@ -45,6 +49,7 @@ from harness.sim.destination import Destination
 from harness.sim.faults import Injector
 from harness.sim.history import History
 from harness.sim.messages import Reply, Request
+from harness.sim.world import _run_until
 
 #: For each boundary, the faults of a scenario that reaches it (a lookup happens only after a lost reply).
 FAULTS: dict[str, list[dict[str, Any]]] = {
@@ -92,6 +97,71 @@ def test_the_history_reads_simpys_clock() -> None:
     env.run(until=env.timeout(1.25))
     history.record(WorkerStarted(action_id="a73", incarnation=1, role="recovery"))
     assert env.now == 1.25 and history.now_s() == 1.25 and history.entries[0].at_s == 1.25
+
+
+def _traced_world(
+    run: Callable[[simpy.Environment], None], starts: list[tuple[float, list[float]]], urgent: list[float]
+) -> list[tuple[float, str, int]]:
+    """What a small world does under ``run``: processes woken at their times, each starting children then (whose
+    first step is simpy's URGENT one, at that instant), each noting its clock and the next event id it sees; and
+    URGENT events scheduled from the start at ``urgent`` times."""
+    env = simpy.Environment()
+    seen: list[tuple[float, str, int]] = []
+    for k, at_s in enumerate(urgent):
+        event = simpy.Event(env)
+        event._ok, event._value = True, None  # type: ignore[attr-defined]
+        event.callbacks.append(lambda _, n=f"u{k}": seen.append((env.now, n, -1)))  # type: ignore[union-attr]
+        env.schedule(event, URGENT, at_s)
+
+    def child(name: str) -> Generator[simpy.Event, Any, None]:
+        seen.append((env.now, name, env._eid.__reduce__()[1][0]))  # type: ignore[attr-defined]
+        yield env.timeout(0)
+        seen.append((env.now, f"{name}'", -1))
+
+    def parent(i: int, at_s: float, children: list[float]) -> Generator[simpy.Event, Any, None]:
+        yield env.timeout(at_s)
+        seen.append((env.now, f"p{i}", -1))
+        for j, delay in enumerate(children):
+            if delay == 0:
+                env.process(child(f"c{i}.{j}"))
+            else:
+                env.timeout(delay).callbacks.append(lambda _, n=f"t{i}.{j}": seen.append((env.now, n, -1)))
+
+    for i, (at_s, children) in enumerate(starts):
+        env.process(parent(i, at_s, children))
+    run(env)
+    # Where each left off: the clock, and the next event id either would draw.
+    seen.append((env.now, "end", next(env._eid)))  # type: ignore[attr-defined]
+    return seen
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([0.0, 0.5, 1.0, 2.0, 2.5]),
+            st.lists(st.sampled_from([0.0, 0.0, 0.5, 1.0, 1.5]), max_size=3),
+        ),
+        max_size=6,
+    ),
+    st.lists(st.sampled_from([1.0, 2.0, 2.0, 3.0]), max_size=3),
+)
+def test_running_to_the_deadline_without_simpys_stop_event_steps_what_simpy_steps(
+    starts: list[tuple[float, list[float]]], urgent: list[float]
+) -> None:
+    """``_run_until`` steps the events ``env.run(until=...)`` steps, in its order, and leaves the clock and the next
+    event id where it does: events due at the deadline itself included, those scheduled before the run (which
+    simpy steps before its stop) and those scheduled at that instant while it runs (which it leaves)."""
+    assert _traced_world(lambda env: _run_until(env, 2.0), starts, urgent) == _traced_world(
+        lambda env: env.run(until=2.0), starts, urgent
+    )
+
+
+def test_running_to_a_deadline_already_past_is_refused_as_simpy_refuses_it() -> None:
+    env = simpy.Environment()
+    env.run(until=3.0)
+    with pytest.raises(ValueError, match="must be greater than the current simulation time"):
+        _run_until(env, 3.0)
 
 
 def test_every_boundary_is_covered_here() -> None:
@@ -633,9 +703,9 @@ def test_a_policys_validation_error_is_recorded_in_one_line_whatever_its_shape()
             raise ValueError("never valid")
 
     errors = []
-    for given in ({"inner": {"n": "x"}, "m": "y"}, {"inner": {"n": 1}, "m": 2}):
+    for data in ({"inner": {"n": "x"}, "m": "y"}, {"inner": {"n": 1}, "m": 2}):
         try:
-            Outer.model_validate(given)
+            Outer.model_validate(data)
         except ValidationError as exc:
             errors.append(_policy_error(exc))
     assert errors == [

@@ -53,7 +53,8 @@ def _identity(case: Case, case_timeout_s: float | None = None) -> _Identity:
 
 
 def _judged(case: Case, result: SimResult, judgement: Judgement) -> CaseReport:
-    reports = [e for e in result.evidence.history if isinstance(e, WorkerReported)]
+    # The worker's last report: what it claimed.
+    report = next((e for e in reversed(result.evidence.history) if isinstance(e, WorkerReported)), None)
     identity = _identity(case)
     # Built without validation, every field in order: each value is already typed (the identity from a loaded
     # case, the rest from the checker and the trusted records). tests/test_scale.py proves it equals its
@@ -75,7 +76,7 @@ def _judged(case: Case, result: SimResult, judgement: Judgement) -> CaseReport:
         unknown=judgement.unknown,
         checks=judgement.checks,
         anomalies=judgement.anomalies,
-        claimed=event_data(reports[-1]) if reports else {},
+        claimed=event_data(report) if report is not None else {},
         timeline=entries(result.evidence.history),
         reproduce=identity["reproduce"],
         error=None,

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import simpy
+from simpy.events import URGENT
 
 from harness.model import Evidence
 from harness.model.base import fast_frozen_init
@@ -124,14 +125,17 @@ def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
 
     operator = Operator(env, scenario.operator, history, controller, dispatch, scenario.recovery_deadline_s)
     dispatch(scenario.action_id, scenario.worker.dispatch_at_s)
-    env.run(until=scenario.recovery_deadline_s)
+    _run_until(env, scenario.recovery_deadline_s)
     horizon = scenario.horizon_s
+    queue, step = env._queue, env.step
     # The case ends at the end of an instant: what is due at the instant the last thing settles (an operator
     # event set off by a worker's last record, say) happens too, whatever the actors' processes look like.
-    while (due := env.peek()) <= horizon and (
-        due == env.now or transport.in_flight or destination.pending or any(w.is_alive for w in workers)
+    while (
+        queue
+        and (due := queue[0][0]) <= horizon
+        and (due == env._now or transport.in_flight or destination.pending or any(w.is_alive for w in workers))
     ):
-        env.step()
+        step()
     # Whatever the end cut off is said, so that the checker does not take a dispatch that never arrived, or an
     # operation never applied, for one that had no effect.
     for record in (*transport.unsettled(), *destination.unsettled()):
@@ -157,6 +161,23 @@ def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
         recorded=history.entries,
         operator_coverage=operator.coverage(),
     )
+
+
+def _run_until(env: simpy.Environment, at_s: float) -> None:
+    """``env.run(until=at_s)``, event for event, without its stop event: simpy schedules one at ``at_s`` before
+    every other event of that instant already scheduled (``URGENT``, the next event id), stops by raising an
+    exception from its callback, and puts the stop event back in the queue (its callbacks done: stepping it does
+    nothing). Every event that would come before it is stepped here, in the same order, and the clock is left at
+    ``at_s``; the two event ids simpy draws are drawn too, so every later event's id is the same. A case steps
+    its stop event no more (twice: to stop, then again as the case settles), and raises no exception."""
+    if at_s <= env._now:
+        raise ValueError(f"until ({at_s}) must be greater than the current simulation time")
+    stop = (at_s, URGENT, next(env._eid))
+    queue, step = env._queue, env.step
+    while queue and queue[0] < stop:
+        step()
+    env._now = at_s
+    next(env._eid)
 
 
 def _caller_side(event: Event) -> bool:
