@@ -49,6 +49,7 @@ from harness.sim.destination import Destination
 from harness.sim.faults import Injector
 from harness.sim.history import History
 from harness.sim.messages import Reply, Request
+from harness.sim.waits import first_of
 from harness.sim.world import _run_until
 
 #: For each boundary, the faults of a scenario that reaches it (a lookup happens only after a lost reply).
@@ -162,6 +163,52 @@ def test_running_to_a_deadline_already_past_is_refused_as_simpy_refuses_it() -> 
     env.run(until=3.0)
     with pytest.raises(ValueError, match="must be greater than the current simulation time"):
         _run_until(env, 3.0)
+
+
+def _waits_traced(
+    wait: Callable[[simpy.Environment, simpy.Event, simpy.Event], simpy.Event], plan: list[tuple[float, float, float]]
+) -> list[tuple[float, str, int]]:
+    """What a small world does when each waiter ``i`` waits, from ``start``, on the first of an event succeeded at
+    ``ends`` and a timeout of ``patience`` (an end of 0 is an event processed before the wait begins), through
+    ``wait``: when each woke, which event had come, and the next event id then."""
+    env = simpy.Environment()
+    seen: list[tuple[float, str, int]] = []
+
+    def ender(event: simpy.Event, at_s: float) -> Generator[simpy.Event, Any, None]:
+        yield env.timeout(at_s)
+        event.succeed()
+
+    def waiter(i: int, start: float, ends: float, patience: float) -> Generator[simpy.Event, Any, None]:
+        done = env.event()
+        if ends == 0:
+            done.succeed()
+        yield env.timeout(start)
+        if ends > 0:
+            env.process(ender(done, ends))
+        timeout = env.timeout(patience)
+        yield wait(env, done, timeout)
+        seen.append((env.now, f"w{i} {done.processed} {timeout.processed}", env._eid.__reduce__()[1][0]))  # type: ignore[attr-defined]
+
+    for i, (start, ends, patience) in enumerate(plan):
+        env.process(waiter(i, start, ends, patience))
+    env.run()
+    return seen
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([0.0, 1.0]), st.sampled_from([0.0, 0.5, 1.0, 2.0]), st.sampled_from([0.0, 1.0, 2.0])),
+        max_size=5,
+    )
+)
+def test_waiting_for_the_first_of_two_events_steps_as_simpys_any_of_does(
+    plan: list[tuple[float, float, float]],
+) -> None:
+    """``first_of`` wakes a waiter when ``a | b`` would, at the same step (the same event ids drawn by then), with
+    the same events come: ties included (an end and a timeout due at one instant), and an event processed before
+    the wait began."""
+    assert _waits_traced(first_of, plan) == _waits_traced(lambda env, a, b: a | b, plan)
 
 
 def test_every_boundary_is_covered_here() -> None:

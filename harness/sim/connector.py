@@ -36,6 +36,7 @@ from harness.sim.faults import Injector
 from harness.sim.history import History
 from harness.sim.messages import Reply, Request
 from harness.sim.transport import Handler
+from harness.sim.waits import first_of
 
 __all__ = ["Connector"]
 
@@ -134,7 +135,7 @@ class Connector:
             return None
         job = _Job(self._epoch)
         self._env.process(self._execute(request, record, job))
-        yield record.done | self._env.timeout(self._spec.wait_s)
+        yield first_of(self._env, record.done, self._env.timeout(self._spec.wait_s))
         if job.epoch != self._epoch:
             return None  # the connector died: no report reaches the caller
         if job.reply is not None:
@@ -201,7 +202,7 @@ class Connector:
             return Reply(effect="absent")
         if record.running:
             epoch = self._epoch
-            yield record.done | self._env.timeout(self._spec.wait_s)
+            yield first_of(self._env, record.done, self._env.timeout(self._spec.wait_s))
             if epoch != self._epoch:
                 return None
         if record.receipt is not None:

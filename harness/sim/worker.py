@@ -65,6 +65,7 @@ from harness.sim.faults import Injector
 from harness.sim.history import History
 from harness.sim.messages import Reply, Request
 from harness.sim.transport import Transport
+from harness.sim.waits import first_of
 
 __all__ = ["Worker"]
 
@@ -369,7 +370,7 @@ class Worker:
         if self._injector.hit(CrashAwaitingReply, action.action_id, n):
             raise _Crashed
         timeout = self._env.timeout(self._scenario.worker.timeout_s)
-        yield reply_event | timeout
+        yield first_of(self._env, reply_event, timeout)
         if not reply_event.triggered:
             me.see(me.attempts[execution_id].replaced(observation="timeout"))
             self._history.record(ReplyTimedOut(execution_id=execution_id, n=n))
@@ -404,7 +405,7 @@ class Worker:
         patience_s = self._scenario.worker.lookup_timeout_s
         if source == "follow_job" and self._scenario.connector is not None:
             patience_s += self._scenario.connector.wait_s
-        yield answered | self._env.timeout(patience_s)
+        yield first_of(self._env, answered, self._env.timeout(patience_s))
         if answered.triggered:
             reply = answered.value
             assert isinstance(reply, Reply)
