@@ -48,9 +48,8 @@ from harness.sim.controller import Controller
 from harness.sim.destination import Destination
 from harness.sim.faults import Injector
 from harness.sim.history import History
+from harness.sim.kernel import Kernel, first_of, run_until
 from harness.sim.messages import Reply, Request
-from harness.sim.waits import first_of
-from harness.sim.world import _run_until
 
 #: For each boundary, the faults of a scenario that reaches it (a lookup happens only after a lost reply).
 FAULTS: dict[str, list[dict[str, Any]]] = {
@@ -101,12 +100,15 @@ def test_the_history_reads_simpys_clock() -> None:
 
 
 def _traced_world(
-    run: Callable[[simpy.Environment], None], starts: list[tuple[float, list[float]]], urgent: list[float]
+    run: Callable[[simpy.Environment], None],
+    starts: list[tuple[float, list[float]]],
+    urgent: list[float],
+    make: Callable[[], simpy.Environment],
 ) -> list[tuple[float, str, int]]:
     """What a small world does under ``run``: processes woken at their times, each starting children then (whose
     first step is simpy's URGENT one, at that instant), each noting its clock and the next event id it sees; and
-    URGENT events scheduled from the start at ``urgent`` times."""
-    env = simpy.Environment()
+    URGENT events scheduled from the start at ``urgent`` times, in an environment ``make`` makes."""
+    env = make()
     seen: list[tuple[float, str, int]] = []
     for k, at_s in enumerate(urgent):
         event = simpy.Event(env)
@@ -150,11 +152,12 @@ def _traced_world(
 def test_running_to_the_deadline_without_simpys_stop_event_steps_what_simpy_steps(
     starts: list[tuple[float, list[float]]], urgent: list[float]
 ) -> None:
-    """``_run_until`` steps the events ``env.run(until=...)`` steps, in its order, and leaves the clock and the next
-    event id where it does: events due at the deadline itself included, those scheduled before the run (which
-    simpy steps before its stop) and those scheduled at that instant while it runs (which it leaves)."""
-    assert _traced_world(lambda env: _run_until(env, 2.0), starts, urgent) == _traced_world(
-        lambda env: env.run(until=2.0), starts, urgent
+    """``run_until`` in the simulator's ``Kernel`` steps the events ``env.run(until=...)`` steps in simpy's own
+    environment, in its order, and leaves the clock and the next event id where it does: events due at the
+    deadline itself included, those scheduled before the run (which simpy steps before its stop) and those
+    scheduled at that instant while it runs (which it leaves)."""
+    assert _traced_world(lambda env: run_until(env, 2.0), starts, urgent, Kernel) == _traced_world(
+        lambda env: env.run(until=2.0), starts, urgent, simpy.Environment
     )
 
 
@@ -162,16 +165,18 @@ def test_running_to_a_deadline_already_past_is_refused_as_simpy_refuses_it() -> 
     env = simpy.Environment()
     env.run(until=3.0)
     with pytest.raises(ValueError, match="must be greater than the current simulation time"):
-        _run_until(env, 3.0)
+        run_until(env, 3.0)
 
 
 def _waits_traced(
-    wait: Callable[[simpy.Environment, simpy.Event, simpy.Event], simpy.Event], plan: list[tuple[float, float, float]]
+    wait: Callable[[simpy.Environment, simpy.Event, simpy.Event], simpy.Event],
+    plan: list[tuple[float, float, float]],
+    make: Callable[[], simpy.Environment],
 ) -> list[tuple[float, str, int]]:
     """What a small world does when each waiter ``i`` waits, from ``start``, on the first of an event succeeded at
     ``ends`` and a timeout of ``patience`` (an end of 0 is an event processed before the wait begins), through
-    ``wait``: when each woke, which event had come, and the next event id then."""
-    env = simpy.Environment()
+    ``wait``, in an environment ``make`` makes: when each woke, which event had come, and the next event id then."""
+    env = make()
     seen: list[tuple[float, str, int]] = []
 
     def ender(event: simpy.Event, at_s: float) -> Generator[simpy.Event, Any, None]:
@@ -205,10 +210,10 @@ def _waits_traced(
 def test_waiting_for_the_first_of_two_events_steps_as_simpys_any_of_does(
     plan: list[tuple[float, float, float]],
 ) -> None:
-    """``first_of`` wakes a waiter when ``a | b`` would, at the same step (the same event ids drawn by then), with
-    the same events come: ties included (an end and a timeout due at one instant), and an event processed before
-    the wait began."""
-    assert _waits_traced(first_of, plan) == _waits_traced(lambda env, a, b: a | b, plan)
+    """``first_of`` in the simulator's ``Kernel`` wakes a waiter when ``a | b`` would in simpy's own environment, at
+    the same step (the same event ids drawn by then), with the same events come: ties included (an end and a
+    timeout due at one instant), and an event processed before the wait began."""
+    assert _waits_traced(first_of, plan, Kernel) == _waits_traced(lambda env, a, b: a | b, plan, simpy.Environment)
 
 
 def test_every_boundary_is_covered_here() -> None:

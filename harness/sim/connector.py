@@ -34,9 +34,9 @@ from harness.scenario import ConnectorSpec
 from harness.scenario.faults import ConnectorCrash, StartedNotDurable
 from harness.sim.faults import Injector
 from harness.sim.history import History
+from harness.sim.kernel import first_of
 from harness.sim.messages import Reply, Request
 from harness.sim.transport import Handler
-from harness.sim.waits import first_of
 
 __all__ = ["Connector"]
 

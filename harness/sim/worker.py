@@ -63,9 +63,9 @@ from harness.sim.auditor import Auditor
 from harness.sim.controller import HELD_TARGET, Controller
 from harness.sim.faults import Injector
 from harness.sim.history import History
+from harness.sim.kernel import first_of
 from harness.sim.messages import Reply, Request
 from harness.sim.transport import Transport
-from harness.sim.waits import first_of
 
 __all__ = ["Worker"]
 

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import simpy
-from simpy.events import URGENT
 
 from harness.model import Evidence
 from harness.model.base import fast_frozen_init
@@ -26,6 +25,7 @@ from harness.sim.controller import Controller
 from harness.sim.destination import Destination
 from harness.sim.faults import Injector, Question, applies
 from harness.sim.history import History
+from harness.sim.kernel import Kernel, run_until
 from harness.sim.operator import Operator
 from harness.sim.transport import Transport
 from harness.sim.worker import Worker
@@ -96,7 +96,7 @@ class Reach:
 def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
     """Run one case to its deadline, then while anything is still in flight (bounded by the scenario's
     ``settle_max_s``), so that late effects are seen. Deterministic: same inputs and seed, same result."""
-    env = simpy.Environment()
+    env = Kernel()
     history = History(env)
     auditor = Auditor(scenario.recovery_deadline_s)
     injector = Injector(scenario.faults, scenario.action_id, history)
@@ -125,7 +125,7 @@ def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
 
     operator = Operator(env, scenario.operator, history, controller, dispatch, scenario.recovery_deadline_s)
     dispatch(scenario.action_id, scenario.worker.dispatch_at_s)
-    _run_until(env, scenario.recovery_deadline_s)
+    run_until(env, scenario.recovery_deadline_s)
     horizon = scenario.horizon_s
     queue, step = env._queue, env.step
     # The case ends at the end of an instant: what is due at the instant the last thing settles (an operator
@@ -161,23 +161,6 @@ def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
         recorded=history.entries,
         operator_coverage=operator.coverage(),
     )
-
-
-def _run_until(env: simpy.Environment, at_s: float) -> None:
-    """``env.run(until=at_s)``, event for event, without its stop event: simpy schedules one at ``at_s`` before
-    every other event of that instant already scheduled (``URGENT``, the next event id), stops by raising an
-    exception from its callback, and puts the stop event back in the queue (its callbacks done: stepping it does
-    nothing). Every event that would come before it is stepped here, in the same order, and the clock is left at
-    ``at_s``; the two event ids simpy draws are drawn too, so every later event's id is the same. A case steps
-    its stop event no more (twice: to stop, then again as the case settles), and raises no exception."""
-    if at_s <= env._now:
-        raise ValueError(f"until ({at_s}) must be greater than the current simulation time")
-    stop = (at_s, URGENT, next(env._eid))
-    queue, step = env._queue, env.step
-    while queue and queue[0] < stop:
-        step()
-    env._now = at_s
-    next(env._eid)
 
 
 def _caller_side(event: Event) -> bool:
