@@ -216,6 +216,37 @@ def test_waiting_for_the_first_of_two_events_steps_as_simpys_any_of_does(
     assert _waits_traced(first_of, plan, Kernel) == _waits_traced(lambda env, a, b: a | b, plan, simpy.Environment)
 
 
+def test_the_kernels_event_constructors_take_what_simpys_take() -> None:
+    """The simulator's ``Kernel`` builds its events as simpy's environment does, what a case does not use included
+    (a timeout's value; no default delay): simpy's still, for whoever adds an actor that uses it."""
+
+    def made(env: simpy.Environment) -> list[object]:
+        def proc() -> Generator[simpy.Event, Any, str]:
+            yield env.timeout(0.5)
+            return "done"
+
+        plain, valued, bare, process = env.timeout(1), env.timeout(2, "v"), env.event(), env.process(proc())
+        both = env.all_of([plain, valued])
+        bare.succeed(7)
+        env.run()
+        return [
+            type(plain),
+            plain._delay,  # type: ignore[attr-defined]
+            plain.value,
+            valued.value,
+            bare.value,
+            process.value,
+            type(both),
+            list(both.value.values()),
+            env.now,
+        ]
+
+    assert made(Kernel()) == made(simpy.Environment())
+    assert made(Kernel())[1:4] == [1, None, "v"]
+    with pytest.raises(TypeError, match="delay"):
+        Kernel().timeout()  # type: ignore[call-arg]
+
+
 def test_every_boundary_is_covered_here() -> None:
     """This test module exercises every fault boundary the scenario format offers."""
     assert set(FAULTS) == set(BOUNDARIES)

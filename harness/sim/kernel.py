@@ -24,7 +24,8 @@ class Kernel(simpy.Environment):
     def process(self, generator: ProcessGenerator) -> Process:
         return Process(self, generator)
 
-    def timeout(self, delay: float = 0, value: Any | None = None) -> Timeout:
+    # simpy's typing stub gives ``delay`` a default its runtime ``Timeout`` does not have: this is the runtime's.
+    def timeout(self, delay: float, value: Any | None = None) -> Timeout:  # type: ignore[override]
         return Timeout(self, delay, value)
 
     def event(self) -> Event:
