@@ -425,15 +425,17 @@ def main() -> None:
         print(f"skeleton (bare simpy, benchmarks/skeleton.py): {yard.rates[-1]:,.0f} cases/s on one core")
 
         print(f"\nper shipped scenario, {args.per_scenario} cases each, policy {POLICY}, one core:")
-        print(f"{'scenario':<38} {'simulate':>16} {'+ check':>16} {'whole case path':>16}")
+        names = list_scenarios()
+        width = max(len("scenario"), *map(len, names))  # every name in its column, however long
+        print(f"{'scenario':<{width}} {'simulate':>16} {'+ check':>16} {'whole case path':>16}")
         rows = []
-        for name in list_scenarios():
+        for name in names:
             cases = list(load_grid([POLICY], [name], range(1, args.per_scenario + 1)).cases)
             rows.append((name, case_path_rates(cases, work)))
         yard.time()
         sk = yard.median
         for name, (a, b, c) in rows:
-            print(f"{name:<38} {a:>8,.0f} ({a / sk:.3f}) {b:>8,.0f} ({b / sk:.3f}) {c:>8,.0f} ({c / sk:.3f})")
+            print(f"{name:<{width}} {a:>8,.0f} ({a / sk:.3f}) {b:>8,.0f} ({b / sk:.3f}) {c:>8,.0f} ({c / sk:.3f})")
         _, spine_check, spine_whole = dict(rows)[SCENARIO]
         spine = list(load_grid([POLICY], [SCENARIO], range(1, args.per_scenario + 1)).cases)
         full = full_path_rate(spine, work / "full")
