@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import simpy
 from conftest import Says, shipped
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from simpy.events import URGENT
 from test_soundness import COMPARED
@@ -117,7 +117,7 @@ def _traced_world(
         env.schedule(event, URGENT, at_s)
 
     def child(name: str) -> Generator[simpy.Event, Any, None]:
-        seen.append((env.now, name, env._eid.__reduce__()[1][0]))  # type: ignore[attr-defined]
+        seen.append((env.now, name, next(env._eid)))  # type: ignore[attr-defined]
         yield env.timeout(0)
         seen.append((env.now, f"{name}'", -1))
 
@@ -161,6 +161,25 @@ def test_running_to_the_deadline_without_simpys_stop_event_steps_what_simpy_step
     )
 
 
+@settings(max_examples=200, deadline=None)
+@example(first_s=0.2502692674820456, deadline_s=1.4070233148541773)
+@given(st.floats(0.01, 1.9), st.floats(1.95, 3.0))
+def test_a_run_to_the_deadline_from_a_later_start_ends_where_simpys_does(first_s: float, deadline_s: float) -> None:
+    """From a clock not at 0, simpy's stop comes at ``now + (deadline - now)``, which in floating point may miss
+    the deadline by a unit in the last place: ``run_until`` stops there too, with the same events stepped."""
+    starts = [(0.0, [first_s]), (deadline_s - 0.5, [0.5, 0.0])]
+
+    def twice(run: Callable[[simpy.Environment, float], None]) -> Callable[[simpy.Environment], None]:
+        return lambda env: (run(env, first_s), run(env, deadline_s), None)[-1]
+
+    def simpys(env: simpy.Environment, at_s: float) -> None:
+        env.run(until=at_s)
+
+    assert _traced_world(twice(run_until), starts, [], Kernel) == _traced_world(
+        twice(simpys), starts, [], simpy.Environment
+    )
+
+
 def test_running_to_a_deadline_already_past_is_refused_as_simpy_refuses_it() -> None:
     env = simpy.Environment()
     env.run(until=3.0)
@@ -170,12 +189,15 @@ def test_running_to_a_deadline_already_past_is_refused_as_simpy_refuses_it() -> 
 
 def _waits_traced(
     wait: Callable[[simpy.Environment, simpy.Event, simpy.Event], simpy.Event],
-    plan: list[tuple[float, float, float]],
+    plan: list[tuple[float, float, float, bool]],
+    common_at: float | None,
     make: Callable[[], simpy.Environment],
 ) -> list[tuple[float, str, int]]:
-    """What a small world does when each waiter ``i`` waits, from ``start``, on the first of an event succeeded at
-    ``ends`` and a timeout of ``patience`` (an end of 0 is an event processed before the wait begins), through
-    ``wait``, in an environment ``make`` makes: when each woke, which event had come, and the next event id then."""
+    """What a small world does when each waiter ``i`` waits, from ``start``, on the first of an event and a timeout of
+    ``patience``, through ``wait``, in an environment ``make`` makes: when each woke, which event had come, and the
+    next event id then. The event is its own, succeeded at ``ends`` (0: processed before the wait begins; -1:
+    succeeded as the wait begins, not yet processed), or, for a ``shared`` waiter, one event every shared waiter
+    waits on (as followers of one connector job do), succeeded at ``common_at`` (None: never)."""
     env = make()
     seen: list[tuple[float, str, int]] = []
 
@@ -183,37 +205,53 @@ def _waits_traced(
         yield env.timeout(at_s)
         event.succeed()
 
-    def waiter(i: int, start: float, ends: float, patience: float) -> Generator[simpy.Event, Any, None]:
-        done = env.event()
-        if ends == 0:
+    common = env.event()
+    if common_at is not None:
+        env.process(ender(common, common_at))
+
+    def waiter(i: int, start: float, ends: float, patience: float, shared: bool) -> Generator[simpy.Event, Any, None]:
+        done = common if shared else env.event()
+        if ends == 0 and not shared:
             done.succeed()
         yield env.timeout(start)
-        if ends > 0:
+        if ends == -1 and not shared:
+            done.succeed()
+        elif ends > 0 and not shared:
             env.process(ender(done, ends))
         timeout = env.timeout(patience)
         yield wait(env, done, timeout)
-        seen.append((env.now, f"w{i} {done.processed} {timeout.processed}", env._eid.__reduce__()[1][0]))  # type: ignore[attr-defined]
+        # The next event id, drawn: both worlds draw it at the same point, so it moves their later ids alike.
+        seen.append((env.now, f"w{i} {done.processed} {timeout.processed}", next(env._eid)))  # type: ignore[attr-defined]
 
-    for i, (start, ends, patience) in enumerate(plan):
-        env.process(waiter(i, start, ends, patience))
+    for i, (start, ends, patience, shared) in enumerate(plan):
+        env.process(waiter(i, start, ends, patience, shared))
     env.run()
     return seen
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     st.lists(
-        st.tuples(st.sampled_from([0.0, 1.0]), st.sampled_from([0.0, 0.5, 1.0, 2.0]), st.sampled_from([0.0, 1.0, 2.0])),
+        st.tuples(
+            st.sampled_from([0.0, 1.0]),
+            st.sampled_from([-1.0, 0.0, 0.5, 1.0, 2.0]),
+            st.sampled_from([0.0, 1.0, 2.0]),
+            st.booleans(),
+        ),
         max_size=5,
-    )
+    ),
+    st.sampled_from([None, 0.0, 1.0, 1.5]),
 )
 def test_waiting_for_the_first_of_two_events_steps_as_simpys_any_of_does(
-    plan: list[tuple[float, float, float]],
+    plan: list[tuple[float, float, float, bool]], common_at: float | None
 ) -> None:
     """``first_of`` in the simulator's ``Kernel`` wakes a waiter when ``a | b`` would in simpy's own environment, at
     the same step (the same event ids drawn by then), with the same events come: ties included (an end and a
-    timeout due at one instant), and an event processed before the wait began."""
-    assert _waits_traced(first_of, plan, Kernel) == _waits_traced(lambda env, a, b: a | b, plan, simpy.Environment)
+    timeout due at one instant), an event processed before the wait began or succeeded as it began, and one event
+    several waiters wait on, which may never come."""
+    assert _waits_traced(first_of, plan, common_at, Kernel) == _waits_traced(
+        lambda env, a, b: a | b, plan, common_at, simpy.Environment
+    )
 
 
 def test_the_kernels_event_constructors_take_what_simpys_take() -> None:

@@ -36,19 +36,22 @@ class Kernel(simpy.Environment):
 
 
 def run_until(env: simpy.Environment, at_s: float) -> None:
-    """``env.run(until=at_s)``, event for event, without its stop event: simpy schedules one at ``at_s`` before
-    every other event of that instant already scheduled (``URGENT``, the next event id), stops by raising an
-    exception from its callback, and puts the stop event back in the queue (its callbacks done: stepping it does
-    nothing). Every event that would come before it is stepped here, in the same order, and the clock is left at
-    ``at_s``; the two event ids simpy draws are drawn too, so every later event's id is the same. A case steps
-    its stop event no more (twice: to stop, then again as the case settles), and raises no exception."""
-    if at_s <= env._now:
-        raise ValueError(f"until ({at_s}) must be greater than the current simulation time")
-    stop = (at_s, URGENT, next(env._eid))
+    """``env.run(until=at_s)``, event for event, without its stop event: simpy schedules one at ``at_s`` (as
+    ``now + (at_s - now)``, which in floating point is not always ``at_s``) before every other event of that
+    instant already scheduled (``URGENT``, the next event id), stops by raising an exception from its callback,
+    and puts the stop event back in the queue (its callbacks done: stepping it does nothing). Every event that
+    would come before it is stepped here, in the same order, and the clock is left where simpy leaves it; the two
+    event ids simpy draws are drawn too, so every later event's id is the same. A case steps its stop event no
+    more (twice: to stop, then again as the case settles), and raises no exception."""
+    at = at_s if isinstance(at_s, int) else float(at_s)
+    if at <= env._now:
+        raise ValueError(f"until ({at}) must be greater than the current simulation time")
+    stop_s = env._now + (at - env._now)
+    stop = (stop_s, URGENT, next(env._eid))
     queue, step = env._queue, env.step
     while queue and queue[0] < stop:
         step()
-    env._now = at_s
+    env._now = stop_s
     next(env._eid)
 
 
@@ -59,7 +62,8 @@ def first_of(env: simpy.Environment, a: Event, b: Event) -> Event:
     ``AnyOf`` succeeds from a callback of the first event processed, as this does, and is itself stepped once, as
     this is; it also builds a ``ConditionValue`` of the events processed by then and takes its callback off the
     other event, which a caller that asks each event whether it came does not need: about 4 us a wait, two waits in
-    most cases. The other event keeps its callback, which does nothing once this has succeeded."""
+    most cases. The other event keeps its callback, which does nothing once this has succeeded (a connector job
+    that never ends keeps one per follow that timed out; a case ends, and lets go of them all)."""
     woken = Event(env)
 
     def wake(_: Event) -> None:

@@ -256,7 +256,7 @@ class Worker:
         if self._scenario.worker.recoverers == 1:
             # The usual case, carried on in this process: a process of its own and a wait for all of them cost
             # three more simpy events (its start, its end, the wait), for the same records. A lost_response case
-            # steps 17 events without them (benchmarks/skeleton.py, with simpy's stop event, 19).
+            # steps 17 events without them (benchmarks/skeleton.py steps 18, its run's stop event included).
             yield from self._recovery_chain(survivor)
             return
         chains = [
