@@ -48,7 +48,7 @@ from harness.sim.controller import Controller
 from harness.sim.destination import Destination
 from harness.sim.faults import Injector
 from harness.sim.history import History
-from harness.sim.kernel import Kernel, first_of, run_until
+from harness.sim.kernel import Kernel, first_of, run_until, settle
 from harness.sim.messages import Reply, Request
 
 #: For each boundary, the faults of a scenario that reaches it (a lookup happens only after a lost reply).
@@ -252,6 +252,25 @@ def test_waiting_for_the_first_of_two_events_steps_as_simpys_any_of_does(
     assert _waits_traced(first_of, plan, common_at, Kernel) == _waits_traced(
         lambda env, a, b: a | b, plan, common_at, simpy.Environment
     )
+
+
+def test_settling_steps_while_busy_to_the_horizon_and_finishes_the_instant() -> None:
+    """``settle`` steps on while something is under way, never past the horizon, and always finishes the instant it
+    stops in: an event due then is stepped even once nothing is busy."""
+
+    def settled(busy_until_s: float, horizon_s: float) -> list[float]:
+        env = Kernel()
+        stepped: list[float] = []
+        for at_s in (1.0, 2.0, 2.0, 3.0, 4.0):
+            env.timeout(at_s).callbacks.append(lambda _: stepped.append(env.now))  # type: ignore[union-attr]
+        run_until(env, 1.5)
+        settle(env, horizon_s, lambda: env.now < busy_until_s)
+        return stepped
+
+    assert settled(busy_until_s=2.5, horizon_s=10.0) == [1.0, 2.0, 2.0, 3.0]  # busy at 2.0: on to 3.0, then idle
+    assert settled(busy_until_s=2.0, horizon_s=10.0) == [1.0, 2.0, 2.0]  # idle at 2.0, the instant finished
+    assert settled(busy_until_s=9.0, horizon_s=3.0) == [1.0, 2.0, 2.0, 3.0]  # busy, stopped by the horizon
+    assert settled(busy_until_s=0.0, horizon_s=10.0) == [1.0]  # never busy, nothing due at 1.5: nothing stepped
 
 
 def test_the_kernels_event_constructors_take_what_simpys_take() -> None:

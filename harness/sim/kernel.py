@@ -1,5 +1,6 @@
-"""What the simulator takes from simpy, in one place: its environment, a run to a case's deadline, and a wait for
-the first of two events, each cheaper than simpy's own for what a case asks of it.
+"""What the simulator takes from simpy, in one place: its environment, a run to a case's deadline and on while
+anything is under way, and a wait for the first of two events, each cheaper than simpy's own for what a case asks
+of it.
 
 Each reads simpy 4's internals (the queue, the event counter, the clock; pyproject.toml keeps simpy below 5), and
 ``tests/test_sim.py`` holds each to what simpy's own does, step for step.
@@ -7,13 +8,13 @@ Each reads simpy 4's internals (the queue, the event counter, the clock; pyproje
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import simpy
 from simpy.events import PENDING, URGENT, AllOf, Event, Process, ProcessGenerator, Timeout
 
-__all__ = ["Kernel", "first_of", "run_until"]
+__all__ = ["Kernel", "first_of", "run_until", "settle"]
 
 
 class Kernel(simpy.Environment):
@@ -53,6 +54,15 @@ def run_until(env: simpy.Environment, at_s: float) -> None:
         step()
     env._now = stop_s
     next(env._eid)
+
+
+def settle(env: simpy.Environment, horizon_s: float, busy: Callable[[], bool]) -> None:
+    """Step on while ``busy()`` says something is still under way, and never past ``horizon_s``. A run ends at the
+    end of an instant: what is due at the instant the last thing settles (an operator event set off by a worker's
+    last record, say) is stepped too, whatever ``busy()`` says."""
+    queue, step = env._queue, env.step
+    while queue and (due := queue[0][0]) <= horizon_s and (due == env._now or busy()):
+        step()
 
 
 def first_of(env: simpy.Environment, a: Event, b: Event) -> Event:

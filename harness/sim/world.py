@@ -25,7 +25,7 @@ from harness.sim.controller import Controller
 from harness.sim.destination import Destination
 from harness.sim.faults import Injector, Question, applies
 from harness.sim.history import History
-from harness.sim.kernel import Kernel, run_until
+from harness.sim.kernel import Kernel, run_until, settle
 from harness.sim.operator import Operator
 from harness.sim.transport import Transport
 from harness.sim.worker import Worker
@@ -126,16 +126,12 @@ def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
     operator = Operator(env, scenario.operator, history, controller, dispatch, scenario.recovery_deadline_s)
     dispatch(scenario.action_id, scenario.worker.dispatch_at_s)
     run_until(env, scenario.recovery_deadline_s)
-    horizon = scenario.horizon_s
-    queue, step = env._queue, env.step
-    # The case ends at the end of an instant: what is due at the instant the last thing settles (an operator
-    # event set off by a worker's last record, say) happens too, whatever the actors' processes look like.
-    while (
-        queue
-        and (due := queue[0][0]) <= horizon
-        and (due == env._now or transport.in_flight or destination.pending or any(w.is_alive for w in workers))
-    ):
-        step()
+    # Then on while anything is still in flight, up to the horizon, to the end of an instant.
+    settle(
+        env,
+        scenario.horizon_s,
+        lambda: bool(transport.in_flight or destination.pending or any(w.is_alive for w in workers)),
+    )
     # Whatever the end cut off is said, so that the checker does not take a dispatch that never arrived, or an
     # operation never applied, for one that had no effect.
     for record in (*transport.unsettled(), *destination.unsettled()):
