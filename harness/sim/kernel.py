@@ -3,7 +3,8 @@ anything is under way, and a wait for the first of two events, each cheaper than
 of it.
 
 Each reads simpy 4's internals (the queue, the event counter, the clock; pyproject.toml keeps simpy below 5), and
-``tests/test_sim.py`` holds each to what simpy's own does, step for step.
+``tests/test_sim.py`` holds each to what simpy's own does, step for step. The one other reader of an internal is
+the history, which reads the clock (``_now``) at every record (``harness/sim/history.py``, tested there too).
 """
 
 from __future__ import annotations
