@@ -15,11 +15,15 @@ import typing
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import Field, ValidationError
 
-from harness.model import Artifact, entries, events
-from harness.model.base import fast_frozen_init
+from harness.model import Artifact, CaseReport, entries, events
+from harness.model.base import Frozen, Scalar, fast_frozen_init
 from harness.model.commands import COMMAND_TYPES, Command, RecordEffect
 from harness.model.events import EVENT_TYPES, Event, event_data
+from harness.model.report import Entry
 from harness.policy import builtin_policy_names
 from harness.run.plan import load_grid
 from harness.scenario import list_scenarios
@@ -164,3 +168,74 @@ def test_every_shipped_history_survives_the_timeline_and_back() -> None:
     # records of every layout: plain, with an Artifact, and with a command.
     assert len(seen) > len(EVENT_TYPES) // 2
     assert len(commands) >= len(COMMAND_TYPES) - 3
+
+
+class _DeclaredEntry(Frozen):
+    """``Entry`` as it was declared before its data was serialized by each value's own type."""
+
+    index: int
+    at_s: float
+    actor: str
+    event: str
+    data: dict[str, Scalar] = Field(default_factory=dict)
+
+
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([0.0, -0.0, 5.0, 1e-07, 1e-05, 0.0001, 1e16, 123456.000001]),
+    st.text(max_size=12),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=8), _SCALARS, max_size=6), st.floats(0, 1e6, allow_nan=False))
+def test_a_timeline_entrys_data_is_written_as_its_declared_type_writes_it(data: dict[str, Scalar], at_s: float) -> None:
+    """``InferredOnOutput`` changes how ``Entry.data`` is serialized, not what: the same bytes as the union of
+    scalars the field declares, for any scalars (bools, ints, floats in and out of exponent notation, texts), in
+    recovery.json's indented form and the compact records' one line."""
+    ours = Entry(index=3, at_s=at_s, actor="worker", event="send", data=data)
+    declared = _DeclaredEntry(index=3, at_s=at_s, actor="worker", event="send", data=data)
+    assert ours.model_dump_json() == declared.model_dump_json()
+    assert ours.model_dump_json(indent=2) == declared.model_dump_json(indent=2)
+
+
+def test_a_report_validates_and_describes_its_scalar_maps_as_declared() -> None:
+    """Serialized by each value's own type, the maps of scalars are still validated as declared (a list in a
+    timeline entry's data, a text as a metric, are refused) and the JSON schema still names their scalars."""
+    with pytest.raises(ValidationError):
+        Entry(index=0, at_s=0.0, actor="worker", event="send", data={"n": [1]})  # type: ignore[dict-item]
+    report = CaseReport.model_json_schema()
+    scalars = [{"type": t} for t in ("string", "integer", "number", "boolean", "null")]
+    assert report["$defs"]["Entry"]["properties"]["data"]["additionalProperties"] == {"anyOf": scalars}
+    assert report["properties"]["metrics"]["additionalProperties"] == {
+        "anyOf": [{"type": "integer"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"}]
+    }
+    assert report["properties"]["claimed"]["additionalProperties"] == {"anyOf": scalars}
+    with pytest.raises(ValidationError):
+        CaseReport.model_validate({**_minimal_report(), "metrics": {"dispatches": "three"}})
+
+
+def _minimal_report() -> dict[str, Any]:
+    return {
+        "harness_version": "0",
+        "scenario": "s",
+        "scenario_revision": "1",
+        "policy": "p",
+        "policy_revision": "1",
+        "seed": 1,
+        "task_id": "t",
+        "action_id": "a",
+        "attempts": [],
+        "outcome": "correct",
+        "verdict": "true",
+        "metrics": {},
+        "unknown": {},
+        "checks": {},
+        "anomalies": [],
+        "claimed": {},
+        "timeline": [],
+        "reproduce": "r",
+    }

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Hashable, Iterable
-from typing import Any, Literal, Self, TypeVar
+from typing import Any, Literal, Self, TypeVar, cast
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler
+from pydantic_core import CoreSchema, core_schema
 
 __all__ = [
     "CONCLUSIVE_READS",
@@ -16,6 +17,7 @@ __all__ = [
     "UNCERTAIN_REPLIES",
     "Actor",
     "Frozen",
+    "InferredOnOutput",
     "MetricValue",
     "Outcome",
     "RequestKind",
@@ -68,6 +70,22 @@ OUTCOMES: tuple[Outcome, ...] = ("correct", "escalated", "unresolved", "abandone
 PASSING: frozenset[Outcome] = frozenset({"correct", "escalated"})
 #: The outcomes a policy fails by, worst first (``harness_error`` is the harness failing, not the policy).
 FAILING: tuple[Outcome, ...] = tuple(o for o in reversed(OUTCOMES) if o not in PASSING and o != "harness_error")
+
+
+class InferredOnOutput:
+    """``Annotated[T, InferredOnOutput]``: a field validated as ``T`` and serialized as each value's own type says.
+
+    For the collections of scalars a report holds by the dozen (each timeline entry's ``data``, the metrics):
+    pydantic's serializer for ``dict[str, str | int | float | bool | None]`` tries the union's members on every
+    value, and writes the same text as serializing each value for what it is, which takes about a third less time
+    (a ``recovery.json``'s timeline: 15 us against 11). Validation and the JSON schema are ``T``'s, unchanged;
+    ``tests/test_scale.py`` holds every report of the grid to its validated form, byte for byte.
+    """
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        schema: dict[str, Any] = {**handler(source), "serialization": core_schema.simple_ser_schema("any")}
+        return cast("CoreSchema", schema)
 
 
 class Frozen(BaseModel):

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
 from pydantic import Field
 
 from harness.model.base import (
     Actor,
     Frozen,
+    InferredOnOutput,
     MetricValue,
     Outcome,
     Scalar,
@@ -100,7 +101,7 @@ class Entry(Frozen):
     at_s: float
     actor: Actor
     event: str
-    data: dict[str, Scalar] = Field(default_factory=dict)
+    data: Annotated[dict[str, Scalar], InferredOnOutput] = Field(default_factory=dict)
 
 
 def entries(history: Sequence[Event]) -> tuple[Entry, ...]:
@@ -146,11 +147,11 @@ class CaseReport(Frozen):
     attempts: tuple[str, ...]
     outcome: Outcome
     verdict: Verdict
-    metrics: dict[str, MetricValue]
+    metrics: Annotated[dict[str, MetricValue], InferredOnOutput]
     unknown: dict[str, str]
     checks: dict[str, Verdict]
     anomalies: tuple[Anomaly, ...]
-    claimed: dict[str, Scalar]
+    claimed: Annotated[dict[str, Scalar], InferredOnOutput]
     timeline: tuple[Entry, ...]
     reproduce: str
     error: str | None = None
