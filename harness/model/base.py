@@ -78,8 +78,9 @@ class InferredOnOutput:
     For the collections of scalars a report holds by the dozen (each timeline entry's ``data``, the metrics):
     pydantic's serializer for ``dict[str, str | int | float | bool | None]`` tries the union's members on every
     value, and writes the same text as serializing each value for what it is, which takes about a third less time
-    (a ``recovery.json``'s timeline: 15 us against 11). Validation and the JSON schema are ``T``'s, unchanged;
-    ``tests/test_scale.py`` holds every report of the grid to its validated form, byte for byte.
+    (a ``recovery.json``'s timeline: 15 us against 11). Validation and the JSON schema are ``T``'s, unchanged.
+    ``tests/test_records.py`` holds the text to the declared type's for any scalars, and holds the marker in force
+    (a misspelt one keeps the bytes and loses only the speed).
     """
 
     @classmethod

@@ -4,7 +4,8 @@ of it.
 
 Each reads simpy 4's internals (the queue, the event counter, the clock; pyproject.toml keeps simpy below 5), and
 ``tests/test_sim.py`` holds each to what simpy's own does, step for step. The one other reader of an internal is
-the history, which reads the clock (``_now``) at every record (``harness/sim/history.py``, tested there too).
+the history, which reads the clock (``_now``) at every record (``harness/sim/history.py``; ``tests/test_sim.py``
+holds that read equal to ``now``).
 """
 
 from __future__ import annotations
@@ -72,7 +73,8 @@ def first_of(env: simpy.Environment, a: Event, b: Event) -> Event:
 
     ``AnyOf`` succeeds from a callback of the first event processed, as this does, and is itself stepped once, as
     this is; it also builds a ``ConditionValue`` of the events processed by then and takes its callback off the
-    other event, which a caller that asks each event whether it came does not need: about 4 us a wait, two waits in
+    other event, which a caller that asks each event whether it came does not need: about 1.3 us a wait (timeit, a
+    process waiting on a reply that comes before its timeout: 7.4 us with ``AnyOf``, 6.0 with this), two waits in
     most cases. The other event keeps its callback, which does nothing once this has succeeded (a connector job
     that never ends keeps one per follow that timed out; a case ends, and lets go of them all)."""
     woken = Event(env)
