@@ -21,6 +21,7 @@ from conftest import SUMMARIES
 from test_policies import connector_answered_running, dead_job_without_validity
 
 from harness.check import check
+from harness.explore.schedule import element_dict
 from harness.explore.search import ExploreJob, explore_job
 from harness.model.events import ClaimDecided, CommandGiven
 from harness.policy import Escalate, RetryNewKey, RetrySameAction, Wait, load_policy
@@ -167,3 +168,38 @@ def test_a_retry_sent_without_a_claim_is_caught_when_the_task_is_cancelled_while
             assert check(evidence).outcome in ("correct", "escalated"), (scenario, name)
     caught = Catch(RetriesWithoutClaim("retries_without_claim"), "cancel_while_retry_leaves", "unauthorized_dispatches")
     assert judged(caught, seed) == ("incorrect", "false")
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_retry_sent_without_a_claim_is_caught_when_another_workers_retry_leaves_first(seed: int) -> None:
+    """Two recovering workers decide to retry before either retry has left (racing_recoverers_retry_leaves): a
+    claim made as the retry leaves is refused by the other worker's attempt, recorded since the decision, and
+    the safe policies apply m7 once; the same policy without the claim sends beside the other, and m7 applies
+    twice (caught in newer_write_held through another property, unauthorized_dispatches)."""
+    for name in SAFE:
+        assert check(simulate(CASES["racing_recoverers_retry_leaves"], load_policy(name), seed).evidence).outcome == (
+            "correct"
+        ), name
+    racing = Catch(RetriesWithoutClaim("retries_without_claim"), "racing_recoverers_retry_leaves", "duplicate_effects")
+    assert judged(racing, seed) == ("incorrect", "false")
+
+
+def test_exploration_finds_the_race_between_a_retrys_decision_and_its_send_in_a_template_without_one() -> None:
+    """``request_lost`` declares no delay between a decision and its act, so no shipped schedule but the one
+    written for it (``cancel_while_retry_leaves``) shows a retry sent without a claim. Exploring ``request_lost``
+    at depth 2 finds it: the worker's retry given a second to leave, and the task changed, cancelled or its
+    approval run out right after the worker's second command (the retry, decided once a lookup found nothing);
+    each finding is 1-minimal, so it needs both. At depth 1, or for the correct policy, there is nothing to find."""
+    spec = "buggy_policies:reconcile_retries_without_claim"
+    result = explore_job(ExploreJob((spec, "reconcile_and_reauthorize"), "request_lost", 2, 20, (1,)))
+    assert {f.policy for f in result.findings} == {"reconcile_retries_without_claim"}
+    assert all("unauthorized_dispatches" in f.properties for f in result.findings), result.findings
+    inserted = set()
+    for finding in result.findings:
+        added = [element_dict(e) for e in finding.schedule.elements if e.kind != "fault"]
+        assert {"retry_send_s": 1.0} in added, added
+        (event,) = [a for a in added if "do" in a]
+        assert event["when"] == {"after": {"actor": "worker", "event": "command", "nth": 2}}, added
+        inserted.add(event["do"])
+    assert inserted == {"change_task", "request_cancel", "expire_approval"}
+    assert explore_job(ExploreJob((spec,), "request_lost", 1, 0, (1,))).findings == []

@@ -23,8 +23,10 @@ from harness.explore.schedule import (
     fault_elements,
     operator_elements,
     pairs,
+    singles,
+    worker_variants,
 )
-from harness.explore.search import ExploreJob, _Judge, explore_job, shape, shrink
+from harness.explore.search import ExploreJob, _Judge, explore_job, observe, shape, shrink
 from harness.policy import load_policy
 from harness.scenario import BOUNDARIES, ScenarioError, list_scenarios, load_scenario
 from harness.sim import simulate
@@ -56,6 +58,57 @@ def test_singles_cover_every_reachable_site_kind_and_contract_field() -> None:
         "lookup_lag_s",
         "dedupe_window_s",
     }
+
+
+def test_operator_events_are_inserted_after_each_occurrence_one_run_recorded_up_to_three() -> None:
+    """After the first, second and third command where one run recorded four; after the one timeout where it
+    recorded one; after the first of each kind where the counts are not given."""
+    counted = Observed(1, 1, (("worker", "command"), ("worker", "timeout")), (4, 1))
+    after = [dict(e.data)["when"] for e in operator_elements(counted)]
+    nths = sorted({(w[0][1][0][1], w[0][1][1][1], dict(w[0][1]).get("nth", 1)) for w in after})
+    assert nths == [
+        ("worker", "command", 1),
+        ("worker", "command", 2),
+        ("worker", "command", 3),
+        ("worker", "timeout", 1),
+    ]
+    assert len(after) == 4 * 3
+    assert len(operator_elements(Observed(1, 1, counted.kinds))) == 2 * 3
+    assert (counted.most(("worker", "command")), counted.most(("transport", "send"))) == (4, 0)
+
+
+def test_the_most_records_of_a_kind_are_counted_in_one_run_not_summed() -> None:
+    """request_lost's runs: reconcile_and_reauthorize gives four commands and three sends at each seed,
+    retry_new_key three and two. Explored together over two seeds, each kind counts as often as the one run
+    that recorded it most did, not the runs added up (an event inserted after a later entry would never act)."""
+    template = shipped("request_lost")
+    both = [load_policy("reconcile_and_reauthorize"), load_policy("retry_new_key")]
+    for policies, commands, sends in ((both[:1], 4, 3), (both[1:], 3, 2), (both, 4, 3), (both[::-1], 4, 3)):
+        seen, _ = observe(template, policies, (1, 2))
+        assert (seen.most(("worker", "command")), seen.most(("transport", "send"))) == (commands, sends)
+        assert len(seen.times) == len(seen.kinds) and seen.kinds == tuple(sorted(seen.kinds))
+        assert seen.most(("operator", "cancel_requested")) == 0
+
+
+def test_singles_open_each_worker_delay_a_template_lacks_and_close_one_it_declares() -> None:
+    """A decision and its act are one instant unless the worker's timing says otherwise: exploration opens a
+    second between deciding a retry and sending it, and between deciding a ledger write and its landing; where a
+    template declares one, it closes it instead. Applied, each changes that field of the worker and nothing else."""
+    for name, expected in (
+        ("request_lost", [{"retry_send_s": 1.0}, {"ledger_write_s": 1.0}]),
+        ("cancel_while_retry_leaves", [{"retry_send_s": 0.0}, {"ledger_write_s": 1.0}]),
+    ):
+        template = shipped(name)
+        variants = worker_variants(template)
+        assert [dict(e.data) for e in variants] == expected, name
+        seen = Observed(1, 1, ())
+        assert {e.key for e in variants} <= {e.key for e in singles(template, seen)}, name
+        for e in variants:
+            scenario = apply(template, Schedule.of([*elements_of(template), e]))
+            assert scenario.worker == template.worker.model_copy(update=dict(e.data)), (name, e.key)
+            assert scenario.model_copy(update={"worker": template.worker}) == template, (name, e.key)
+    with pytest.raises(ValueError, match="retry_send_s"):
+        apply(shipped("request_lost"), Schedule.of([element("worker", {"retry_send_s": -1.0})]))
 
 
 def test_a_schedule_applied_is_a_valid_scenario_with_exactly_its_elements() -> None:
@@ -99,6 +152,11 @@ def test_pairs_never_change_one_contract_field_twice() -> None:
     c = element("fault", {"boundary": "request_lost"})
     combos = list(pairs([a, b, c], 2))
     assert (a, b) not in combos and (a, c) in combos and (b, c) in combos and len(combos) == 5
+    # The same for the worker's fields; a worker field and a contract field of the same name would both stand.
+    d, e = element("worker", {"retry_send_s": 1.0}), element("worker", {"retry_send_s": 0.0})
+    f = element("worker", {"ledger_write_s": 1.0})
+    combos = list(pairs([d, e, f, a], 2))
+    assert (d, e) not in combos and {(d, f), (e, f), (d, a), (f, a)} <= set(combos) and len(combos) == 9
 
 
 def test_shrinking_keeps_a_violation_and_removes_everything_it_can() -> None:

@@ -216,7 +216,7 @@ def test_every_swarm_schedule_changes_each_contract_field_once_at_most() -> None
     swarm = list(schedules(template, seen, 0, 200))
     assert len({s.key for s in swarm}) == len(swarm) > 100  # draws that repeat an earlier one are left out
     for s in swarm:
-        fields = [next(iter(element_dict(e))) for e in s.elements if e.kind == "contract"]
+        fields = [(e.kind, next(iter(element_dict(e)))) for e in s.elements if e.kind in ("contract", "worker")]
         assert len(fields) == len(set(fields)), s.key
     twice = Schedule.of([element("contract", {"dedupe": "none"}), element("contract", {"dedupe": "process"})])
     once_each = Schedule.of([element("contract", {"dedupe": "none"}), element("contract", {"fencing": True})])
@@ -224,6 +224,9 @@ def test_every_swarm_schedule_changes_each_contract_field_once_at_most() -> None
         [element("fault", {"boundary": "request_lost"}), element("fault", {"boundary": "response_lost"})]
     )
     assert not _consistent(twice) and _consistent(once_each) and _consistent(faults)
+    worker_twice = Schedule.of([element("worker", {"retry_send_s": 1.0}), element("worker", {"retry_send_s": 0.0})])
+    apart = Schedule.of([element("worker", {"retry_send_s": 1.0}), element("worker", {"ledger_write_s": 1.0})])
+    assert not _consistent(worker_twice) and _consistent(apart)
 
 
 # A stand-in judge: a schedule shows a violation when it holds a delayed request of at least MIN_DELAY_S and

@@ -595,6 +595,14 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         follow=("correct", set()),
         verify=("correct", set()),
     ),
+    "racing_recoverers_retry_leaves": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"duplicate_effects"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
     "read_straddles_quiet": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("incorrect", {"duplicate_effects"}),

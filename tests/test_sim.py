@@ -19,6 +19,7 @@ from harness.model import Artifact
 from harness.model.events import (
     Accepted,
     Applied,
+    AttemptRecorded,
     ClaimDecided,
     CommandGiven,
     ConnectorCrashed,
@@ -1099,6 +1100,30 @@ def test_a_finished_case_leaves_the_garbage_collector_no_more_than_bare_simpy_do
     finally:
         gc.enable()
     assert bare > 0 and {spec: n for spec, n in left.items() if n > bare} == {}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("policy", ["reconcile_and_reauthorize", "follow_and_inspect", "verify_before_mutation"])
+def test_a_claim_made_as_a_retry_leaves_is_refused_by_an_attempt_recorded_since_its_decision(
+    policy: str, seed: int
+) -> None:
+    """racing_recoverers_retry_leaves: two recovering workers decide to retry milliseconds apart, and each retry
+    takes a second to leave. The first to leave is claimed and sent; the second's claim finds that attempt,
+    recorded after its decision, and is refused (as a newer revision would refuse it), so that worker decides
+    again on the ledger as it now stands, and m7 is applied once."""
+    history = simulate(shipped("racing_recoverers_retry_leaves"), load_policy(policy), seed).evidence.history
+    retries = [e for e in history if isinstance(e, CommandGiven) and e.command.kind == "retry_same_action"]
+    claims = [e for e in history if isinstance(e, ClaimDecided)][1:]  # after the dispatcher's own
+    attempts = [e for e in history if isinstance(e, AttemptRecorded)]
+    assert len(retries) == 2 and retries[1].at_s - retries[0].at_s < 1.0
+    assert [c.ok for c in claims] == [True, False], claims
+    assert claims[1].reason == f"attempt {attempts[1].execution_id} was recorded since the dispatch was decided"
+    assert attempts[1].index < claims[1].index and retries[1].index < attempts[1].index
+    assert [c.at_s for c in claims] == [pytest.approx(r.at_s + 1.0) for r in retries]
+    assert len(attempts) == 2 and sum(isinstance(e, Applied) for e in history) == 1
+    assert check(simulate(shipped("racing_recoverers_retry_leaves"), load_policy(policy), seed).evidence).outcome == (
+        "correct"
+    )
 
 
 @pytest.mark.parametrize(

@@ -451,7 +451,7 @@ def finding_yaml(template: Scenario, finding: Finding, n: int) -> str:
 
 def _show(e: Any) -> str:
     data = element_dict(e)
-    head = data.pop("boundary", None) or data.pop("do", None) or "contract"
+    head = data.pop("boundary", None) or data.pop("do", None) or e.kind
     return " ".join([head, *(f"{k}={v}" for k, v in data.items())])
 
 

@@ -1,7 +1,8 @@
 """Fault schedules: what exploration adds to a template scenario, one element at a time.
 
 A schedule is a set of elements applied to a template: a fault at a (boundary, occurrence), an operator
-event inserted after a kind of history entry, or one field of the destination's contract changed. Elements are
+event inserted after an occurrence of a kind of history entry, one field of the destination's contract changed,
+or one of the worker's delays between deciding and acting opened (or closed). Elements are
 data with a stable key, so a schedule can be deduplicated, shrunk one element at a time, and written back as
 a runnable scenario file.
 """
@@ -16,10 +17,11 @@ from typing import Any, Literal
 from pydantic import TypeAdapter
 
 from harness.model.events import VOCABULARY
-from harness.scenario import DestinationSpec, Fault, OperatorEvent, Scenario
+from harness.scenario import DestinationSpec, Fault, OperatorEvent, Scenario, WorkerSpec
 from harness.scenario.faults import BOUNDARIES, CONNECTOR_PHASES
 
 __all__ = [
+    "SETTINGS",
     "Element",
     "Observed",
     "Schedule",
@@ -31,6 +33,7 @@ __all__ = [
     "operator_elements",
     "pairs",
     "singles",
+    "worker_variants",
 ]
 
 _FAULT: TypeAdapter[Fault] = TypeAdapter(Fault)
@@ -43,11 +46,17 @@ DELAYS_S = (20.0, 70.0)
 OCCURRENCE_MAX = 3
 
 
+#: What an element changes: a fault, an operator event, a field of the destination's contract, a field of the
+#: worker's timing. The last two are settings (one value per field in a schedule); the first two are events.
+Kind = Literal["fault", "operator", "contract", "worker"]
+SETTINGS = ("contract", "worker")
+
+
 @dataclass(frozen=True, slots=True)
 class Element:
     """One thing a schedule changes: ``kind`` says which, ``data`` holds it as scenario YAML would."""
 
-    kind: Literal["fault", "operator", "contract"]
+    kind: Kind
     data: tuple[tuple[str, Any], ...]
     #: A stable text for deduplicating and sorting elements (computed once: exploration asks for it often).
     key: str = field(init=False, repr=False, compare=False)
@@ -62,7 +71,7 @@ def _frozen(value: Any) -> Any:
     return value
 
 
-def element(kind: Literal["fault", "operator", "contract"], data: dict[str, Any]) -> Element:
+def element(kind: Kind, data: dict[str, Any]) -> Element:
     """An element from its YAML form; faults and operator events are normalized (defaults left out), so the
     same fault written two ways is one element. Their tag (``boundary``, ``do``) is the default of its class:
     it is put back first."""
@@ -116,15 +125,24 @@ def elements_of(template: Scenario) -> list[Element]:
 
 
 def apply(template: Scenario, schedule: Schedule) -> Scenario:
-    """The template with exactly the schedule's faults and operator events, and its contract changes."""
+    """The template with exactly the schedule's faults and operator events, and its contract and worker changes."""
     faults = tuple(_validated(e, _FAULT) for e in schedule.elements if e.kind == "fault")
     operator = tuple(_validated(e, _OPERATOR) for e in schedule.elements if e.kind == "operator")
-    contract = {k: v for e in schedule.elements if e.kind == "contract" for k, v in element_dict(e).items()}
-    # The template's own contract is already validated: only a changed one is validated again.
-    destination = template.destination
+    # The template's own settings are already validated: only changed ones are validated again.
+    destination, worker = template.destination, template.worker
+    contract = _settings(schedule, "contract")
     if contract:
         destination = DestinationSpec.model_validate(destination.model_dump() | contract)
-    return template.model_copy(update={"faults": faults, "operator": operator, "destination": destination})
+    timing = _settings(schedule, "worker")
+    if timing:
+        worker = WorkerSpec.model_validate(worker.model_dump() | timing)
+    return template.model_copy(
+        update={"faults": faults, "operator": operator, "destination": destination, "worker": worker}
+    )
+
+
+def _settings(schedule: Schedule, kind: Kind) -> dict[str, Any]:
+    return {k: v for e in schedule.elements if e.kind == kind for k, v in element_dict(e).items()}
 
 
 #: Each fault and operator event validated once, by its element's key: an exploration applies a few hundred
@@ -144,19 +162,27 @@ def _validated(e: Element, adapter: TypeAdapter[Any]) -> Any:
 
 def declared(e: Element) -> Fault | OperatorEvent:
     """The fault or operator event a fault or operator element declares (validated once per element)."""
-    if e.kind == "contract":
-        raise ValueError(f"a contract change declares no fault or event: {e.key}")
+    if e.kind in SETTINGS:
+        raise ValueError(f"a {e.kind} change declares no fault or event: {e.key}")
     return _validated(e, _FAULT if e.kind == "fault" else _OPERATOR)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)
 class Observed:
-    """What baseline runs of the template reached: the most dispatches and reads of any action, and every
-    (actor, event) kind recorded."""
+    """What baseline runs of the template reached: the most dispatches and reads of any action, every (actor,
+    event) kind recorded, and the most records of each kind in any one run (in ``kinds``' order; none given:
+    once each)."""
 
     dispatches: int
     reads: int
     kinds: tuple[tuple[str, str], ...]
+    times: tuple[int, ...] = ()
+
+    def most(self, kind: tuple[str, str]) -> int:
+        """The most records of ``kind`` in any one baseline run (0: none recorded it)."""
+        if kind not in self.kinds:
+            return 0
+        return self.times[self.kinds.index(kind)] if self.times else 1
 
 
 def fault_elements(template: Scenario, seen: Observed) -> list[Element]:
@@ -196,13 +222,17 @@ OPERATOR_EVENTS: tuple[dict[str, Any], ...] = (
 
 
 def operator_elements(seen: Observed) -> list[Element]:
-    """Every operator event inserted right after the first entry of each kind the runs recorded."""
+    """Every operator event inserted right after each of the first ``OCCURRENCE_MAX`` entries of each kind the
+    runs recorded (as many as one run recorded): after the worker's second command, say, which is where a
+    decision to retry is made once a first read found nothing."""
     out = []
     for actor, event in seen.kinds:
         if actor in ("operator", "injector") or event not in VOCABULARY.get(actor, frozenset()):  # type: ignore[call-overload]
             continue
-        for op in OPERATOR_EVENTS:
-            out.append(element("operator", op | {"when": {"after": {"actor": actor, "event": event, "nth": 1}}}))
+        for nth in range(1, min(seen.most((actor, event)), OCCURRENCE_MAX) + 1):
+            for op in OPERATOR_EVENTS:
+                after = {"actor": actor, "event": event, "nth": nth}
+                out.append(element("operator", op | {"when": {"after": after}}))
     return out
 
 
@@ -229,17 +259,39 @@ def contract_variants(template: Scenario) -> list[Element]:
     return [element("contract", c) for c in changes]
 
 
+#: How long a worker delay exploration opens lasts: time for an operator event inserted at the decision to come
+#: between the decision and what it decided (a cancellation between a retry's decision and its send).
+WORKER_DELAY_S = 1.0
+
+
+def worker_variants(template: Scenario) -> list[Element]:
+    """Each of the worker's delays between deciding and acting opened when the template has none, closed when
+    it has one: between deciding a retry and sending it (``retry_send_s``), and between deciding a write to
+    the action ledger and its landing (``ledger_write_s``). Where a template declares neither, a decision and
+    its act are one instant, and no operator event can come between them."""
+    w = template.worker
+    return [
+        element("worker", {name: WORKER_DELAY_S if getattr(w, name) == 0 else 0.0})
+        for name in ("retry_send_s", "ledger_write_s")
+    ]
+
+
 def singles(template: Scenario, seen: Observed) -> list[Element]:
     """Every element exploration may add to the template, without repeats of what the template has."""
     own = {e.key for e in elements_of(template)}
-    candidates = fault_elements(template, seen) + operator_elements(seen) + contract_variants(template)
+    candidates = (
+        fault_elements(template, seen)
+        + operator_elements(seen)
+        + contract_variants(template)
+        + worker_variants(template)
+    )
     unique = {e.key: e for e in candidates if e.key not in own}
     return [unique[k] for k in sorted(unique)]
 
 
 def _compatible(a: Element, b: Element) -> bool:
-    """Two changes to the same contract field cannot stand together."""
-    if a.kind == b.kind == "contract":
+    """Two changes to the same field of the contract, or of the worker, cannot stand together."""
+    if a.kind == b.kind and a.kind in SETTINGS:
         return {k for k, _ in a.data}.isdisjoint(k for k, _ in b.data)
     return True
 

@@ -18,6 +18,7 @@ from typing import TypeVar
 
 from harness.check import Judgement, check
 from harness.explore.schedule import (
+    SETTINGS,
     Element,
     Observed,
     Schedule,
@@ -155,7 +156,8 @@ def observe(
     none of them (with the runs that reached each: its site, or its trigger)."""
     cases = cases or _Cases((), None)
     dispatches = reads = 0
-    kinds: set[tuple[str, str]] = set()
+    # Per (actor, event) kind, the most records of it in any one run.
+    most: Counter[tuple[str, str]] = Counter()
     # Per declared fault, then per operator event, in the template's order: runs that reached it, that fired it.
     faults = [(0, 0) for _ in template.faults]
     events = [(0, 0) for _ in template.operator]
@@ -164,12 +166,14 @@ def observe(
             result = cases.run(policy, seed, None, partial(simulate, template, policy, seed))
             if result is None:
                 break
+            here: Counter[tuple[str, str]] = Counter()
             for event in result.evidence.history:
-                kinds.add((event.actor, event.event))
+                here[(event.actor, event.event)] += 1
                 if isinstance(event, DispatchSent):
                     dispatches = max(dispatches, event.n)
                 elif isinstance(event, LookupSent | JobFollowSent | VerifySent):
                     reads = max(reads, event.n)
+            most |= here  # the larger of the two counts, kind by kind
             for counts, got in ((faults, result.coverage), (events, result.operator_coverage)):
                 counts[:] = [
                     (r + (now_r > 0), f + (now_f > 0)) for (r, f), (now_r, now_f) in zip(counts, got, strict=True)
@@ -181,7 +185,8 @@ def observe(
             for i, e in enumerate(template.operator)
         ),
     ]
-    return Observed(dispatches, reads, tuple(sorted(kinds))), [c for c in declared if c.fired == 0]
+    kinds = tuple(sorted(most))
+    return Observed(dispatches, reads, kinds, tuple(most[k] for k in kinds)), [c for c in declared if c.fired == 0]
 
 
 def schedules(template: Scenario, seen: Observed, depth: int, swarm: int) -> Iterator[Schedule]:
@@ -218,17 +223,18 @@ def swarm_draw(template: str, added: Sequence[Element], n: int) -> tuple[frozens
 
 
 def _kind(e: Element) -> str:
-    """What a swarm seed turns on or off: a fault boundary, an operator event, or a contract field."""
+    """What a swarm seed turns on or off: a fault boundary, an operator event, a contract field or a worker field."""
     data = element_dict(e)
     if e.kind == "fault":
         return f"fault:{data['boundary']}"
     if e.kind == "operator":
         return f"operator:{data['do']}"
-    return f"contract:{next(iter(data))}"
+    return f"{e.kind}:{next(iter(data))}"
 
 
 def _consistent(schedule: Schedule) -> bool:
-    fields = [next(iter(element_dict(e))) for e in schedule.elements if e.kind == "contract"]
+    """No field of the contract or of the worker changed twice."""
+    fields = [(e.kind, next(iter(element_dict(e)))) for e in schedule.elements if e.kind in SETTINGS]
     return len(fields) == len(set(fields))
 
 
@@ -251,7 +257,7 @@ class _Judge:
     A schedule is judged without running it when it adds, to the template's own schedule or to one with a single
     element added, an element that the smaller schedule's run never reached (a fault whose site no actor asked
     about, an operator event whose trigger was never recorded): the run would be the same, so its judgement is
-    (``SimResult.reach`` says why). Contract changes always act, so they are never skipped this way."""
+    (``SimResult.reach`` says why). Contract and worker changes always act, so they are never skipped this way."""
 
     def __init__(
         self,
@@ -319,7 +325,7 @@ class _Judge:
         if not 1 <= added <= 2:
             return None  # only the template's own run and one-element runs are kept
         for e in schedule.elements:
-            if e.key in self._own or e.kind == "contract":
+            if e.key in self._own or e.kind in SETTINGS:
                 continue
             smaller = schedule.without(e)
             known = self._small.get((policy.name, smaller.key, seed))

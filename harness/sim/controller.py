@@ -204,8 +204,14 @@ class Controller:
         self._auditor.action_recorded(action_id)
         return view
 
-    def claim_if_revision(self, action_id: str, revision: int) -> str | None:
+    def claim_if_revision(self, action_id: str, revision: int, attempts_seen: int | None = None) -> str | None:
         """Atomically recheck the task, the approval and the target, and claim the action for dispatch.
+
+        ``attempts_seen``: how many attempts of the action its ledger listed when the worker decided this
+        dispatch. A claim made later (a retry that takes ``retry_send_s`` to leave) is a conditional update of the
+        action's record, as the task's revision is: an attempt recorded since (another worker's) refuses it, as a
+        newer revision does, so that the decision is made again on what the ledger now says. A decision and its
+        claim made at one instant see the same ledger, so nothing changes there.
 
         Returns ``None`` when claimed, else the reason it was refused.
         """
@@ -225,6 +231,8 @@ class Controller:
             reason = "dispatch of the action is held"
         elif older is not None:
             reason = f"{HELD_TARGET}: {older} is not accounted for"
+        elif attempts_seen is not None and len(action.execution_ids) > attempts_seen:
+            reason = f"attempt {action.execution_ids[attempts_seen]} was recorded since the dispatch was decided"
         if reason is None:
             action.claim = t.revision
         self._history.record(ClaimDecided(action_id=action_id, revision=revision, ok=reason is None, reason=reason))

@@ -553,10 +553,14 @@ class Worker:
                 yield from self._read(me, "verify")
                 me.result(command.kind)
             case RetrySameAction() | RetryNewKey() | ResendCurrentArguments():
+                # The ledger's attempts as the decision saw them: the claim is conditional on them too.
+                seen = len(self._controller.actions[action.action_id].execution_ids)
                 if self._scenario.worker.retry_send_s > 0:  # decided now, on its way later: the claim is made then
                     yield self._env.timeout(self._scenario.worker.retry_send_s)
                 refused = (
-                    self._controller.claim_if_revision(action.action_id, action.revision) if command.claim else None
+                    self._controller.claim_if_revision(action.action_id, action.revision, seen)
+                    if command.claim
+                    else None
                 )
                 if refused is not None:
                     me.result(command.kind, refused=f"claim refused: {refused}")
