@@ -18,6 +18,7 @@ from harness.explore.schedule import (
     Schedule,
     apply,
     contract_variants,
+    declared,
     element,
     elements_of,
     fault_elements,
@@ -28,7 +29,8 @@ from harness.explore.schedule import (
 )
 from harness.explore.search import ExploreJob, _Judge, explore_job, observe, shape, shrink
 from harness.policy import load_policy
-from harness.scenario import BOUNDARIES, ScenarioError, list_scenarios, load_scenario
+from harness.scenario import BOUNDARIES, RequestCancel, ScenarioError, list_scenarios, load_scenario
+from harness.scenario.faults import ResponseLost
 from harness.sim import simulate
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
@@ -127,6 +129,27 @@ def test_a_schedule_applied_is_a_valid_scenario_with_exactly_its_elements() -> N
     assert apply(template, Schedule.of(elements_of(template))).faults == template.faults
 
 
+def test_an_element_met_for_the_first_time_is_validated_as_what_its_kind_declares() -> None:
+    """Elements are validated once and kept by key; one no earlier call has met (an occurrence no test uses)
+    is validated as a fault or an operator event by its kind, whether ``declared`` or ``apply`` meets it first,
+    and a setting is not an event."""
+    fault = element("fault", {"boundary": "response_lost", "nth": 97})
+    event = element(
+        "operator", {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "start", "nth": 97}}}
+    )
+    assert isinstance(declared(fault), ResponseLost) and declared(fault).nth == 97
+    assert isinstance(declared(event), RequestCancel) and declared(event).when.after.nth == 97  # type: ignore[union-attr]
+    first_fault = element("fault", {"boundary": "response_lost", "nth": 98})
+    first_event = element(
+        "operator", {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "start", "nth": 98}}}
+    )
+    scenario = apply(shipped("request_lost"), Schedule.of([first_fault, first_event]))
+    assert [f.nth for f in scenario.faults] == [98] and [e.when.after.nth for e in scenario.operator] == [98]  # type: ignore[union-attr]
+    for setting in (element("contract", {"fencing": True}), element("worker", {"retry_send_s": 1.0})):
+        with pytest.raises(ValueError, match=f"a {setting.kind} change declares no fault or event"):
+            declared(setting)
+
+
 def test_every_template_applied_to_its_own_elements_is_itself() -> None:
     """apply() validates each element once and serves it from then on: every shipped template, rebuilt from its
     own faults and operator events (one after another, so earlier elements are already served), is the template,
@@ -157,6 +180,11 @@ def test_pairs_never_change_one_contract_field_twice() -> None:
     f = element("worker", {"ledger_write_s": 1.0})
     combos = list(pairs([d, e, f, a], 2))
     assert (d, e) not in combos and {(d, f), (e, f), (d, a), (f, a)} <= set(combos) and len(combos) == 9
+    # Events combine with events of their own kind: two faults, two operator events.
+    g = element("fault", {"boundary": "response_lost", "nth": 2})
+    h = element("operator", {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "timeout"}}})
+    i = element("operator", {"do": "expire_approval", "when": {"after": {"actor": "worker", "event": "timeout"}}})
+    assert {(c, g), (h, i)} <= set(pairs([c, g, h, i], 2))
 
 
 def test_shrinking_keeps_a_violation_and_removes_everything_it_can() -> None:

@@ -663,6 +663,25 @@ def test_claim_is_refused_after_cancel_or_a_new_revision() -> None:
     assert controller.claim_if_revision("a73", 18) is not None  # the action belongs to revision 17
 
 
+def test_claim_is_refused_by_attempts_recorded_since_the_decision_it_was_made_for() -> None:
+    """A claim made for a decision that saw n attempts is refused once the ledger lists more, naming the first
+    recorded since; a claim for a decision that saw them all, or made with no decision to compare (the
+    dispatcher's first), is granted."""
+    _, controller = controller_at(shipped("lost_response"))
+    controller.begin_attempt("a73", "a73-x1", "a73")
+    assert controller.claim_if_revision("a73", 17, attempts_seen=1) is None
+    controller.begin_attempt("a73", "a73-x2", "a73")
+    controller.begin_attempt("a73", "a73-x3", "a73.k1")
+    assert controller.claim_if_revision("a73", 17, attempts_seen=1) == (
+        "attempt a73-x2 was recorded since the dispatch was decided"
+    )
+    assert controller.claim_if_revision("a73", 17, attempts_seen=2) == (
+        "attempt a73-x3 was recorded since the dispatch was decided"
+    )
+    assert controller.claim_if_revision("a73", 17, attempts_seen=3) is None
+    assert controller.claim_if_revision("a73", 17) is None
+
+
 def test_claim_is_refused_once_the_approval_has_expired() -> None:
     """An approval is valid strictly before its expiry: a claim at or after it is refused, and dispatch is not authorized."""
     scenario = with_changes(shipped("lost_response"), approval={"expires_at_s": 2.0})
