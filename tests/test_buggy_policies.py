@@ -170,6 +170,20 @@ def test_a_retry_sent_without_a_claim_is_caught_when_the_task_is_cancelled_while
     assert judged(caught, seed) == ("incorrect", "false")
 
 
+def test_exploration_finds_two_workers_racing_to_write_unguarded_in_a_template_with_one() -> None:
+    """lost_response has one recovering worker; the variant that writes the ledger without its conditional
+    update is caught where a second races it to record the same receipt (two_recoverers). Exploring
+    lost_response finds that too: a second recovering worker, and a ledger write that takes a second to land,
+    so that both decide to record before either record lands (1-minimal: it needs both)."""
+    spec = "buggy_policies:reconcile_writes_unguarded"
+    result = explore_job(ExploreJob((spec,), "lost_response", 2, 20, (1,)))
+    racing = [f for f in result.findings if "duplicate_records" in f.properties]
+    assert racing, [f.properties for f in result.findings]
+    for finding in racing:
+        added = [element_dict(e) for e in finding.schedule.elements if e.kind != "fault"]
+        assert {"recoverers": 2} in added and {"ledger_write_s": 1.0} in added, added
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_a_retry_sent_without_a_claim_is_caught_when_another_workers_retry_leaves_first(seed: int) -> None:
     """Two recovering workers decide to retry before either retry has left (racing_recoverers_retry_leaves): a

@@ -95,10 +95,12 @@ def test_the_most_records_of_a_kind_are_counted_in_one_run_not_summed() -> None:
 def test_singles_open_each_worker_delay_a_template_lacks_and_close_one_it_declares() -> None:
     """A decision and its act are one instant unless the worker's timing says otherwise: exploration opens a
     second between deciding a retry and sending it, and between deciding a ledger write and its landing; where a
-    template declares one, it closes it instead. Applied, each changes that field of the worker and nothing else."""
+    template declares one, it closes it instead. It adds a second recovering worker to one, or leaves one alone
+    of several. Applied, each changes that field of the worker and nothing else."""
     for name, expected in (
-        ("request_lost", [{"retry_send_s": 1.0}, {"ledger_write_s": 1.0}]),
-        ("cancel_while_retry_leaves", [{"retry_send_s": 0.0}, {"ledger_write_s": 1.0}]),
+        ("request_lost", [{"retry_send_s": 1.0}, {"ledger_write_s": 1.0}, {"recoverers": 2}]),
+        ("cancel_while_retry_leaves", [{"retry_send_s": 0.0}, {"ledger_write_s": 1.0}, {"recoverers": 2}]),
+        ("racing_recoverers_retry_leaves", [{"retry_send_s": 0.0}, {"ledger_write_s": 0.0}, {"recoverers": 1}]),
     ):
         template = shipped(name)
         variants = worker_variants(template)

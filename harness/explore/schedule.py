@@ -268,12 +268,14 @@ def worker_variants(template: Scenario) -> list[Element]:
     """Each of the worker's delays between deciding and acting opened when the template has none, closed when
     it has one: between deciding a retry and sending it (``retry_send_s``), and between deciding a write to
     the action ledger and its landing (``ledger_write_s``). Where a template declares neither, a decision and
-    its act are one instant, and no operator event can come between them."""
+    its act are one instant, and no operator event can come between them. And a second recovering worker
+    beside the first (one alone, where the template has several): the races between workers."""
     w = template.worker
-    return [
+    delays = [
         element("worker", {name: WORKER_DELAY_S if getattr(w, name) == 0 else 0.0})
         for name in ("retry_send_s", "ledger_write_s")
     ]
+    return [*delays, element("worker", {"recoverers": 2 if w.recoverers == 1 else 1})]
 
 
 def singles(template: Scenario, seen: Observed) -> list[Element]:
