@@ -75,6 +75,14 @@ POLICIES = textwrap.dedent(
 
     BOOM, LONG, UNCALLED, SLEEPS = Boom(), Long(), Uncalled(), Sleeps()
     NO_NAME, NO_REVISION, INT_REVISION, NO_DECIDE = NoName(), NoRevision(), IntRevision(), NoDecide()
+    class ListName:
+        name, revision = list(range(30)), "1"
+        def decide(self, situation): ...
+
+    class TextDecide:
+        name, revision, decide = "textdecide", "1", "look up " * 10
+
+    LIST_NAME, TEXT_DECIDE = ListName(), TextDecide()
     class Surrogate:
         name, revision = "surrogate", "1"
         def decide(self, situation):
@@ -226,6 +234,9 @@ def test_a_class_whose_decide_is_static_is_a_policy_as_it_is(policies: Path) -> 
         ("NO_REVISION", "its 'revision' is missing"),
         ("INT_REVISION", "its 'revision' is int 1, not text"),
         ("NO_DECIDE", "its 'decide' is missing"),
+        # A part of another type is named with its type and its value, cut to 40 characters.
+        ("LIST_NAME", f"its 'name' is list {repr(list(range(30)))[:40]}, not text"),
+        ("TEXT_DECIDE", f"its 'decide' is str {repr('look up ' * 10)[:40]}, not a method"),
     ],
 )
 def test_a_policy_missing_a_part_is_refused_naming_that_part(policies: Path, attr: str, says: str) -> None:

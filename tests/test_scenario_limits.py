@@ -78,6 +78,54 @@ def test_the_depth_cap_is_exactly_the_documented_one(tmp_path: Path, depth: int)
         assert "field 'owner'" in message and "nested" not in message
     else:
         assert "nested deeper than" in message
+        assert message.endswith("; fix: flatten it (a scenario needs at most 5 levels)"), message
+
+
+def unfolded(text: str) -> tuple[int, int]:
+    """The values a YAML text holds and the characters of its scalars, every alias counted as what it repeats:
+    the composed tree walked, a node counted each time it is reached (keys too), as the caps count them."""
+
+    def walk(node: yaml.Node) -> tuple[int, int]:
+        if isinstance(node, yaml.ScalarNode):
+            return 1, len(node.value)
+        children = [part for pair in node.value for part in pair] if isinstance(node, yaml.MappingNode) else node.value
+        counts = [walk(child) for child in children]
+        return 1 + sum(values for values, _ in counts), sum(chars for _, chars in counts)
+
+    return walk(yaml.compose(text, Loader=yaml.SafeLoader))
+
+
+@pytest.mark.parametrize("over", [0, 1])
+def test_the_value_cap_is_exactly_the_documented_one(tmp_path: Path, over: int) -> None:
+    """A file of exactly the cap's values is read (and refused only for its field); one value more is refused
+    for its count."""
+    items = VALUE_COUNT_MAX - unfolded(BASE + "owner: []\n")[0] + over
+    text = BASE + f"owner: [{', '.join(['1'] * items)}]\n"
+    assert unfolded(text)[0] == VALUE_COUNT_MAX + over
+    message = error_for(write(tmp_path, text))
+    if over:
+        assert f"more than {VALUE_COUNT_MAX:,} values" in message and message.endswith("; fix: shorten the file")
+    else:
+        assert "field 'owner'" in message and "more than" not in message, message
+
+
+@pytest.mark.parametrize("over", [0, 1])
+def test_the_cap_on_unfolded_text_is_exactly_the_documented_one(tmp_path: Path, over: int) -> None:
+    """Aliases that unfold to exactly the size cap's characters of text are read (and refused only for their
+    field); one character more is refused, though the file itself is a seventh of the cap."""
+
+    def text(padding: int) -> str:
+        return BASE + f"owner: [&long {'x' * 100_000}, {', '.join(['*long'] * 9)}, {'y' * padding}]\n"
+
+    padding = FILE_SIZE_MAX_BYTES - unfolded(text(1))[1] + 1 + over
+    assert unfolded(text(padding))[1] == FILE_SIZE_MAX_BYTES + over
+    assert len(text(padding)) < FILE_SIZE_MAX_BYTES // 6
+    message = error_for(write(tmp_path, text(padding)))
+    if over:
+        assert f"its aliases unfold to more than {FILE_SIZE_MAX_BYTES:,} characters of text" in message
+        assert message.endswith("; fix: write the values out, or shorten them"), message
+    else:
+        assert "field 'owner'" in message and "more than" not in message, message
 
 
 def test_aliases_cannot_build_depth_the_file_does_not_show(tmp_path: Path) -> None:
@@ -160,6 +208,13 @@ def test_a_merge_key_may_still_be_overridden(tmp_path: Path) -> None:
     assert load_scenario(write(tmp_path, text)).task.revision == 17
 
 
+def test_a_key_given_twice_after_a_merge_key_is_refused(tmp_path: Path) -> None:
+    """A merge key is passed over, not the end of the mapping: a key given twice after it is still refused."""
+    task = "task: {<<: {task_id: release-42, target: staging/fraud, model: m7, digest: d}, revision: 17, revision: 18}"
+    text = re.sub(r"^task: .*$", task, BASE, flags=re.M)
+    assert "key 'revision' given twice (lines 8 and 8); fix: keep one of them" in error_for(write(tmp_path, text))
+
+
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
@@ -192,6 +247,8 @@ def test_values_yaml_cannot_build_are_one_line(tmp_path: Path, value: str, expec
         ("- a\n- b\n", "expected a mapping, got a list"),
         ("just text\n", "expected a mapping, got text"),
         ("12\n", "expected a mapping, got a number"),
+        # A kind of value with no plainer name is named by its type, not as nothing.
+        ("2024-01-01\n", "expected a mapping, got date"),
         ("---\na: 1\n---\nb: 2\n", "malformed YAML at line 3 (but found another document)"),
     ],
 )

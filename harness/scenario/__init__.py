@@ -474,6 +474,8 @@ def scenario_cases(spec: str, directory: Path | None = None) -> tuple[tuple[str,
     """The (spec, scenario) pairs a scenario spec stands for: one per variant (``SPEC@variant`` picks one, and so
     does the case's name as the harness prints it, ``SPEC-variant``, for a shipped scenario)."""
     base, sep, chosen = spec.rpartition(VARIANT)
+    if sep and is_scenario_path(chosen):  # the '@' is in a folder's name (user@host/...), not before a variant
+        base, sep, chosen = spec, "", ""
     if not sep:
         printed = _printed_case(spec, directory)
         if printed is not None:

@@ -1,0 +1,212 @@
+"""Scenario and policy loading where a mutation pass found behaviour no test noticed (tests/MUTANTS.md, the
+twenty-third pass): the bound a number breaks and whether null would do, a wrong value beside a missing field,
+a section given as a plain value, the variants of a scenario and the fixes that name them, a scenario in a folder
+whose name holds '@', a user's package or module named ``policies``, and a policy file named by a Windows path."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import SCENARIO_DIR
+
+from harness.policy import SHIPPED_POLICIES, PolicyError, load_policy
+from harness.scenario import ScenarioError, load_scenario, scenario_cases
+from harness.scenario.faults import CONNECTOR_PHASES, ConnectorCrash
+
+BASE = (SCENARIO_DIR / "lost_response.yaml").read_text()
+CRASH_POINTS = (SCENARIO_DIR / "connector_crash_points.yaml").read_text()
+
+
+def write(tmp_path: Path, old: str, new: str) -> Path:
+    assert old in BASE
+    path = tmp_path / "lost_response.yaml"
+    path.write_text(BASE.replace(old, new, 1), encoding="utf-8")
+    return path
+
+
+def error_for(path: Path) -> str:
+    """What follows the file's name in the one-line message loading ``path`` fails with."""
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    message = str(info.value)
+    assert message.splitlines() == [message] and message.startswith(f"{path}: field"), message
+    return message.removeprefix(f"{path}: ")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        # A field that may not be null: null is no way out of its bound, and the fix must not offer it.
+        ("recovery_deadline_s: 120", "recovery_deadline_s: 0", "field 'recovery_deadline_s': Input should be greater"
+         " than 0; fix: give a number within that bound"),
+        ("nth: 1}", "nth: 0}", "field 'faults.0.nth': Input should be greater than or equal to 1; fix: give a number"
+         " within that bound"),
+        # A field that may be null (count: null, every later occurrence too; no request validity): the fix says so.
+        ("nth: 1}", "nth: 1, count: 0}", "field 'faults.0.count': Input should be greater than or equal to 1; fix:"
+         " give a number within that bound, or null for none"),
+        ("action_id: a73", "action_id: a73\ndestination: {request_validity_s: -1}", "field"
+         " 'destination.request_validity_s': Input should be greater than 0; fix: give a number within that bound,"
+         " or null for none"),
+    ],
+)  # fmt: skip
+def test_a_number_out_of_its_bound_is_offered_null_only_where_the_field_takes_it(
+    tmp_path: Path, old: str, new: str, expected: str
+) -> None:
+    """A fix offering null where the field refuses it would only lead to a second refusal."""
+    assert error_for(write(tmp_path, old, new)) == expected
+
+
+def test_a_wrong_value_beside_a_missing_field_is_named_alone_with_its_own_fix(tmp_path: Path) -> None:
+    """Fields missing from one entry are named together ("add them"); a field of the same entry that is there but
+    wrong is another mistake, with another fix, and the missing field is the "+1 more"."""
+    path = write(
+        tmp_path,
+        "task: {task_id: release-42, revision: 17, target: staging/fraud,",
+        'task: {task_id: release-42, revision: "17",',
+    )
+    assert error_for(path) == (
+        "field 'task.revision': Input should be a valid integer; fix: write a whole number, without quotes (+1 more)"
+    )
+
+
+def test_a_section_given_as_a_plain_value_is_told_to_correct_it(tmp_path: Path) -> None:
+    """An error pydantic has no plainer words or fix for still names the field and a fix."""
+    said = error_for(write(tmp_path, "action_id: a73", "action_id: a73\nworker: fast"))
+    assert said.startswith("field 'worker': ") and said.endswith("; fix: correct the value"), said
+
+
+def test_a_key_unlike_every_field_of_its_entry_is_not_told_to_rename_it(tmp_path: Path) -> None:
+    """A rename is suggested only for a near spelling: a delay is not a timeout, though the words share most
+    letters (``lookup_delay_s`` and the worker's ``lookup_timeout_s``)."""
+    far = error_for(write(tmp_path, "action_id: a73", "action_id: a73\nworker: {lookup_delay_s: 1}"))
+    assert far == "field 'worker.lookup_delay_s': Extra inputs are not permitted; fix: remove it or check its spelling"
+    near = error_for(write(tmp_path, "action_id: a73", "action_id: a73\nworker: {lookup_timout_s: 1}"))
+    assert near.endswith("; fix: rename it 'lookup_timeout_s' (a field of this entry)"), near
+
+
+def test_a_variant_a_scenario_does_not_have_is_refused_with_the_variants_it_has() -> None:
+    with pytest.raises(ScenarioError) as info:
+        scenario_cases("lost_response@after_effect")
+    assert str(info.value) == "scenario 'lost_response' has no variants; fix: drop '@after_effect'"
+    with pytest.raises(ScenarioError) as info:
+        scenario_cases("connector_crash_points@after_nothing")
+    assert str(info.value) == (
+        "scenario 'connector_crash_points' has no variant 'after_nothing'; fix: use one of "
+        + ", ".join(CONNECTOR_PHASES)
+    )
+
+
+def test_a_variant_of_a_file_in_a_folder_whose_name_holds_an_at_sign_is_found(tmp_path: Path) -> None:
+    """The variant is what follows the last '@': a folder named like user@host (a home folder) is the path's."""
+    folder = tmp_path / "user@host"
+    folder.mkdir()
+    path = folder / "connector_crash_points.yaml"
+    path.write_text(CRASH_POINTS, encoding="utf-8")
+    ((spec, scenario),) = scenario_cases(f"{path}@after_effect")
+    assert spec == f"{path}@after_effect" and scenario.name == "connector_crash_points-after_effect"
+    with pytest.raises(ScenarioError) as info:
+        scenario_cases(f"{path}@after_nothing")
+    assert str(info.value).endswith("has no variant 'after_nothing'; fix: use one of " + ", ".join(CONNECTOR_PHASES))
+    # Without a variant, such a file is the file (it was split at the folder's '@', and the folder "user" was
+    # not found).
+    plain = folder / "lost_response.yaml"
+    plain.write_text(BASE, encoding="utf-8")
+    ((spec, scenario),) = scenario_cases(str(plain))
+    assert (spec, scenario.name) == (str(plain), "lost_response")
+    assert len(scenario_cases(str(path))) == len(CONNECTOR_PHASES)
+
+
+def test_a_variant_changes_only_the_crash_that_says_every(tmp_path: Path) -> None:
+    """A connector crash at a phase of its own, and a fault of another kind, are the same in every variant."""
+    text = CRASH_POINTS.replace(
+        "  - {boundary: connector_crash, phase: every}\n",
+        "  - {boundary: connector_crash, phase: every}\n"
+        "  - {boundary: connector_crash, phase: after_effect, nth: 2}\n"
+        "  - {boundary: response_lost, nth: 3}\n",
+    )
+    path = tmp_path / "connector_crash_points.yaml"
+    path.write_text(text, encoding="utf-8")
+    scenario = load_scenario(path)
+    variants = scenario.variants()
+    assert [v.name for v in variants] == [f"connector_crash_points-{phase}" for phase in CONNECTOR_PHASES]
+    for phase, variant in zip(CONNECTOR_PHASES, variants, strict=True):
+        every, own, lost = variant.faults
+        assert isinstance(every, ConnectorCrash) and every.phase == phase
+        assert own == scenario.faults[1] and lost == scenario.faults[2]
+        assert lost.model_dump() == scenario.faults[2].model_dump() and not hasattr(lost, "phase")
+
+
+@pytest.mark.parametrize("shape", ["package", "module"])
+def test_a_users_policies_package_or_module_is_named_with_where_it_came_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: str
+) -> None:
+    """A user's ``policies/`` folder or ``policies.py`` first on the path hides the shipped policies: loading one by
+    name is refused in one line naming what was imported instead, not with an IndexError or a TypeError."""
+    if shape == "package":
+        (tmp_path / "policies").mkdir()
+        (tmp_path / "policies" / "__init__.py").write_text("")
+        where = (tmp_path / "policies").resolve()
+    else:
+        (tmp_path / "policies.py").write_text("")
+        where = tmp_path / "policies.py"
+    importlib.import_module("policies")  # the shipped package, put back when the test ends
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "policies")
+    with pytest.raises(PolicyError) as info:
+        load_policy("reconcile_and_reauthorize")
+    assert str(info.value) == (
+        f"the package 'policies' is imported from {where}, not the harness's own ({SHIPPED_POLICIES}): a folder of "
+        "yours named policies/ hides the shipped policies; fix: rename it (my_policies/, say), or run from another "
+        "folder"
+    )
+
+
+def test_a_policy_file_given_by_a_windows_path_is_named_as_a_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Backslashes separate folders as slashes do: a file that is there is named from its folder, one that is not
+    by the path's parts, and the parts '', '.' and '..' are no module's."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sc").mkdir()
+    (tmp_path / "sc" / "my_pol.py").write_text("POLICY = None\n")
+    cases = {
+        "sc\\my_pol.py": f"name the module as in my_pol:P, and run from {tmp_path.resolve() / 'sc'} (or put it on "
+        "PYTHONPATH)",
+        "no\\such\\pol.py": "name the module with dots and without '.py', as in no.such.pol:P (run from the folder "
+        "its package is in)",
+        "/no//such/./pol.py": "name the module with dots and without '.py', as in no.such.pol:P (run from the folder "
+        "its package is in)",
+        "../no/pol.py": "name the module with dots and without '.py', as in no.pol:P (run from the folder its "
+        "package is in)",
+    }
+    for module, fix in cases.items():
+        with pytest.raises(PolicyError) as info:
+            load_policy(f"{module}:P")
+        assert str(info.value).endswith(f"is a file's path, not a module's name; fix: {fix}"), info.value
+
+
+def test_a_name_other_than_the_files_is_refused_naming_both(tmp_path: Path) -> None:
+    """The scenario's name is its file's (grid cells, case folders and reproduce lines name it): both are named."""
+    path = tmp_path / "renamed.yaml"
+    path.write_text(BASE, encoding="utf-8")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    assert str(info.value) == (
+        f"{path}: field 'name': 'lost_response' differs from the file name 'renamed'; fix: make them the same"
+    )
+
+
+def test_a_path_that_names_no_file_is_refused_naming_the_path(tmp_path: Path) -> None:
+    """A NUL character in the path and a folder are refused in one line that starts with the path as given (the
+    NUL escaped, so the line stays printable), then what is wrong and the fix."""
+    nul = f"{tmp_path}/a\0b.yaml"
+    for spec, shown_as, said in (
+        (nul, nul.replace("\0", "\\x00"), "the path holds a NUL character; fix: check the path"),
+        (str(tmp_path), str(tmp_path), "is a folder, not a file; fix: give a scenario file"),
+    ):
+        with pytest.raises(ScenarioError) as info:
+            load_scenario(spec)
+        assert str(info.value) == f"{shown_as}: {said}"
