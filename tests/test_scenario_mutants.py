@@ -11,29 +11,13 @@ from pathlib import Path
 
 import pytest
 from conftest import SCENARIO_DIR
+from test_scenario_errors import BASE, error_for, write
 
 from harness.policy import SHIPPED_POLICIES, PolicyError, load_policy
 from harness.scenario import ScenarioError, load_scenario, scenario_cases
 from harness.scenario.faults import CONNECTOR_PHASES, ConnectorCrash
 
-BASE = (SCENARIO_DIR / "lost_response.yaml").read_text()
 CRASH_POINTS = (SCENARIO_DIR / "connector_crash_points.yaml").read_text()
-
-
-def write(tmp_path: Path, old: str, new: str) -> Path:
-    assert old in BASE
-    path = tmp_path / "lost_response.yaml"
-    path.write_text(BASE.replace(old, new, 1), encoding="utf-8")
-    return path
-
-
-def error_for(path: Path) -> str:
-    """What follows the file's name in the one-line message loading ``path`` fails with."""
-    with pytest.raises(ScenarioError) as info:
-        load_scenario(path)
-    message = str(info.value)
-    assert message.splitlines() == [message] and message.startswith(f"{path}: field"), message
-    return message.removeprefix(f"{path}: ")
 
 
 @pytest.mark.parametrize(
