@@ -31,6 +31,7 @@ from harness.explore.schedule import (
     Observed,
     Schedule,
     apply,
+    consistent,
     contract_variants,
     element,
     element_dict,
@@ -42,7 +43,6 @@ from harness.explore.schedule import (
 from harness.explore.search import (
     ExploreJob,
     _Cases,
-    _consistent,
     _kind,
     explore_job,
     schedules,
@@ -174,7 +174,7 @@ def test_swarm_schedule_n_is_drawn_from_n_alone() -> None:
         expected: list[str] = []
         for n in range(1, 21):
             schedule = Schedule.of([*own, *swarm_draw(template.name, added, n)[1]])
-            if schedule.key not in expected and _consistent(schedule):
+            if schedule.key not in expected and consistent(schedule.elements):
                 expected.append(schedule.key)
         got = [s.key for s in schedules(template, seen, 0, 20)]
         assert got[0] == Schedule.of(own).key and got[1:] == expected, name
@@ -223,10 +223,10 @@ def test_every_swarm_schedule_changes_each_contract_field_once_at_most() -> None
     faults = Schedule.of(
         [element("fault", {"boundary": "request_lost"}), element("fault", {"boundary": "response_lost"})]
     )
-    assert not _consistent(twice) and _consistent(once_each) and _consistent(faults)
+    assert not consistent(twice.elements) and consistent(once_each.elements) and consistent(faults.elements)
     worker_twice = Schedule.of([element("worker", {"retry_send_s": 1.0}), element("worker", {"retry_send_s": 0.0})])
     apart = Schedule.of([element("worker", {"retry_send_s": 1.0}), element("worker", {"ledger_write_s": 1.0})])
-    assert not _consistent(worker_twice) and _consistent(apart)
+    assert not consistent(worker_twice.elements) and consistent(apart.elements)
 
 
 # A stand-in judge: a schedule shows a violation when it holds a delayed request of at least MIN_DELAY_S and

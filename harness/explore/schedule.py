@@ -26,6 +26,7 @@ __all__ = [
     "Observed",
     "Schedule",
     "apply",
+    "consistent",
     "contract_variants",
     "declared",
     "elements_of",
@@ -298,9 +299,15 @@ def _compatible(a: Element, b: Element) -> bool:
     return True
 
 
+def consistent(elements: Sequence[Element]) -> bool:
+    """Whether the elements can stand together in one schedule: no field of the contract or of the worker
+    changed twice (what ``pairs`` keeps, and what a swarm draw must be)."""
+    return all(_compatible(a, b) for a, b in itertools.combinations(elements, 2))
+
+
 def pairs(added: Sequence[Element], depth: int) -> Iterator[tuple[Element, ...]]:
     """Every combination of 1 to ``depth`` added elements, lazily, without impossible ones."""
     for size in range(1, depth + 1):
         for combo in itertools.combinations(added, size):
-            if all(_compatible(a, b) for a, b in itertools.combinations(combo, 2)):
+            if consistent(combo):
                 yield combo

@@ -23,6 +23,7 @@ from harness.explore.schedule import (
     Observed,
     Schedule,
     apply,
+    consistent,
     declared,
     element,
     element_dict,
@@ -204,7 +205,7 @@ def schedules(template: Scenario, seen: Observed, depth: int, swarm: int) -> Ite
         return  # nothing to mix
     for n in range(1, swarm + 1):
         schedule = Schedule.of([*own, *swarm_draw(template.name, added, n)[1]])
-        if schedule.key not in emitted and _consistent(schedule):
+        if schedule.key not in emitted and consistent(schedule.elements):
             emitted.add(schedule.key)
             yield schedule
 
@@ -230,12 +231,6 @@ def _kind(e: Element) -> str:
     if e.kind == "operator":
         return f"operator:{data['do']}"
     return f"{e.kind}:{next(iter(data))}"
-
-
-def _consistent(schedule: Schedule) -> bool:
-    """No field of the contract or of the worker changed twice."""
-    fields = [(e.kind, next(iter(element_dict(e)))) for e in schedule.elements if e.kind in SETTINGS]
-    return len(fields) == len(set(fields))
 
 
 _T = TypeVar("_T")
