@@ -18,7 +18,17 @@ import pytest
 
 import harness.explore.search as search
 import harness.sim.world as world
-from harness.explore.schedule import SETTINGS, Element, Schedule, apply, declared, element, elements_of, singles
+from harness.explore.schedule import (
+    SETTINGS,
+    Element,
+    Schedule,
+    apply,
+    declared,
+    element,
+    elements_of,
+    singles,
+    worker_variants,
+)
 from harness.explore.search import ExploreJob, JobResult, explore_job, observe
 from harness.policy import load_policy
 from harness.scenario import Fault, FaultBase, OperatorEvent, Scenario, list_scenarios, scenario_cases
@@ -240,3 +250,83 @@ def test_a_buggy_reach_is_caught(
 ) -> None:
     monkeypatch.setattr(world.Reach, "reaches", variant)
     assert any(not p.same for p in unreached_pairs(per_template=24, stop_at_first_difference=True))
+
+
+def _unread_delays(policies: tuple[str, ...] = POLICIES) -> Iterator[tuple[str, str, Element, bool]]:
+    """For every shipped template and policy: each worker delay exploration may add that the template's run did
+    not read (``search.reaches``), and whether the run with it added is the same (evidence, attempts, coverage)."""
+    for template in _templates():
+        delays = [e for e in worker_variants(template) if "recoverers" not in dict(e.data)]
+        for name in policies:
+            policy = load_policy(name)
+            own = Schedule.of(elements_of(template))  # the template's faults in a schedule's order
+            ran = simulate(apply(template, own), policy, 1)
+            for e in delays:
+                if search.reaches(ran.reach, e):
+                    continue
+                other = simulate(apply(template, Schedule.of([*own.elements, e])), policy, 1)
+                same = (other.evidence, other.attempts, other.coverage) == (ran.evidence, ran.attempts, ran.coverage)
+                yield template.name, name, e, same
+
+
+def test_a_worker_delay_a_run_never_read_changes_nothing_when_added() -> None:
+    """A worker delay is read only while the worker carries out some commands (a retry's send, a write to the
+    action ledger: ``READ_ONLY_BY``): over every shipped template and four policies, each one the run did not
+    read, added, gives the same run. Both delays are met unread, in many templates."""
+    found = list(_unread_delays())
+    assert [f"{t} {p} + {e.key}" for t, p, e, same in found if not same] == []
+    assert {dict(e.data).popitem()[0] for _, _, e, _ in found} == {"retry_send_s", "ledger_write_s"}
+    assert len({t for t, _, _, _ in found}) > len(list(_templates())) // 2
+
+
+def test_a_run_reads_a_worker_delay_when_it_carries_out_a_command_that_reads_it(lost_response: Scenario) -> None:
+    """lost_response: reconcile_and_reauthorize looks up and records the effect (the ledger's delay is read, a
+    retry's is not); stop_on_timeout neither retries nor records (neither is read); the number of recovering
+    workers, and any change to the contract, always act."""
+    delays = {dict(e.data).popitem()[0]: e for e in worker_variants(lost_response)}
+    reconcile = simulate(lost_response, load_policy("reconcile_and_reauthorize"), 1).reach
+    stopper = simulate(lost_response, load_policy("stop_on_timeout"), 1).reach
+    assert {"look_up", "record_effect"} <= reconcile.commanded and "retry_same_action" not in reconcile.commanded
+    assert [search.reaches(reconcile, delays[k]) for k in ("retry_send_s", "ledger_write_s", "recoverers")] == [
+        False,
+        True,
+        True,
+    ]
+    assert [search.reaches(stopper, delays[k]) for k in ("retry_send_s", "ledger_write_s", "recoverers")] == [
+        False,
+        False,
+        True,
+    ]
+    assert search.reaches(reconcile, element("contract", {"on_conflict": "replay"}))
+
+
+@pytest.mark.parametrize(
+    ("setting", "kinds"),
+    [
+        ("retry_send_s", frozenset({"retry_new_key", "resend_current_arguments"})),  # a same-key retry forgotten
+        ("ledger_write_s", frozenset({"record_effect"})),  # writes of an absence or a rejection forgotten
+        ("ledger_write_s", frozenset({"record_effect", "record_absent"})),  # a rejection's write forgotten
+    ],
+)
+def test_a_worker_delay_read_by_fewer_commands_than_read_it_is_caught(
+    setting: str, kinds: frozenset[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``READ_ONLY_BY`` missing one of the commands that read a delay: some shipped template runs differently
+    with the delay added where the wrong table says it was not read."""
+    monkeypatch.setitem(world.READ_ONLY_BY, setting, kinds)
+    assert any(not same for _, _, _, same in _unread_delays())
+
+
+def test_a_judge_skips_a_worker_delay_the_smaller_run_never_read(lost_response: Scenario) -> None:
+    """The judge answers for the template with a retry's delay added from the template's own run (reconcile never
+    retries there), and runs the case with the ledger's delay added (it records the effect)."""
+    policy = load_policy("reconcile_and_reauthorize")
+    own = elements_of(lost_response)
+    delays = {dict(e.data).popitem()[0]: e for e in worker_variants(lost_response)}
+    judge = search._Judge(lost_response)
+    alone = judge(policy, Schedule.of(own), 1)
+    assert judge(policy, Schedule.of([*own, delays["retry_send_s"]]), 1) == alone
+    assert judge.simulated[policy.name] == 1
+    judge(policy, Schedule.of([*own, delays["ledger_write_s"]]), 1)
+    judge(policy, Schedule.of([*own, delays["recoverers"]]), 1)
+    assert judge.simulated[policy.name] == 3

@@ -18,7 +18,6 @@ from typing import TypeVar
 
 from harness.check import Judgement, check
 from harness.explore.schedule import (
-    SETTINGS,
     Element,
     Observed,
     Schedule,
@@ -38,7 +37,7 @@ from harness.scenario import Scenario, scenario_cases
 from harness.seeds import rng
 from harness.sim import Reach, SimResult, simulate
 
-__all__ = ["ExploreJob", "Finding", "JobResult", "explore_job", "schedules", "shape", "shrink", "swarm_draw"]
+__all__ = ["ExploreJob", "Finding", "JobResult", "explore_job", "reaches", "schedules", "shape", "shrink", "swarm_draw"]
 
 #: Swarm schedules draw at most this many elements each.
 SWARM_SIZE_MAX = 4
@@ -246,13 +245,25 @@ def _simulate_and_check(scenario: Scenario, policy: Policy, seed: int) -> tuple[
     return result, check(result.evidence)
 
 
+def reaches(reach: Reach, e: Element) -> bool:
+    """Whether a run that reached ``reach`` would have met the added element ``e``: a fault's site, an operator
+    event's trigger, a worker setting it reads (a contract change always acts)."""
+    if e.kind == "worker":
+        return any(reach.reads(name) for name, _ in e.data)
+    if e.kind == "contract":
+        return True
+    return reach.reaches(declared(e))
+
+
 class _Judge:
     """Runs (policy, schedule, seed) once and remembers the violated properties: shrinking asks again and again.
 
     A schedule is judged without running it when it adds, to the template's own schedule or to one with a single
     element added, an element that the smaller schedule's run never reached (a fault whose site no actor asked
     about, an operator event whose trigger was never recorded): the run would be the same, so its judgement is
-    (``SimResult.reach`` says why). Contract and worker changes always act, so they are never skipped this way."""
+    (``SimResult.reach`` says why), or a worker delay read only while carrying out commands that run never
+    carried out (``Reach.reads``). A change to the contract always acts (the policy sees the contract), and so
+    does one to the number of recovering workers: neither is ever skipped this way."""
 
     def __init__(
         self,
@@ -320,8 +331,8 @@ class _Judge:
         if not 1 <= added <= 2:
             return None  # only the template's own run and one-element runs are kept
         for e in schedule.elements:
-            if e.key in self._own or e.kind in SETTINGS:
-                continue
+            if e.key in self._own or e.kind == "contract":
+                continue  # the policy sees the contract at every decision: a change to it always acts
             smaller = schedule.without(e)
             known = self._small.get((policy.name, smaller.key, seed))
             if known is None:
@@ -332,7 +343,7 @@ class _Judge:
                 if known is None:
                     return None  # a harness error, or the policy stopped
             (outcome, violated, coverage), reach = known
-            if reach.reaches(declared(e)):
+            if reaches(reach, e):
                 continue
             if e.kind == "fault":
                 at = [f.key for f in schedule.elements if f.kind == "fault"].index(e.key)

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from harness.limits import cut
 from harness.model import Artifact, validated
+from harness.model.base import Frozen
 from harness.model.events import (
     CommandBudgetExhausted,
     CommandGiven,
@@ -67,11 +68,25 @@ from harness.sim.kernel import first_of
 from harness.sim.messages import Reply, Request
 from harness.sim.transport import Transport
 
-__all__ = ["Worker"]
+__all__ = ["READ_ONLY_BY", "Worker"]
 
 
 class _Crashed(Exception):
     """The current worker incarnation died at a fault boundary."""
+
+
+def _kinds(*commands: type[Frozen]) -> frozenset[str]:
+    return frozenset(str(c.model_fields["kind"].default) for c in commands)
+
+
+#: The worker's settings it reads only while carrying out certain commands, by the kinds of those commands (the
+#: branches of ``Worker._execute`` that read them): a run that carried out none of them never read the setting,
+#: and runs the same whatever its value (exploration judges such a schedule from the smaller run's,
+#: ``harness.sim.Reach.reads``). Every other setting is taken to be read by every run.
+READ_ONLY_BY: dict[str, frozenset[str]] = {
+    "retry_send_s": _kinds(RetrySameAction, RetryNewKey, ResendCurrentArguments),
+    "ledger_write_s": _kinds(RecordEffect, RecordRejection, RecordAbsent),
+}
 
 
 @dataclass(slots=True)
@@ -536,7 +551,8 @@ class Worker:
         return keys[next(reversed(keys))] if keys else self.action.idempotency_key
 
     def _ledger_round_trip(self) -> Generator[simpy.Event, Any, None]:
-        """A write to the controller's ledger takes this long to land: time for another worker to race it."""
+        """A write to the controller's ledger takes this long to land: time for another worker to race it (read
+        only for the commands ``READ_ONLY_BY`` names)."""
         if self._scenario.worker.ledger_write_s > 0:
             yield self._env.timeout(self._scenario.worker.ledger_write_s)
 
@@ -555,7 +571,8 @@ class Worker:
             case RetrySameAction() | RetryNewKey() | ResendCurrentArguments():
                 # The ledger's attempts as the decision saw them: the claim is conditional on them too.
                 seen = len(self._controller.actions[action.action_id].execution_ids)
-                if self._scenario.worker.retry_send_s > 0:  # decided now, on its way later: the claim is made then
+                # Decided now, on its way later: the claim is made then (read only here: READ_ONLY_BY).
+                if self._scenario.worker.retry_send_s > 0:
                     yield self._env.timeout(self._scenario.worker.retry_send_s)
                 refused = (
                     self._controller.claim_if_revision(action.action_id, action.revision, seen)

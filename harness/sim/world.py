@@ -14,7 +14,7 @@ import simpy
 
 from harness.model import Evidence
 from harness.model.base import fast_frozen_init
-from harness.model.events import Event, FaultInjected
+from harness.model.events import CommandGiven, Event, FaultInjected
 from harness.policy import Policy
 from harness.scenario import BOUNDARIES, Fault, FaultBase, OperatorEvent, Scenario
 from harness.seeds import rng
@@ -28,7 +28,7 @@ from harness.sim.history import History
 from harness.sim.kernel import Kernel, run_until, settle
 from harness.sim.operator import Operator
 from harness.sim.transport import Transport
-from harness.sim.worker import Worker
+from harness.sim.worker import READ_ONLY_BY, Worker
 
 __all__ = ["GroundTruth", "Reach", "SimResult", "simulate"]
 
@@ -61,6 +61,7 @@ class SimResult:
             tuple(self.injector.asked),
             self.injector.default_action_id,
             Counter((e.actor, e.event) for e in self.recorded),
+            frozenset(e.command.kind for e in self.recorded if isinstance(e, CommandGiven)),
         )
 
 
@@ -70,12 +71,13 @@ fast_frozen_init(SimResult)
 
 @dataclass(frozen=True, slots=True)
 class Reach:
-    """What one run reached: every question its actors asked the injector, and how many history records of
-    each (actor, event) it made."""
+    """What one run reached: every question its actors asked the injector, how many history records of each
+    (actor, event) it made, and the kinds of the commands its workers carried out."""
 
     asked: tuple[Question, ...]
     default_action_id: str
     recorded: Counter[tuple[str, str]]
+    commanded: frozenset[str] = frozenset()
 
     def reaches(self, item: Fault | OperatorEvent) -> bool:
         """Whether the run reached the point where ``item``, had the scenario declared it too, would act: a
@@ -91,6 +93,13 @@ class Reach:
         if after is None:
             return True
         return self.recorded[(after.actor, after.event)] >= after.nth
+
+    def reads(self, setting: str) -> bool:
+        """Whether the run read the worker's ``setting``: one read only while carrying out some commands
+        (``READ_ONLY_BY``) when the run carried out one of them; any other, always. When it did not, the
+        scenario with another value of it runs exactly as this one did."""
+        kinds = READ_ONLY_BY.get(setting)
+        return kinds is None or not kinds.isdisjoint(self.commanded)
 
 
 def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
