@@ -642,6 +642,27 @@ class CaughtUpAtReach(_Variant):
         return None if caught_up is None else caught_up - situation.contract.lookup_lag_s
 
 
+class ReachedByFirstAttempt(_Variant):
+    """Dates the reads' catching up from the first attempt alone (the loop over attempts stopped after one sent):
+    once they have caught up with it, a later attempt's do-not-replay error is taken as settled by a read that
+    predates that attempt's arrival."""
+
+    def reached_by_s(self, situation: Situation) -> float | None:
+        sent = tuple(a for a in situation.attempts if a.sent is not False)
+        return super().reached_by_s(situation.model_copy(update={"attempts": sent[:1]}))
+
+
+class WaitsForReadsPastMargin(_Variant):
+    """Waits for the target's reads to catch up with the last attempt however close to the deadline that comes
+    (the check for time to wait left out), instead of escalating while there is time: the deadline passes with
+    the action neither accounted for nor escalated."""
+
+    def _read_when_caught_up(self, situation: Situation, caught_up_s: float) -> Command:
+        if situation.now_s >= caught_up_s:
+            return self.read_command
+        return self._wait_until_final(situation, caught_up_s)
+
+
 # -- variants no world the simulator can build shows harm for (each told apart by a unit test of its decision) ----
 
 
@@ -762,6 +783,16 @@ CORPUS: tuple[Catch, ...] = (
     Catch(CaughtUpAtReach("caught_up_at_reach"), "lost_reply_long_lag", "abandoned_actions"),
     # Hidden (found only by exploring newer_write_held at depth 2) until quiet_just_before_deadline was shipped.
     Catch(EscalatesAtTheDeadline("escalates_at_the_deadline"), "quiet_just_before_deadline", "abandoned_actions"),
+    # Found by mutating the safe policies and exploring the survivors at depth 1 (tests/MUTANTS.md, twenty-sixth
+    # pass): each passed every other shipped case.
+    Catch(
+        ReachedByFirstAttempt("reached_by_first_attempt"),
+        "bridge_second_error_lagging_verify",
+        "retries_after_uncertain",
+    ),
+    Catch(
+        WaitsForReadsPastMargin("waits_for_reads_past_margin"), "connector_started_lagging_lookup", "abandoned_actions"
+    ),
 )
 
 

@@ -153,6 +153,14 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         follow=("correct", set()),
         verify=("correct", set()),
     ),
+    "bridge_second_error_lagging_verify": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"retries_after_uncertain"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects", "retries_after_uncertain"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
     "bridge_user_stop": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("incorrect", {"retries_after_uncertain", "unauthorized_dispatches"}),
@@ -341,6 +349,14 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         },
         follow=("correct", set()),
         verify=("correct", set()),
+    ),
+    "connector_started_lagging_lookup": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"abandoned_actions", "retries_after_uncertain"}),
+        reconcile=("escalated", set()),
+        new_key=("correct", set()),
+        follow=("correct", set()),
+        verify=("escalated", set()),
     ),
     "connector_started_not_durable": dict(
         stop=("abandoned", {"abandoned_actions"}),
