@@ -1,21 +1,27 @@
 """Scenario and policy loading where a mutation pass found behaviour no test noticed (tests/MUTANTS.md, the
 twenty-third pass): the bound a number breaks and whether null would do, a wrong value beside a missing field,
 a section given as a plain value, the variants of a scenario and the fixes that name them, a scenario in a folder
-whose name holds '@', a user's package or module named ``policies``, and a policy file named by a Windows path."""
+whose name holds '@', a user's package or module named ``policies``, and a policy file named by a Windows path;
+and (the twenty-fifth pass) names with '-' that look like another scenario's cases, files named by a path without
+a folder or with '.yml', the folder a name is looked up in, aliases counted against the caps, the parser used
+without libyaml, and the words of the YAML reader's refusals."""
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from pathlib import Path
 
 import pytest
 from conftest import SCENARIO_DIR
 from test_scenario_errors import BASE, error_for, write
+from test_scenario_limits import unfolded
 
 from harness.policy import SHIPPED_POLICIES, PolicyError, load_policy
-from harness.scenario import ScenarioError, load_scenario, scenario_cases
+from harness.scenario import ScenarioError, load_scenario, resolve_scenario, scenario_cases, yamlfile
 from harness.scenario.faults import CONNECTOR_PHASES, ConnectorCrash
+from harness.scenario.yamlfile import VALUE_COUNT_MAX
 
 CRASH_POINTS = (SCENARIO_DIR / "connector_crash_points.yaml").read_text()
 
@@ -194,3 +200,172 @@ def test_a_path_that_names_no_file_is_refused_naming_the_path(tmp_path: Path) ->
         with pytest.raises(ScenarioError) as info:
             load_scenario(spec)
         assert str(info.value) == f"{shown_as}: {said}"
+
+
+def test_a_scenario_named_like_a_case_of_another_is_read_as_itself(tmp_path: Path) -> None:
+    """Names may hold '-', so a scenario added beside one with variants may be named like a case of it
+    (``crash-mine`` beside ``crash``): it is read as itself, not refused as a case ``crash`` does not have; the
+    printed name of a real case of ``crash`` still selects that case. Every name is looked up in the folder given,
+    not in the shipped one."""
+    (tmp_path / "crash.yaml").write_text(
+        CRASH_POINTS.replace("name: connector_crash_points", "name: crash"), encoding="utf-8"
+    )
+    (tmp_path / "crash-mine.yaml").write_text(BASE.replace("name: lost_response", "name: crash-mine"), encoding="utf-8")
+    ((spec, scenario),) = scenario_cases("crash-mine", tmp_path)
+    assert (spec, scenario.name, len(scenario.faults)) == ("crash-mine", "crash-mine", 1)
+    assert resolve_scenario("crash-mine", tmp_path) == tmp_path / "crash-mine.yaml"
+    ((spec, scenario),) = scenario_cases("crash-after_effect", tmp_path)
+    assert (spec, scenario.name) == ("crash@after_effect", "crash-after_effect")
+    assert [spec for spec, _ in scenario_cases("crash", tmp_path)] == [f"crash@{phase}" for phase in CONNECTOR_PHASES]
+
+
+def test_a_file_named_like_a_case_of_a_shipped_scenario_is_read_as_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy of a shipped scenario saved as ``connector_crash_points-mine.yaml`` and given by that path is the file,
+    not refused as a case ``connector_crash_points`` does not have (only a name without '.yaml', '.yml' or '/' may
+    be a printed case)."""
+    monkeypatch.chdir(tmp_path)
+    name = "connector_crash_points-mine"
+    Path(f"{name}.yaml").write_text(BASE.replace("name: lost_response", f"name: {name}"), encoding="utf-8")
+    ((spec, scenario),) = scenario_cases(f"{name}.yaml")
+    assert (spec, scenario.name) == (f"{name}.yaml", name)
+    # So is a file in the folder run from whose name ends in '.yml' (not a shipped name with '.yaml' added).
+    Path("mine.yml").write_text(BASE.replace("name: lost_response", "name: mine"), encoding="utf-8")
+    ((spec, scenario),) = scenario_cases("mine.yml")
+    assert (spec, scenario.name) == ("mine.yml", "mine")
+    # And a file without either ending, named by a path with a folder in it.
+    Path("d").mkdir()
+    Path("d/mine").write_text(BASE.replace("name: lost_response", "name: mine"), encoding="utf-8")
+    ((spec, scenario),) = scenario_cases("d/mine")
+    assert (spec, scenario.name) == ("d/mine", "mine")
+
+
+def test_a_case_of_a_scenario_whose_name_holds_a_dash_is_found_past_a_broken_one(tmp_path: Path) -> None:
+    """``crash-x-after_effect`` could be a case of ``crash`` or of ``crash-x``: it is the second's, spelt
+    ``crash-x@after_effect`` (the variant is what follows the last '-'); a misspelt one is told the cases of both;
+    and a file ``crash.yaml`` that cannot be read does not hide the cases of ``crash-x``."""
+    for name in ("crash", "crash-x"):
+        text = CRASH_POINTS.replace("name: connector_crash_points", f"name: {name}")
+        (tmp_path / f"{name}.yaml").write_text(text, encoding="utf-8")
+    ((spec, scenario),) = scenario_cases("crash-x-after_effect", tmp_path)
+    assert (spec, scenario.name) == ("crash-x@after_effect", "crash-x-after_effect")
+    with pytest.raises(ScenarioError) as info:
+        scenario_cases("crash-x-after_nothing", tmp_path)
+    names = ", ".join(f"{name}@{phase}" for name in ("crash", "crash-x") for phase in CONNECTOR_PHASES)
+    assert str(info.value) == f"unknown scenario 'crash-x-after_nothing'; fix: use one of {names}"
+    (tmp_path / "crash.yaml").write_text("name: [\n", encoding="utf-8")
+    ((spec, _),) = scenario_cases("crash-x-after_effect", tmp_path)
+    assert spec == "crash-x@after_effect"
+
+
+def test_a_name_is_resolved_in_the_folder_given_and_refused_with_that_folders_names(tmp_path: Path) -> None:
+    """``resolve_scenario(name, folder)`` looks in that folder only: the printed name of one of its cases is told
+    its spelling, and an unknown name is told every scenario the folder holds (or that it holds none)."""
+    (tmp_path / "crash.yaml").write_text(
+        CRASH_POINTS.replace("name: connector_crash_points", "name: crash"), encoding="utf-8"
+    )
+    (tmp_path / "quiet.yaml").write_text(BASE.replace("name: lost_response", "name: quiet"), encoding="utf-8")
+    with pytest.raises(ScenarioError) as info:
+        resolve_scenario("crash-after_effect", tmp_path)
+    assert str(info.value) == "'crash-after_effect' names a case, not a scenario; fix: write crash@after_effect"
+    with pytest.raises(ScenarioError) as info:
+        resolve_scenario("lost_response", tmp_path)
+    assert str(info.value) == "unknown scenario 'lost_response'; fix: use one of crash, quiet, or a path to a YAML file"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ScenarioError) as info:
+        resolve_scenario("lost_response", empty)
+    assert str(info.value) == "unknown scenario 'lost_response'; fix: use one of (none), or a path to a YAML file"
+
+
+def test_aliases_count_as_every_value_they_repeat(tmp_path: Path) -> None:
+    """A hundred values under an anchor, repeated by 101 aliases, are over 10,000 values though the file holds a
+    few hundred: refused for their count (the aliases' few characters of text are far under the cap on text)."""
+    path = tmp_path / "lost_response.yaml"
+    aliases = ", ".join(["*hundred"] * 101)
+    path.write_text(BASE + f"owner: [[&hundred [{', '.join(['1'] * 100)}]], {aliases}]\n", encoding="utf-8")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    assert str(info.value) == (
+        f"{path}: more than 10,000 values (aliases counted as what they repeat) by line 14; fix: shorten the file"
+    )
+
+
+def test_a_pipe_and_an_alias_inside_its_own_value_are_refused_with_their_fix(tmp_path: Path) -> None:
+    """The whole line a user reads, fix included; an anchor's name is quoted cut to 40 characters."""
+    pipe = tmp_path / "pipe.yaml"
+    os.mkfifo(pipe)
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(pipe)
+    assert str(info.value) == f"{pipe}: not a regular file (a pipe, socket or device); fix: give a scenario file"
+    anchor = "a" * 50
+    path = tmp_path / "lost_response.yaml"
+    path.write_text(BASE + f"owner: &{anchor} [1, *{anchor}]\n", encoding="utf-8")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    assert str(info.value) == (
+        f"{path}: alias '*{'a' * 37}...' at line 14 repeats a value that contains it; fix: write the value out "
+        "instead of the alias"
+    )
+
+
+def test_without_libyaml_a_file_is_read_and_refused_as_with_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PyYAML built without libyaml (``_FAST`` is None) reads every file with its own parser: a shipped scenario
+    loads, and a malformed one is refused in the same one line."""
+    malformed = tmp_path / "lost_response.yaml"
+    malformed.write_text(BASE + "owner: [1\n", encoding="utf-8")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(malformed)
+    monkeypatch.setattr(yamlfile, "_FAST", None)
+    assert load_scenario(SCENARIO_DIR / "lost_response.yaml") == load_scenario(SCENARIO_DIR / "lost_response.yaml")
+    assert load_scenario(SCENARIO_DIR / "lost_response.yaml").name == "lost_response"
+    with pytest.raises(ScenarioError) as again:
+        load_scenario(malformed)
+    assert str(again.value) == str(info.value)
+
+
+@pytest.mark.parametrize("over", [0, 1])
+def test_the_value_cap_counts_an_alias_as_exactly_the_values_it_repeats(tmp_path: Path, over: int) -> None:
+    """With 90 aliases of a list of a hundred values, exactly 10,000 values in all are read (and refused only for
+    their field), one more refused for its count: each alias counts the list itself and its hundred values, no
+    more and no fewer."""
+
+    def text(padding: int) -> str:
+        aliases = ", ".join(["*hundred"] * 90)
+        return BASE + f"owner: [[&hundred [{', '.join(['1'] * 100)}]], {aliases}{', 2' * padding}]\n"
+
+    padding = VALUE_COUNT_MAX - unfolded(text(0))[0] + over
+    assert unfolded(text(padding))[0] == VALUE_COUNT_MAX + over
+    path = tmp_path / "lost_response.yaml"
+    path.write_text(text(padding), encoding="utf-8")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    if over:
+        assert "more than 10,000 values" in str(info.value), info.value
+    else:
+        assert "field 'owner'" in str(info.value) and "more than" not in str(info.value), info.value
+
+
+def test_an_alias_deep_in_the_file_is_as_deep_as_what_it_repeats(tmp_path: Path) -> None:
+    """An anchored list 32 levels down repeated beside itself is 33 levels deep, well within the cap of 50: the
+    file is read (and refused only for its field), not refused as nested too deep."""
+    path = tmp_path / "lost_response.yaml"
+    path.write_text(BASE + f"owner: {'[' * 30}&deep [1], *deep{']' * 30}\n", encoding="utf-8")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    assert "field 'owner'" in str(info.value) and "nested" not in str(info.value), info.value
+
+
+def test_a_value_yaml_cannot_build_is_named_by_its_key_only_where_it_has_one(tmp_path: Path) -> None:
+    """A bad date in a list has no key of its own: the line names none (not "field 'None'"); a key is quoted cut
+    to 60 characters."""
+    path = tmp_path / "lost_response.yaml"
+    path.write_text(BASE + "owner: [2024-13-45]\n", encoding="utf-8")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    assert str(info.value).startswith(f"{path}: at line 14: '2024-13-45' is a value YAML cannot build ("), info.value
+    path.write_text(BASE + f"{'k' * 70}: 2024-13-45\n", encoding="utf-8")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    assert str(info.value).startswith(f"{path}: field '{'k' * 57}...' at line 14: '2024-13-45' is a value"), info.value
