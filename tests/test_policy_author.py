@@ -499,3 +499,21 @@ def test_a_missing_module_of_a_package_that_is_there_is_told_to_check_the_name(
     assert str(raised.value).endswith(
         "fix: 'mine.good' is a module, not a package: name a policy in it as mine.good:ATTR"
     )
+
+
+def test_a_package_of_many_modules_is_named_with_its_first_ten(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A package of eleven modules: the fix lists the first ten and marks the rest, so the line stays short; one of
+    exactly ten lists them all."""
+    for count, listed in ((11, ", ..."), (10, "")):
+        package = tmp_path / f"many{count}"
+        package.mkdir()
+        (package / "__init__.py").write_text("")
+        for i in range(count):
+            (package / f"m{i:02}.py").write_text("")
+        monkeypatch.syspath_prepend(str(tmp_path))
+        with pytest.raises(PolicyError) as raised:
+            load_policy(f"many{count}.nope:X")
+        names = ", ".join(f"m{i:02}" for i in range(10))
+        assert str(raised.value).endswith(
+            f"fix: 'many{count}' has no module 'nope': check the name (it has {names}{listed})"
+        )
