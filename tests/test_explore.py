@@ -295,19 +295,23 @@ def test_reconcile_has_no_finding_in_any_shipped_scenario(background_harness: Ba
     """reconcile_and_reauthorize explored over every shipped scenario at the default depth and swarm: not one
     violation (each earlier finding was a bug, fixed, and kept as a scenario).
 
-    The run exits 4 all the same, for three declared faults it never reaches: connector_no_record_yet delays a
-    second request, and a safe policy never sends one there (it waits until no earlier request can still arrive,
-    and the target shows the effect); process_dedupe_late_original restarts the destination at the second
-    dispatch, which a safe policy never sends to a service whose deduplication a restart empties, and
-    bridge_restart_late_original restarts the bridge at the second call, which a safe policy never sends.
+    The run exits 4 all the same, for what it never reaches: connector_no_record_yet delays a second request,
+    and a safe policy never sends one there (it waits until no earlier request can still arrive, and the target
+    shows the effect); process_dedupe_late_original restarts the destination at the second dispatch, which a safe
+    policy never sends to a service whose deduplication a restart empties, and bridge_restart_late_original
+    restarts the bridge at the second call, which a safe policy never sends. connector_new_operation_pending's
+    fault at the second dispatch and its cancellation after it is accepted are for follow_and_inspect's new
+    operation after the dead job: reconcile starts none, and escalates.
 
     Minutes of work on both cores: the command runs in the background from the start of the session, and this
     test runs last (tests/conftest.py, Background)."""
     run = background_harness.wait()
     assert run.returncode == 4
     summary = _explored(run)
-    assert sorted(summary["unfired"], key=lambda u: u["scenario"]) == [
+    assert sorted(summary["unfired"], key=lambda u: (u["scenario"], u.get("fault", ""))) == [
         {"scenario": "bridge_restart_late_original", "fault": "bridge_restart nth=2"},
+        {"scenario": "connector_new_operation_pending", "event": "request_cancel after=destination.accepted nth=1"},
+        {"scenario": "connector_new_operation_pending", "fault": "accepted_not_applied nth=2"},
         {"scenario": "connector_no_record_yet", "fault": "request_delayed nth=2 delay_s=20.0"},
         {"scenario": "process_dedupe_late_original", "fault": "destination_restart nth=2"},
     ]
