@@ -298,6 +298,13 @@ def test_a_run_reads_a_worker_delay_when_it_carries_out_a_command_that_reads_it(
         True,
     ]
     assert search.reaches(reconcile, element("contract", {"on_conflict": "replay"}))
+    # What always acts is never worth a smaller run to compare with: the contract, the number of workers.
+    assert [search.always_acts(delays[k]) for k in ("retry_send_s", "ledger_write_s", "recoverers")] == [
+        False,
+        False,
+        True,
+    ]
+    assert search.always_acts(element("contract", {"on_conflict": "replay"}))
 
 
 @pytest.mark.parametrize(

@@ -36,8 +36,20 @@ from harness.run.cell import FaultCoverage, describe, describe_event
 from harness.scenario import Scenario, scenario_cases
 from harness.seeds import rng
 from harness.sim import Reach, SimResult, simulate
+from harness.sim.worker import READ_ONLY_BY
 
-__all__ = ["ExploreJob", "Finding", "JobResult", "explore_job", "reaches", "schedules", "shape", "shrink", "swarm_draw"]
+__all__ = [
+    "ExploreJob",
+    "Finding",
+    "JobResult",
+    "always_acts",
+    "explore_job",
+    "reaches",
+    "schedules",
+    "shape",
+    "shrink",
+    "swarm_draw",
+]
 
 #: Swarm schedules draw at most this many elements each.
 SWARM_SIZE_MAX = 4
@@ -245,13 +257,19 @@ def _simulate_and_check(scenario: Scenario, policy: Policy, seed: int) -> tuple[
     return result, check(result.evidence)
 
 
+def always_acts(e: Element) -> bool:
+    """Whether ``e`` acts in every run, whatever the run reaches: a change to the contract (the policy sees the
+    contract at every decision), or to a worker setting every run reads (the number of recovering workers)."""
+    return e.kind == "contract" or (e.kind == "worker" and any(name not in READ_ONLY_BY for name, _ in e.data))
+
+
 def reaches(reach: Reach, e: Element) -> bool:
     """Whether a run that reached ``reach`` would have met the added element ``e``: a fault's site, an operator
-    event's trigger, a worker setting it reads (a contract change always acts)."""
+    event's trigger, a worker setting it reads, or anything that always acts."""
+    if always_acts(e):
+        return True
     if e.kind == "worker":
         return any(reach.reads(name) for name, _ in e.data)
-    if e.kind == "contract":
-        return True
     return reach.reaches(declared(e))
 
 
@@ -331,8 +349,8 @@ class _Judge:
         if not 1 <= added <= 2:
             return None  # only the template's own run and one-element runs are kept
         for e in schedule.elements:
-            if e.key in self._own or e.kind == "contract":
-                continue  # the policy sees the contract at every decision: a change to it always acts
+            if e.key in self._own or always_acts(e):
+                continue  # no smaller run can say it would not have acted: not worth running one
             smaller = schedule.without(e)
             known = self._small.get((policy.name, smaller.key, seed))
             if known is None:
