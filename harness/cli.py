@@ -1112,10 +1112,28 @@ def _main(words: list[str]) -> int:
             file=sys.stderr,
         )
         return EXIT_HARNESS_ERROR
+    except ModuleNotFoundError as exc:
+        if not _missing_dependency(exc):
+            return _internal_error(exc)
+        print(
+            f"harness: this Python ({sys.executable}) cannot import '{exc.name}', which the harness needs; fix: run "
+            "the harness with the Python it was installed for (.venv/bin/python -m harness ..., or activate that "
+            "venv first), or install it for this one: pip install -e .",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     except Exception as exc:
         return _internal_error(exc)
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _missing_dependency(exc: ModuleNotFoundError) -> bool:
+    """Whether ``exc`` says a package the harness needs is not installed for this Python (as when a printed
+    ``python -m harness`` command is pasted where ``python`` is not the venv's): a module of another package,
+    not one of the harness's own (whose absence would be a bug of the harness)."""
+    name = exc.name or ""
+    return bool(name) and name.partition(".")[0] not in ("harness", "policies")
 
 
 def _internal_error(exc: Exception) -> int:

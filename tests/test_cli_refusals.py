@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -220,3 +221,81 @@ def test_an_out_that_holds_a_run_says_what_to_do_with_it(capsys: pytest.CaptureF
     said = _refused(capsys, [*again[:-1], str(other)])
     assert f"--out {other}: is not empty; fix: give a new or empty folder" in said
     assert [p.name for p in other.iterdir()] == ["notes.txt"]
+
+
+def test_a_python_without_the_harnesss_packages_is_told_which_python_to_run(tmp_path: Path) -> None:
+    """A printed ``python -m harness ...`` pasted where ``python`` is not the venv's: the harness's own modules
+    import, simpy does not. That is this Python's, not a bug of the harness ("internal error ... report it"):
+    one line naming the missing package, this interpreter and the fix, exit 2, nothing written."""
+    out = tmp_path / "run"
+    code = (
+        "import sys; sys.modules['simpy'] = None\n"  # as if not installed: importing it raises ModuleNotFoundError
+        "from harness.cli import main\n"
+        f"raise SystemExit(main(['run', *{ONE_CASE!r}, '--tracking', 'none', '--out', {str(out)!r}]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert f"this Python ({sys.executable}) cannot import 'simpy', which the harness needs; fix: " in done.stderr
+    assert "internal error" not in done.stderr
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_a_missing_module_of_the_harness_itself_is_still_its_own_bug(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only another package's absence is the environment's: one of the harness's own is a bug, said as one."""
+
+    def missing(name: str) -> Callable[..., int]:
+        def command(*args: object) -> int:
+            raise ModuleNotFoundError(f"No module named '{name}'", name=name)
+
+        return command
+
+    monkeypatch.setattr("harness.cli._command", missing("harness.run.gone"))
+    assert main(["list"]) == 1
+    assert "internal error: ModuleNotFoundError" in capsys.readouterr().err
+    monkeypatch.setattr("harness.cli._command", missing("pandas.core"))
+    assert main(["list"]) == 2
+    assert "cannot import 'pandas.core', which the harness needs" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("blocked", "command"), [("reports", "run"), ("reports/runs", "explore")])
+def test_a_file_where_the_default_output_folder_goes_is_refused_with_the_fix(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, blocked: str, command: str
+) -> None:
+    """With no --out, a run goes to reports/runs/<time> under the current folder; a file in the way of that was
+    "internal error: NotADirectoryError ... a bug of the harness". Now one line, exit 2, the file left alone."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / blocked).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / blocked).write_text("mine")
+    args = ["--policy", "retry_new_key", "--scenario", "lost_response", "--tracking", "none"]
+    said = _refused(capsys, [command, *args])
+    assert f"{tmp_path / 'reports' / 'runs'}: cannot create the default output folder (" in said
+    assert "fix: give --out DIR" in said
+    assert (tmp_path / blocked).read_text() == "mine"
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == sorted(
+        {blocked, *([] if blocked == "reports" else ["reports"])}
+    )
+
+
+def test_report_refuses_a_folder_where_its_page_goes_and_replaces_a_link_without_following_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`harness report` of a run whose report.html is a folder said "internal error: IsADirectoryError" after
+    writing heatmap.png; a link named report.html had the page written wherever it pointed. Now the folder is
+    refused before anything is written, and a link is replaced by the page (written through a rename)."""
+    run = tmp_path / "run"
+    assert main(["run", *ONE_CASE, "--tracking", "none", "--no-report", "--quiet", "--out", str(run)]) == 0
+    capsys.readouterr()
+    (run / "report.html").mkdir()
+    said = _refused(capsys, ["report", str(run)])
+    assert f"{run / 'report.html'}: is a folder, where this writes a file; fix: move it away" in said
+    assert not (run / "heatmap.png").exists()
+    (run / "report.html").rmdir()
+    elsewhere = tmp_path / "elsewhere.html"
+    (run / "report.html").symlink_to(elsewhere)
+    assert main(["report", str(run)]) == 0
+    capsys.readouterr()
+    assert not elsewhere.exists() and not (run / "report.html").is_symlink()
+    assert (run / "report.html").read_text(encoding="utf-8").rstrip().endswith("</body></html>")
+    assert not list(run.glob(".*.tmp"))

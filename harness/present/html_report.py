@@ -33,7 +33,7 @@ from harness.present.analysis import (
     rate_table,
     read_case,
 )
-from harness.present.pictures import heatmap, png_bytes, save_png, timeline
+from harness.present.pictures import heatmap, png_bytes, refuse_folder, save_png, timeline, write_replacing
 from harness.present.table import scenarios_down
 
 __all__ = ["TIMELINE_OUTCOMES", "UNDRAWABLE", "Shown", "render_timeline", "shown", "timelines_to_draw", "write_report"]
@@ -291,6 +291,7 @@ def write_report(
         if missing:
             draw(missing)
     out = out or run_dir / REPORT_HTML
+    refuse_folder(out)  # before the heatmap is written beside it
     heat = save_png(heatmap(frame), out.with_name("heatmap.png"))
     skipped = frame.attrs.get("skipped", [])
     if skipped and tell is not None:
@@ -360,7 +361,7 @@ def write_report(
     if not errors.empty:
         body += _errors(errors)
     body.append("</body></html>")
-    out.write_text("\n".join(body) + "\n", encoding="utf-8")
+    write_replacing(out, ("\n".join(body) + "\n").encode("utf-8"))
     if undrawn and tell is not None:
         more = f" (and {len(undrawn) - 1} more)" if len(undrawn) > 1 else ""
         tell(

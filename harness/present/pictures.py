@@ -21,7 +21,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from harness.errors import one_line
+from harness.errors import InputError, one_line
 from harness.limits import TIMELINE_DRAWN_MAX
 from harness.model import events
 from harness.model.events import (
@@ -39,7 +39,7 @@ from harness.present.analysis import undecided
 from harness.present.table import scenarios_down
 from harness.scenario import BOUNDARIES, Side
 
-__all__ = ["COLOURS", "LANES", "heatmap", "png_bytes", "save_png", "timeline"]
+__all__ = ["COLOURS", "LANES", "heatmap", "png_bytes", "refuse_folder", "save_png", "timeline", "write_replacing"]
 
 COLOURS = {
     "correct": "#4caf50",
@@ -224,10 +224,23 @@ def png_bytes(fig: Figure) -> bytes:
 def save_png(fig: Figure, path: Path) -> Path:
     """Write the picture through a temporary file and a rename: a picture that exists is never drawn again, so a
     worker stopped while writing one must not leave half of it (a resumed run removes the ``.*.tmp`` left)."""
+    return write_replacing(path, png_bytes(fig))
+
+
+def refuse_folder(path: Path) -> None:
+    """Refuse, one line, a folder where a file is to be written."""
+    if path.is_dir() and not path.is_symlink():
+        raise InputError(f"{path}: is a folder, where this writes a file; fix: move it away, then run this again")
+
+
+def write_replacing(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` through a temporary file and a rename: no reader sees half of it, and a link at
+    ``path`` is replaced, never followed to write somewhere else. A folder in the way is refused, one line."""
+    refuse_folder(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_bytes(png_bytes(fig))
+        tmp.write_bytes(data)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

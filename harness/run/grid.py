@@ -232,14 +232,20 @@ def new_out(out: Path | None) -> Path:
         return out
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     base = DEFAULT_RUNS
-    base.mkdir(parents=True, exist_ok=True)
-    for n in range(1000):
-        candidate = base / (stamp if n == 0 else f"{stamp}-{n}")
-        try:
-            candidate.mkdir()  # atomic: two runs started in the same second get different folders
-            return candidate.absolute()  # every command printed about it runs from any folder
-        except FileExistsError:
-            continue
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        for n in range(1000):
+            candidate = base / (stamp if n == 0 else f"{stamp}-{n}")
+            try:
+                candidate.mkdir()  # atomic: two runs started in the same second get different folders
+                return candidate.absolute()  # every command printed about it runs from any folder
+            except FileExistsError:
+                continue
+    except OSError as exc:  # a file named reports or reports/runs in the way, a folder not writable, a full disk
+        raise UsageError(
+            f"{base.absolute()}: cannot create the default output folder ({exc.strerror or exc}); fix: give "
+            "--out DIR, or run from a folder where reports/runs can be made"
+        ) from exc
     raise UsageError(f"too many runs named {stamp} in {base}; fix: pass --out")
 
 
