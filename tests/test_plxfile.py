@@ -246,3 +246,20 @@ def test_the_grid_files_concurrency_holds_only_when_the_grid_file_is_run() -> No
     assert plan_cells(None, None, None, None, None).concurrency == load_grid_file(FILES / "grid.yaml").concurrency == 2
     assert plan_cells(["retry_new_key"], None, None, None, None).concurrency == 1
     assert plan_cells(None, ["lost_response"], None, None, 3).concurrency == 3
+
+
+def test_polyaxons_list_of_choices_is_shown_whole_and_readable(tmp_path: Path) -> None:
+    """`kind: gird`: Polyaxon lists every matrix kind as an enum's repr; cut at 300 characters, the line ended in
+    "<V1MatrixKind.MA" and lost the choices after it. Each choice is now its value, and all of them are there."""
+    from harness.plx.plxfile import _shortened
+
+    with pytest.raises(GridFileError) as info:
+        load_grid_file(broken(tmp_path, "kind: grid", "kind: gird"))
+    message = str(info.value)
+    assert "<V1MatrixKind" not in message and "\n" not in message
+    for kind in ("bayes", "grid", "hyperband", "tpe", "iterative", "mapping", "random"):
+        assert f"'{kind}'" in message
+    assert message.endswith("; fix: correct the polyaxonfile")
+    # What is still too long is cut at the end of a word, and says so.
+    assert _shortened("one two, three four", 14) == "one two ..."
+    assert _shortened("one two", 7) == "one two"

@@ -455,6 +455,29 @@ def test_the_printed_name_of_a_files_case_says_how_to_name_it() -> None:
         "unknown scenario 'serving_rollover-after_effect'; fix: name a case of your own file by its path, as "
         "serving_rollover.yaml@after_effect (the SCENARIO-phase names are the shipped scenarios')"
     )
+    # Printed from a file named with its extension (the name of a case of `--scenario mine.yaml`), the fix named
+    # mine.yaml.yaml, a file that is not there.
+    with pytest.raises(ScenarioError) as info:
+        resolve_scenario("serving_rollover.yaml-after_effect")
+    assert "fix: name a case of your own file by its path, as serving_rollover.yaml@after_effect (" in str(info.value)
+
+
+def test_a_file_here_named_without_yaml_is_pointed_to_as_a_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--scenario mine.json`, a file in the current folder, is read as a shipped scenario's name (a spec without a
+    folder or .yaml is one): it said "unknown scenario" and listed every shipped name. The fix now says how to give
+    the file; a name with no such file still gets the list."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.json").write_text(BASE, encoding="utf-8")
+    with pytest.raises(ScenarioError) as info:
+        resolve_scenario("mine.json")
+    assert str(info.value) == (
+        "unknown scenario 'mine.json'; fix: a file of that name is here: to run it, give it as a path, ./mine.json "
+        "(a name without a folder or .yaml is a shipped scenario's)"
+    )
+    with pytest.raises(ScenarioError, match=r"fix: use one of .*lost_response"):
+        resolve_scenario("theirs.json")
 
 
 @pytest.mark.parametrize("spec", ["", " "])

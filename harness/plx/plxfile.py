@@ -8,6 +8,7 @@ type-check choice values, so both are checked here, cell by cell, against the co
 from __future__ import annotations
 
 import logging
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,7 +63,7 @@ def load_grid_file(path: Path | str) -> GridFile:
         operation = plx.check_polyaxonfile(polyaxonfile=str(path), is_cli=False)
     except PolyaxonfileError as exc:
         cause = exc.__cause__ or exc
-        reason = one_line(cause, 300)
+        reason = _shortened(re.sub(r"<\w+\.\w+: ('[^']*')>", r"\1", one_line(cause, 4000)), 400)
         raise GridFileError(f"{path}: Polyaxon rejects it: {reason}; fix: correct the polyaxonfile") from exc
     finally:
         logging.disable(previous)
@@ -119,6 +120,14 @@ def load_grid_file(path: Path | str) -> GridFile:
         inputs=inputs,
         matrixed=tuple(matrix.params),
     )
+
+
+def _shortened(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at the end of a word, saying it was cut: Polyaxon's messages
+    can list every choice, each as an enum's repr (``<V1MatrixKind.GRID: 'grid'>``, written here as ``'grid'``)."""
+    if len(text) <= limit:
+        return text
+    return text[:limit].rpartition(" ")[0].rstrip(",;:") + " ..."
 
 
 def _check_seed_count(path: Path, count: object, where: str, kind: str | None = None) -> None:

@@ -552,9 +552,15 @@ def resolve_scenario(spec: str, directory: Path | None = None) -> Path:
         phase = next((p for p in CONNECTOR_PHASES if spec.endswith(f"-{p}")), None)
         if phase is not None:  # the printed name of a case of the user's own file, which is no shipped name
             base = spec.removesuffix(f"-{phase}")
+            file = base if base.endswith((".yaml", ".yml")) else f"{base}.yaml"  # the file as it was named, if it was
             raise ScenarioError(
                 f"unknown scenario '{shown(spec)}'; fix: name a case of your own file by its path, as "
-                f"{shown(base)}.yaml{VARIANT}{phase} (the SCENARIO-phase names are the shipped scenarios')"
+                f"{shown(file)}{VARIANT}{phase} (the SCENARIO-phase names are the shipped scenarios')"
+            )
+        if Path(spec).is_file():  # a file of the user's whose name does not end in .yaml: read as a name
+            raise ScenarioError(
+                f"unknown scenario '{shown(spec)}'; fix: a file of that name is here: to run it, give it as a "
+                f"path, ./{shown(spec)} (a name without a folder or .yaml is a shipped scenario's)"
             )
         known = ", ".join(list_scenarios(directory)) or "(none)"
         raise ScenarioError(f"unknown scenario '{shown(spec)}'; fix: use one of {known}, or a path to a YAML file")
