@@ -12,6 +12,7 @@ import importlib
 import inspect
 import pkgutil
 import sys
+import traceback
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, Protocol, Self, cast, runtime_checkable
@@ -318,6 +319,20 @@ def _module_of_file(path: str, attr: str) -> str:
     return f"name the module with dots and without '.py', as in {dotted}:{attr} (run from the folder its package is in)"
 
 
+def _raised_at(exc: BaseException) -> str:
+    """Where importing a module raised ``exc``: the last line of Python that ran (``, at FILE:LINE``), not one of the
+    import machinery's; nothing for a syntax error, whose message says where already."""
+    if isinstance(exc, SyntaxError):
+        return ""
+    machinery = (__file__, importlib.__file__)
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if not f.filename.startswith("<") and f.filename not in machinery
+    ]
+    return f", at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+
+
 def load_policy(spec: str) -> Policy:
     """Load a shipped policy by name, or a user's policy given as ``package.module:attr``."""
     if ":" in spec:
@@ -344,7 +359,7 @@ def load_policy(spec: str) -> Policy:
         raise
     except BaseException as exc:  # a user's module can fail to import in any way (sys.exit too): one line
         reason = one_line(exc)
-        fix = "check the module"
+        fix = "check the module" + _raised_at(exc)
         missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
         # The module itself, or a package it is in: not one of its own imports, whatever their names.
         if missing is not None and (missing == module_name or module_name.startswith(f"{missing}.")):

@@ -478,7 +478,31 @@ def test_a_module_whose_own_import_is_missing_is_told_to_check_the_module(tmp_pa
             load_policy("depmod_pol:POLICY")
     finally:
         sys.path.remove(str(tmp_path))
-    assert str(raised.value).endswith("(ModuleNotFoundError: No module named 'depmod'); fix: check the module")
+    assert str(raised.value).endswith(
+        f"(ModuleNotFoundError: No module named 'depmod'); fix: check the module, at {tmp_path / 'depmod_pol.py'}:1"
+    )
+
+
+def test_a_module_that_raises_as_it_is_imported_is_told_where(tmp_path: Path) -> None:
+    """A policy module that raises while imported was refused with its exception and "check the module", and no
+    place: the fix now names the last line of Python that ran (in a function the module calls, here), not one of
+    the import machinery's. A syntax error says where already: nothing is added to it."""
+    import sys
+
+    (tmp_path / "raising_pol.py").write_text("def boom():\n    raise RuntimeError('no')\n\n\nboom()\n")
+    (tmp_path / "broken_pol.py").write_text("POLICY = (\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        with pytest.raises(PolicyError) as raised:
+            load_policy("raising_pol:POLICY")
+        assert str(raised.value).endswith(
+            f"(RuntimeError: no); fix: check the module, at {tmp_path / 'raising_pol.py'}:2"
+        )
+        with pytest.raises(PolicyError) as raised:
+            load_policy("broken_pol:POLICY")
+        assert str(raised.value).endswith("(broken_pol.py, line 1)); fix: check the module")
+    finally:
+        sys.path.remove(str(tmp_path))
 
 
 def test_a_missing_module_of_a_package_that_is_there_is_told_to_check_the_name(
