@@ -62,10 +62,49 @@ def test_a_wrong_value_beside_a_missing_field_is_named_alone_with_its_own_fix(tm
     )
 
 
-def test_a_section_given_as_a_plain_value_is_told_to_correct_it(tmp_path: Path) -> None:
-    """An error pydantic has no plainer words or fix for still names the field and a fix."""
+def test_a_section_given_as_a_plain_value_is_told_to_write_a_mapping(tmp_path: Path) -> None:
+    """A section or an entry written as a plain value: pydantic's "a valid dictionary or instance of WorkerSpec"
+    (or "object to extract fields from") and "correct the value" are said in YAML's words, with a fix that writes a
+    mapping; a list entry that names a fault or an operator event is shown as the mapping it meant. An error
+    pydantic has no plainer words or fix for still names the field and a fix."""
     said = error_for(write(tmp_path, "action_id: a73", "action_id: a73\nworker: fast"))
-    assert said.startswith("field 'worker': ") and said.endswith("; fix: correct the value"), said
+    assert (
+        said
+        == "field 'worker': expected a mapping of 'key: value' pairs; fix: write a mapping, one 'key: value' per line"
+    )
+    said = error_for(write(tmp_path, "action_id: a73", "action_id: a73\nworker: null"))
+    assert said.endswith("; fix: write a mapping, one 'key: value' per line"), said
+    said = error_for(write(tmp_path, "action_id: a73", "action_id: a73\noperator: [request_cancel]"))
+    assert said.endswith("per line, as in - do: request_cancel"), said
+    said = error_for(write(tmp_path, "action_id: a73", "action_id: {a: 1}"))
+    assert said == "field 'action_id': Input should be a valid string; fix: correct the value"
+
+
+@pytest.mark.parametrize(
+    ("field", "written", "fix"),
+    [
+        ("recovery_deadline_s", "2024-01-01", "write a number (YAML reads 2024-01-01 as a date)"),
+        ("recovery_deadline_s", "null", "write a number (null, or nothing after the colon, is no value here)"),
+        ("recovery_deadline_s", "", "write a number (null, or nothing after the colon, is no value here)"),
+        ("recovery_deadline_s", "[1]", "write a number (not a list)"),
+        ("recovery_deadline_s", "{a: 1}", "write a number (not a mapping)"),
+        ("recovery_deadline_s", "'12'", None),  # text: the quotes are the trouble, as before
+        ("task.revision", "1.5", "write a whole number (1.5 is not a whole number)"),
+        ("task.revision", "true", "write a whole number (YAML reads true as a flag)"),
+    ],
+)
+def test_a_value_that_is_not_text_is_not_told_to_drop_quotes_it_has_not(
+    tmp_path: Path, field: str, written: str, fix: str | None
+) -> None:
+    """ "write a number, without quotes" was said for a date, a null, a flag, a fraction: values with no quotes.
+    The fix now says what YAML read instead; for quoted text it is unchanged."""
+    old, new = {
+        "recovery_deadline_s": ("recovery_deadline_s: 120", f"recovery_deadline_s: {written}"),
+        "task.revision": ("revision: 17", f"revision: {written}"),
+    }[field]
+    said = error_for(write(tmp_path, old, new))
+    assert said.startswith(f"field '{field}': "), said
+    assert said.endswith(f"; fix: {fix}" if fix else ", without quotes"), said
 
 
 def test_a_key_unlike_every_field_of_its_entry_is_not_told_to_rename_it(tmp_path: Path) -> None:

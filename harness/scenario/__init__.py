@@ -7,6 +7,7 @@ boundaries. Every policy sees the same scenario, so every policy meets the same 
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import re
 from pathlib import Path
@@ -264,7 +265,31 @@ _FIXES = {
     "tuple_type": "write a list: one '- item' line per entry, or [a, b]",
 }
 #: Pydantic's words for a type, where YAML's are plainer.
-_MESSAGES = {"tuple_type": "expected a list", "dict_type": "expected a mapping of 'key: value' pairs"}
+_MESSAGES = {
+    "tuple_type": "expected a list",
+    "dict_type": "expected a mapping of 'key: value' pairs",
+    "model_type": "expected a mapping of 'key: value' pairs",
+    "model_attributes_type": "expected a mapping of 'key: value' pairs",
+}
+#: The errors of a scalar of the wrong type, whose fix says what YAML read when the value was not quoted text.
+_READ_AS = frozenset({"int_type", "float_type", "bool_type"})
+
+
+def _read_as(value: object) -> str:
+    """What YAML made of a value of the wrong type that was not text (text's fix is to drop its quotes)."""
+    if value is None:
+        return " (null, or nothing after the colon, is no value here)"
+    if isinstance(value, bool):
+        return f" (YAML reads {str(value).lower()} as a flag)"
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return f" (YAML reads {value} as a date)"
+    if isinstance(value, float):
+        return f" ({value} is not a whole number)"
+    if isinstance(value, (list, tuple, dict)):
+        return f" (not a {'mapping' if isinstance(value, dict) else 'list'})"
+    return ""
+
+
 #: The choices of each tagged list's tag, for an entry that lacks it.
 _TAGS = {
     "do": tuple(get_args(kind.model_fields["do"].annotation)[0] for kind in get_args(get_args(OperatorEvent)[0])),
@@ -293,6 +318,14 @@ def _one_line(path: Path, error: ValidationError) -> str:
         )
     elif first["type"] in ("float_type", "int_type"):
         fix = number_fix(first["type"], value, lambda number: bound_broken(Scenario, first["loc"], number)) or fix
+    if first["type"] in _READ_AS and not isinstance(first.get("input"), str):
+        # Not text whose quotes are the trouble: say what YAML read instead (a secret's value is not shown).
+        secret = is_secret(Scenario, first["loc"])
+        fix = _FIXES[first["type"]].removesuffix(", without quotes") + ("" if secret else _read_as(first.get("input")))
+    elif first["type"] in ("model_type", "model_attributes_type"):
+        tag = {"faults": "boundary", "operator": "do"}.get(str(where[0])) if where else None
+        example = f", as in - {tag}: {value}" if tag is not None and value in _TAGS[tag] else ""
+        fix = f"write a mapping, one 'key: value' per line{example}"
     elif first["type"] == "string_type":
         fix = quote_fix(where, first.get("input")) or fix
     elif first["type"] in BOUND_ERRORS:
