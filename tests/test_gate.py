@@ -780,3 +780,46 @@ def test_an_exploration_the_harness_failed_on_once_passes_no_seed(
     assert summary.errors and not summary.findings
     cases = judge_exploration(summary, (1,))
     assert [(c.name, c.status) for c in cases] == [("explored schedules: harness errors", "error")]
+
+
+ESCALATE_THEN_RAISE = """
+from harness.policy import Escalate, Situation
+
+
+class EscalateThenRaise:
+    name = "escalate_then_raise"
+    revision = "1"
+
+    def decide(self, situation: Situation):
+        if situation.escalated:
+            raise ValueError("boom after escalating")
+        return Escalate(reason="unsure")
+
+
+POLICY = EscalateThenRaise()
+"""
+
+
+def test_a_policy_that_raises_in_a_passing_case_passes_and_is_said_to_have_raised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A policy that escalates, then raises at its next decision: every case passes on the evidence (escalated in
+    time), and `check` said "passed" and nothing more; only summary.csv's error column had the error, in a folder
+    removed when every case passes. Now a note says how many passing cases raised, the first one's error and the
+    command that runs it again; the exit status stays the evidence's."""
+    (tmp_path / "escraise.py").write_text(ESCALATE_THEN_RAISE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    args = ["check", "--policy", "escraise:POLICY", "--scenario", "lost_response", "--scenario", "request_lost"]
+    assert main([*args, "--seed-count", "2"]) == 0
+    out, err = capsys.readouterr()
+    assert "4 of 4 cases correct or escalated" in out and out.rstrip().endswith("check: passed")
+    (note,) = [line for line in err.splitlines() if "raised in" in line]
+    assert note == (
+        "note: escalate_then_raise raised in 4 of its passing cases (each passed on the evidence: its actions "
+        "accounted for or escalated in time): lost_response seed 1: the policy failed: ValueError: boom after "
+        "escalating; run it again: python -m harness run --policy escraise:POLICY --scenario lost_response --seed 1"
+    )
+    # A policy that never raises gets no such note.
+    assert main(["check", "--policy", "reconcile_and_reauthorize", "--scenario", "lost_response"]) == 0
+    assert "raised in" not in capsys.readouterr().err

@@ -56,6 +56,9 @@ class GateCase:
     repro: Path | None = None
     #: How replaying its repro file did not end in this very case (none, when it did or was not replayed).
     differences: tuple[str, ...] = ()
+    #: A passing case whose policy raised all the same (after escalating, say; the evidence judged the case): its
+    #: first error on one line, and the command that runs the case again. Empty otherwise.
+    raised: str = ""
 
     @property
     def passed(self) -> bool:
@@ -157,7 +160,10 @@ def judge(report: CaseReport, case: Case, repros: ReproFolder) -> GateCase:
     name = case_name(report.scenario, report.seed)
     status = status_of(report.outcome)
     if status == "passed":
-        return GateCase(report.policy, name, report.outcome, status)
+        raised = ""
+        if report.policy_error is not None:
+            raised = f"{_policy_failed(report).removeprefix('; ')}; run it again: {report.reproduce}"
+        return GateCase(report.policy, name, report.outcome, status, raised=raised)
     path = repros.write(case.scenario, report, case.policy_spec)
     # No secret to scrub: a case report has no secret field (see harness.run.files.recovery_json).
     differences: tuple[str, ...] = ()

@@ -156,6 +156,14 @@ def _checked(
     cases = judge_reports(read_reports(summary.out), cases_run, ReproFolder(out / "repro"))
     elapsed_s = time.perf_counter() - started
     notes = coverage_notes(summary, policy.name)
+    raised = [c for c in cases if c.raised]
+    if raised:
+        # Passing (the evidence settled or escalated the case) yet the policy raised: said, not failed.
+        notes.append(
+            f"note: {policy.name} raised in {len(raised)} of its passing {'case' if len(cases) == 1 else 'cases'} "
+            f"(each passed on the evidence: its actions accounted for or escalated in time): {raised[0].name}: "
+            f"{raised[0].raised}"
+        )
     explored: tuple[GateCase, ...] = ()
     explore_elapsed_s, schedules = 0.0, 0
     if options.explore:
