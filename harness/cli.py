@@ -684,7 +684,7 @@ def _progress(progress: Progress, job: CellJob, result: CellResult) -> None:
     if len(seeds) == 1:
         span = f"seed {seeds[0]}"
     elif isinstance(seeds, range) or len(seeds) > 3:
-        span = f"{len(seeds)} seeds, {seeds[0]}..{seeds[-1]}"
+        span = f"{len(seeds):,} seeds, {seeds[0]}..{seeds[-1]}"
     else:
         span = f"seeds {', '.join(map(str, seeds))}"
     which = f" ({span}, piece {job.part + 1} of {job.parts})" if job.parts > 1 else ""
@@ -872,7 +872,7 @@ def _explore_progress(done: int, total: int, result: object) -> None:
     part = f" (part {result.shard + 1} of {result.shards})" if result.shards > 1 else ""
     violating = sum(result.violating.values())
     print(
-        f"[{done:>{len(str(total))}}/{total}] {result.scenario}{part}: {result.schedules} schedules, "
+        f"[{done:>{len(str(total))}}/{total}] {result.scenario}{part}: {result.schedules:,} schedules, "
         f"{_many(violating, 'violating case')}",
         file=sys.stderr,
     )
@@ -925,7 +925,7 @@ def _check(args: argparse.Namespace) -> int:
     )
     if args.explore:
         found = sum(not c.passed and c.outcome != "harness_error" for c in summary.explored)
-        line += f"; {summary.schedules} schedules explored (each at every seed), {found} findings"
+        line += f"; {summary.schedules:,} schedules explored (each at every seed), {found} findings"
         failed_on = next((c.message for c in summary.explored if c.outcome == "harness_error"), None)
         if failed_on is not None:
             line += f" ({failed_on.removeprefix('harness_error: ')})"
@@ -1004,20 +1004,21 @@ def _list() -> int:
     from harness.policy import builtin_policy_names, load_policy
     from harness.scenario import BOUNDARIES, list_scenarios, scenario_cases
 
-    policies = [(name, load_policy(name).revision) for name in builtin_policy_names()]
-    print("policies:")
-    for name, revision in policies:
-        print(f"  {name} (revision {revision})")
-    print("scenarios:")
+    # Every line made before any is printed: a policy or scenario file that does not load ends the listing in its
+    # one-line error, not after half of it.
+    lines = ["policies:"]
+    lines += [f"  {name} (revision {load_policy(name).revision})" for name in builtin_policy_names()]
+    lines.append("scenarios:")
     for name in list_scenarios():
         cases = scenario_cases(name)
         variants = f"; {len(cases)} cases: {', '.join(spec for spec, _ in cases)}" if len(cases) > 1 else ""
-        print(f"  {name} (revision {cases[0][1].revision}{variants})")
-        print(f"      {_first_sentence(cases[0][1].description)}")
-    print("fault boundaries:")
+        lines.append(f"  {name} (revision {cases[0][1].revision}{variants})")
+        lines.append(f"      {_first_sentence(cases[0][1].description)}")
+    lines.append("fault boundaries:")
     for boundary, cls in BOUNDARIES.items():
         doc = " ".join((cls.__doc__ or "").split()).replace("``", "")  # the docstring's markup, not for a terminal
-        print(f"  {boundary} ({cls.side}): {doc.split(': ')[0].split('. ')[0].rstrip('.')}")
+        lines.append(f"  {boundary} ({cls.side}): {doc.split(': ')[0].split('. ')[0].rstrip('.')}")
+    print("\n".join(lines))
     return EXIT_OK
 
 

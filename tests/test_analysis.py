@@ -588,3 +588,21 @@ def test_an_empty_path_is_skipped_not_read_as_the_current_folder(
     frame = load("")
     assert frame.empty
     assert [s.reason for s in frame.attrs["skipped"]] == ["an empty path (not the current folder): give a run folder"]
+
+
+def test_a_runs_own_file_given_to_load_is_said_to_be_one(tmp_path: Path) -> None:
+    """`load('run/summary.csv')` skipped the file as "malformed: JSONDecodeError", as if the run's own summary were
+    a damaged case; each of a run's files beside its cases is now said to be that, with the folder to load."""
+    from harness.cli import main
+
+    run = tmp_path / "run"
+    args = ["--policy", "retry_same_key", "--scenario", "lost_response", "--seed-count", "1"]
+    assert main(["run", *args, "--tracking", "none", "--quiet", "--out", str(run)]) == 0
+    for name in ("summary.csv", "coverage.json", "manifest.json", "run.json", "request.json", "report.html"):
+        assert (run / name).is_file(), name
+        frame = load(run / name)
+        assert frame.empty
+        assert [(s.path, s.reason) for s in frame.attrs["skipped"]] == [
+            (str(run / name), f"the run's {name}, not a case: load its run folder, {run}")
+        ]
+    assert len(load(run)) == 1

@@ -299,3 +299,26 @@ def test_report_refuses_a_folder_where_its_page_goes_and_replaces_a_link_without
     assert not elsewhere.exists() and not (run / "report.html").is_symlink()
     assert (run / "report.html").read_text(encoding="utf-8").rstrip().endswith("</body></html>")
     assert not list(run.glob(".*.tmp"))
+
+
+def test_list_prints_nothing_before_a_scenario_file_that_does_not_load(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A broken file among the scenarios: `list` printed the policies and the scenarios before it, then the error
+    (exit 2). Now the error alone, one line; with every file sound, the whole listing."""
+    import shutil
+
+    from conftest import SCENARIO_DIR
+
+    import harness.scenario
+
+    folder = tmp_path / "scenarios"
+    shutil.copytree(SCENARIO_DIR, folder)
+    monkeypatch.setattr(harness.scenario, "default_scenario_dir", lambda: folder)
+    assert main(["list"]) == 0
+    listing = capsys.readouterr().out
+    assert listing.startswith("policies:\n") and "\nscenarios:\n  absent_then_late_original" in listing
+    last = sorted(folder.glob("*.yaml"))[-1]
+    last.write_text("name: [unclosed\n")
+    said = _refused(capsys, ["list"])
+    assert said.startswith(f"harness: {last}: ") and "fix:" in said

@@ -38,7 +38,7 @@ from typing_extensions import TypedDict
 
 from harness.check.registry import METRIC_NAMES, METRICS, PROPERTIES, by_name
 from harness.errors import wrong_field
-from harness.model import MANIFEST, OUTCOMES, RECORDS_GLOB, REQUEST, RUN_RECORD, needed_findings
+from harness.model import MANIFEST, OUTCOMES, RECORDS_GLOB, REPORT_HTML, REQUEST, RUN_RECORD, needed_findings
 from harness.model.lock import held
 from harness.present.shape import INPUT_COLUMNS, MalformedCase, checked_case
 
@@ -285,6 +285,10 @@ def _without_cycle_collection(function: Callable[_P, _R]) -> Callable[_P, _R]:
     return paused
 
 
+#: The files a run writes beside its cases: given to ``load`` in place of the run's folder, each is said to be one.
+_RUN_FILES = frozenset({"summary.csv", "coverage.json", MANIFEST, RUN_RECORD, REQUEST, REPORT_HTML, "explore.json"})
+
+
 @_without_cycle_collection
 def load(
     paths: Path | str | Iterable[Path | str], *, quiet: bool = True, progress: Callable[[Reading], object] | None = None
@@ -341,6 +345,9 @@ def load(
             continue
         if not root.exists():
             skipped.append(Skipped(str(root), "no such file or folder"))
+            continue
+        if root.is_file() and root.name in _RUN_FILES:  # a run's own file, not a case: "malformed" said nothing
+            skipped.append(Skipped(str(root), f"the run's {root.name}, not a case: load its run folder, {root.parent}"))
             continue
         stopped, writing = _incomplete(root)
         incomplete += stopped
