@@ -206,7 +206,7 @@ def read_case(path: Path | str) -> dict[str, Any]:
     (``<file>#seed-<n>``). Raises OSError or ValueError when it cannot be read, or is not there."""
     file, marker, seed = str(path).rpartition("#seed-")
     data: Any = None
-    if not marker:
+    if not marker or not file.endswith(".jsonl.gz"):  # a recovery.json (its folders may have #seed- in their names)
         data = json.loads(Path(path).read_bytes())
     else:
         with gzip.open(file, "rb") as lines:

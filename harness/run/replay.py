@@ -62,8 +62,9 @@ def replay(path: Path, *, supervised: bool = True) -> Replay:
     reason instead of a hang or the policy's own exit status. ``False``: it runs in this process (the gate
     replays a repro file so, once its policy has run to the end of that very case).
     """
-    file, marker, seed = str(path).rpartition("#seed-") if "#seed-" in str(path) else (str(path), "", "")
-    if marker:
+    # One record of a record file: the path ends in ``.jsonl.gz#seed-<n>`` (a folder may have ``#seed-`` in its name).
+    file, marker, seed = str(path).rpartition("#seed-")
+    if marker and file.endswith(".jsonl.gz"):
         return _replay_record(Path(file), seed, supervised)
     if path.name.endswith(".jsonl.gz"):
         raise InputError(f"{path}: a file of compact records; fix: name one case, as {path}#seed-<n>")
