@@ -55,6 +55,7 @@ from harness.model.report import (
     Evidence,
     entries,
     events,
+    record_ref,
 )
 
 __all__ = [
@@ -104,5 +105,6 @@ __all__ = [
     "events",
     "needed_findings",
     "part_findings",
+    "record_ref",
     "validated",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, NamedTuple
 
 from pydantic import Field
@@ -38,6 +39,7 @@ __all__ = [
     "Evidence",
     "entries",
     "events",
+    "record_ref",
 ]
 
 #: Bumped whenever a key of ``recovery.json`` changes meaning or disappears.
@@ -53,6 +55,14 @@ RUN_RECORD = "run.json"
 REQUEST = "request.json"
 #: A run folder's page for people (``harness.present.html_report``).
 REPORT_HTML = "report.html"
+
+
+def record_ref(path: Path | str) -> tuple[str, str] | None:
+    """``(file, seed)`` when ``path`` names one case of a compact record file, as ``<file>.jsonl.gz#seed-<n>``
+    (``seed`` as written, checked by whoever reads it); ``None`` for any other path, a recovery.json under a folder
+    that has ``#seed-`` in its name included."""
+    file, marker, seed = str(path).rpartition("#seed-")
+    return (file, seed) if marker and file.endswith(".jsonl.gz") else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,16 @@ from typing_extensions import TypedDict
 
 from harness.check.registry import METRIC_NAMES, METRICS, PROPERTIES, by_name
 from harness.errors import wrong_field
-from harness.model import MANIFEST, OUTCOMES, RECORDS_GLOB, REPORT_HTML, REQUEST, RUN_RECORD, needed_findings
+from harness.model import (
+    MANIFEST,
+    OUTCOMES,
+    RECORDS_GLOB,
+    REPORT_HTML,
+    REQUEST,
+    RUN_RECORD,
+    needed_findings,
+    record_ref,
+)
 from harness.model.lock import held
 from harness.present.shape import INPUT_COLUMNS, MalformedCase, checked_case
 
@@ -204,11 +213,12 @@ def _parsed(text: bytes) -> Any:
 def read_case(path: Path | str) -> dict[str, Any]:
     """The case a frame row's ``path`` names, whole: a recovery.json, or one line of a compact record file
     (``<file>#seed-<n>``). Raises OSError or ValueError when it cannot be read, or is not there."""
-    file, marker, seed = str(path).rpartition("#seed-")
+    record = record_ref(path)
     data: Any = None
-    if not marker or not file.endswith(".jsonl.gz"):  # a recovery.json (its folders may have #seed- in their names)
+    if record is None:
         data = json.loads(Path(path).read_bytes())
     else:
+        file, seed = record
         with gzip.open(file, "rb") as lines:
             for line in lines:
                 case = json.loads(line)

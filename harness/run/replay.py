@@ -32,7 +32,7 @@ from pathlib import Path
 from harness.check.registry import PROPERTIES
 from harness.errors import InputError
 from harness.limits import CASE_TIMEOUT_MAX_S, DEFAULT_CASE_TIMEOUT_S
-from harness.model import CaseReport
+from harness.model import CaseReport, record_ref
 from harness.policy import PolicyError
 from harness.present.shape import MalformedCase, checked_case
 from harness.run.case import failed_report, run_case
@@ -62,10 +62,9 @@ def replay(path: Path, *, supervised: bool = True) -> Replay:
     reason instead of a hang or the policy's own exit status. ``False``: it runs in this process (the gate
     replays a repro file so, once its policy has run to the end of that very case).
     """
-    # One record of a record file: the path ends in ``.jsonl.gz#seed-<n>`` (a folder may have ``#seed-`` in its name).
-    file, marker, seed = str(path).rpartition("#seed-")
-    if marker and file.endswith(".jsonl.gz"):
-        return _replay_record(Path(file), seed, supervised)
+    record = record_ref(path)
+    if record is not None:
+        return _replay_record(Path(record[0]), record[1], supervised)
     if path.name.endswith(".jsonl.gz"):
         raise InputError(f"{path}: a file of compact records; fix: name one case, as {path}#seed-<n>")
     if not path.is_file():

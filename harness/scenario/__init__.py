@@ -310,7 +310,8 @@ def _one_line(path: Path, error: ValidationError) -> str:
     fix = _FIXES.get(first["type"], "correct the value")
     # A secret's value (approval.token) is never shown, not even in a fix that would write it out; quote_fix shows
     # no value of any field.
-    value = None if is_secret(Scenario, first["loc"]) else first.get("input")
+    secret = is_secret(Scenario, first["loc"])
+    value = None if secret else first.get("input")
     if first["type"] == "extra_forbidden":
         missing = [locate(Scenario, e["loc"])[0] for e in error.errors() if e["type"] == "missing"]
         fix = (
@@ -320,7 +321,6 @@ def _one_line(path: Path, error: ValidationError) -> str:
         fix = number_fix(first["type"], value, lambda number: bound_broken(Scenario, first["loc"], number)) or fix
     if first["type"] in _READ_AS and not isinstance(first.get("input"), str):
         # Not text whose quotes are the trouble: say what YAML read instead (a secret's value is not shown).
-        secret = is_secret(Scenario, first["loc"])
         fix = _FIXES[first["type"]].removesuffix(", without quotes") + ("" if secret else _read_as(first.get("input")))
     elif first["type"] in ("model_type", "model_attributes_type"):
         tag = {"faults": "boundary", "operator": "do"}.get(str(where[0])) if where else None
