@@ -341,6 +341,13 @@ def _parser(defaults: bool = True) -> argparse.ArgumentParser:
         metavar="RUN_DIR",
         help="a folder written by 'harness run', or a folder of recovery.json files",
     )
+    report.add_argument(
+        "--out",
+        type=_path,
+        metavar="FILE",
+        help="write the page to FILE (and heatmap.png beside it) instead of RUN_DIR/report.html; nothing is written "
+        "into RUN_DIR (a read-only run folder, say): timelines not drawn there yet are drawn into the page alone",
+    )
     sub.add_parser("list", help="show policies, scenarios and fault boundaries")
     schema = sub.add_parser("schema", help="print the JSON Schema of recovery.json")
     schema.add_argument("--out", type=_path, metavar="FILE", help="write it to FILE instead")
@@ -957,7 +964,7 @@ def _replay(case: Path) -> int:
     return EXIT_HARNESS_ERROR
 
 
-def _report(run_dir: Path) -> int:
+def _report(run_dir: Path, out: Path | None = None) -> int:
     from harness.present.html_report import write_report
     from harness.run import UsageError
     from harness.run.folder import in_use
@@ -981,15 +988,28 @@ def _report(run_dir: Path) -> int:
         print(f"drawing {len(paths)} {'timeline' if len(paths) == 1 else 'timelines'}...", file=sys.stderr)
         draw_timelines(paths, os.cpu_count() or 1)
 
+    if out is not None and out.suffix.lower() not in (".html", ".htm"):
+        raise UsageError(
+            f"--out {out}: not a page's name; fix: give a file name ending in .html, as in --out {out}.html"
+        )
     try:
         page = write_report(
             run_dir,
-            draw=draw,
+            out,
+            draw=draw if out is None else None,
             tell=lambda line: print(f"harness: {_line(line)}", file=sys.stderr),
             progress=_ReadingLines(),
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    except OSError as exc:
+        if out is not None or not no_room(exc):
+            raise
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise RunFailed(
+            f"{run_dir}: cannot write its report{where}: {exc.strerror or exc}; fix: write it elsewhere, as in "
+            f"python -m harness report {shlex.quote(str(run_dir))} --out /tmp/report.html"
+        ) from None
     print(page)
     if (run_dir / "manifest.json").is_file() and not (run_dir / "run.json").is_file():
         print(
@@ -1172,7 +1192,7 @@ def _command(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
         return view(args.run_dir, args.port)
     if args.command == "report":
-        return _report(args.run_dir)
+        return _report(args.run_dir, args.out)
     if args.command == "explore":
         return _explore(args)
     if args.command == "replay":

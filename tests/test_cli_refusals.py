@@ -322,3 +322,53 @@ def test_list_prints_nothing_before_a_scenario_file_that_does_not_load(
     last.write_text("name: [unclosed\n")
     said = _refused(capsys, ["list"])
     assert said.startswith(f"harness: {last}: ") and "fix:" in said
+
+
+def _files(folder: Path) -> dict[str, int]:
+    return {p.relative_to(folder).as_posix(): p.stat().st_mtime_ns for p in folder.rglob("*")}
+
+
+def test_report_out_writes_the_page_elsewhere_and_nothing_into_the_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A run folder the user cannot write (a colleague's, a read-only mount) had no report: `report` wrote only
+    into it. With --out the page and its heatmap go there, the timelines of failing cases drawn into the page
+    alone, and the run folder is left as it was."""
+    run = tmp_path / "run"
+    lost = ["--policy", "retry_new_key", "--scenario", "lost_response", "--seed-count", "2"]
+    assert main(["run", *lost, "--tracking", "none", "--no-report", "--quiet", "--out", str(run)]) == 0
+    before = _files(run)
+    page = tmp_path / "elsewhere" / "page.html"
+    assert main(["report", str(run), "--out", str(page)]) == 0
+    out, _ = capsys.readouterr()
+    assert out.strip().endswith(str(page))
+    assert _files(run) == before
+    text = page.read_text(encoding="utf-8")
+    assert (page.parent / "heatmap.png").is_file()
+    assert "retry_new_key x lost_response seed 1" in text
+    assert text.count('src="data:image/png;base64,') >= 2  # the heatmap and the failing case's timeline
+    said = _refused(capsys, ["report", str(run), "--out", str(tmp_path / "page")])
+    assert f"--out {tmp_path / 'page'}: not a page's name; fix: give a file name ending in .html" in said
+    assert not (tmp_path / "page").exists()
+
+
+def test_report_of_a_run_folder_it_cannot_write_says_to_write_it_elsewhere(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import errno
+
+    import harness.present.html_report as html_report
+
+    run = tmp_path / "run"
+    assert main(["run", *ONE_CASE, "--tracking", "none", "--no-report", "--quiet", "--out", str(run)]) == 0
+    capsys.readouterr()
+
+    def read_only(fig: object, path: Path) -> Path:
+        raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+    monkeypatch.setattr(html_report, "save_png", read_only)
+    assert main(["report", str(run)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1, err
+    assert f"harness: {run}: cannot write its report ({run / 'heatmap.png'}): Read-only file system" in err
+    assert f"fix: write it elsewhere, as in python -m harness report {run} --out /tmp/report.html" in err
