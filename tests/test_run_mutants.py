@@ -19,12 +19,14 @@ import io
 import json
 import os
 import shutil
+import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from conftest import SCENARIO_DIR
 
 from harness.check.registry import METRIC_NAMES, METRICS
@@ -33,6 +35,7 @@ from harness.gate.repro import repro_yaml
 from harness.limits import CASE_TIMEOUT_MAX_S, DEFAULT_CASE_TIMEOUT_S
 from harness.model import FAILING, SCHEMA_VERSION, CaseReport, entries
 from harness.model.events import WorkerReported, event_data
+from harness.policy import PolicyError
 from harness.run.case import failed_report, run_case
 from harness.run.cell import (
     NOTABLE_MAX,
@@ -50,6 +53,7 @@ from harness.run.cell import (
 from harness.run.files import (
     SUMMARY_COLUMNS,
     case_path,
+    check_new_or_empty,
     read_reports,
     record_line,
     recovery_json,
@@ -57,8 +61,18 @@ from harness.run.files import (
     write_atomic,
     write_summary,
 )
-from harness.run.plan import load_grid, reproduce_command
-from harness.run.replay import DIFFERENCES_SHOWN, _budget, _differences, _listed, printable, replay, timeline_text
+from harness.run.plan import UsageError, load_grid, reproduce_command
+from harness.run.replay import (
+    DIFFERENCES_SHOWN,
+    PROPERTY_NAMES,
+    _budget,
+    _differences,
+    _listed,
+    printable,
+    replay,
+    timeline_text,
+)
+from harness.scenario import ScenarioError
 from harness.seeds import SEED_MAX
 from harness.sim import simulate
 from harness.version import __version__
@@ -929,3 +943,307 @@ def test_a_case_the_harness_cannot_run_is_reported_with_why(monkeypatch: pytest.
     # Under a wall-clock budget, its reproduce command runs it under the same budget.
     timed = failed_report(case, "over its budget", 7.5)
     assert timed.reproduce == reproduce_command(case, 7.5) and timed.reproduce.endswith(" --case-timeout 7.5")
+
+
+# --- the twenty-ninth pass: a new run's folder, the supervisor's view of a piece, a seed not in its record file, ---
+# --- and a scenario file replayed ---------------------------------------------------------------------------------
+
+
+def test_a_runs_folder_must_be_new_or_empty(tmp_path: Path) -> None:
+    """Rule: a run writes into a folder that does not exist yet or is empty; a file, or a folder holding anything
+    (even a hidden file), is refused in a line naming the option as given and the path."""
+    check_new_or_empty(tmp_path / "new")
+    check_new_or_empty(tmp_path / "new", "--harness-out")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    check_new_or_empty(empty)
+    assert not (tmp_path / "new").exists() and list(empty.iterdir()) == []  # a check writes nothing
+    file = tmp_path / "file"
+    file.write_text("x", encoding="utf-8")
+    for option, given in (("--out", ()), ("--harness-out", ("--harness-out",))):
+        with pytest.raises(UsageError) as raised:
+            check_new_or_empty(file, *given)
+        assert str(raised.value) == f"{option} {file}: is a file; fix: give a folder"
+    (empty / ".hidden").write_text("", encoding="utf-8")
+    for option, given in (("--out", ()), ("--harness-out", ("--harness-out",))):
+        with pytest.raises(UsageError) as raised:
+            check_new_or_empty(empty, *given)
+        assert str(raised.value) == f"{option} {empty}: is not empty; fix: give a new or empty folder"
+
+
+def test_a_piece_tells_its_supervisor_which_case_runs(tmp_path: Path) -> None:
+    """Rule: before each case it runs, a piece calls ``on_case`` with the case's position in the piece, and with -1
+    once it is done (so a supervisor knows which case a stuck or dead worker was running); a case written as given
+    up on is not run, and ``on_case`` is not called for it."""
+    calls: list[int] = []
+    job = CellJob(POLICY, SCENARIO, [1, 2, 3, 4], tmp_path / "run", failed=((1, "its worker died"),))
+    result = execute_cell(job, on_case=calls.append)
+    assert calls == [0, -1, 2, -1, 3, -1]
+    assert result.errors == 1 and sum(result.counts[POLICY, SCENARIO].values()) == 4
+
+
+def _records(path: Path, lines: list[str]) -> Path:
+    """A record file holding ``lines`` (each as ``harness run`` wrote it), as a piece would write it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        handle.writelines(lines)
+    return path
+
+
+def _refusal(path: Path) -> str:
+    with pytest.raises(InputError) as raised:
+        replay(path, supervised=False)
+    return str(raised.value)
+
+
+def test_a_seed_its_record_file_lacks_is_refused_saying_which_seeds_it_holds(compact: Path, tmp_path: Path) -> None:
+    """Rule: a seed a record file does not hold is refused in a line that says what it holds: no case; one seed;
+    seeds a to b when they run without a gap; else how many. With no other piece beside it, the fix is to use a
+    seed of that file."""
+    by_seed = {json.loads(line)["seed"]: line for line in _lines(compact / "cases" / POLICY / SCENARIO / _PIECE)}
+    fix = "fix: use a seed of that file (load() lists them)"
+    for name, seeds, held in (
+        ("none", [], " (it holds no case)"),
+        ("one", [4], " (it holds seed 4)"),
+        ("two", [4, 5], " (it holds seeds 4 to 5)"),
+        ("three", [4, 5, 6], " (it holds seeds 4 to 6)"),
+        ("gap", [4, 6], " (it holds 2 other seeds)"),
+        ("unordered", [5, 4], " (it holds 2 other seeds)"),
+    ):
+        # A line that is not a record (written first, so it is also what is read first) holds no case.
+        file = _records(tmp_path / name / _PIECE, ["not a record, seed 9\n", *(by_seed[s] for s in seeds)])
+        assert _refusal(Path(f"{file}#seed-9")) == f"{file}: no case with seed 9{held}; {fix}", name
+
+
+_PIECE = "records-000003.jsonl.gz"
+
+
+@pytest.fixture(scope="module")
+def cell(compact: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
+    """One cell's records in three pieces, as ``harness run`` slices its seeds: 1 to 4, 5 to 8 and 9 to 12, each
+    first seed to its record file."""
+    lines = _lines(compact / "cases" / POLICY / SCENARIO / _PIECE)
+    assert [json.loads(line)["seed"] for line in lines] == list(SEEDS)
+    folder = tmp_path_factory.mktemp("cell") / "cases" / POLICY / SCENARIO
+    return {
+        first: _records(folder / f"records-{part:06d}.jsonl.gz", lines[first - 1 : first + 3])
+        for part, first in enumerate((1, 5, 9))
+    }
+
+
+def test_a_seed_in_another_piece_of_the_cell_is_refused_naming_that_piece(cell: dict[int, Path]) -> None:
+    """Rule: a seed that is in another piece of the cell is refused with the record to replay instead: the piece
+    whose first seed is the last not above it (a cell's pieces are slices of its seeds in order); that record
+    replays."""
+    held = {1: " (it holds seeds 1 to 4)", 5: " (it holds seeds 5 to 8)", 9: " (it holds seeds 9 to 12)"}
+    for asked, seed, found in (
+        (1, 6, 5),
+        (1, 5, 5),
+        (1, 8, 5),
+        (1, 9, 9),
+        (1, 12, 9),
+        (9, 3, 1),
+        (9, 1, 1),
+        (5, 11, 9),
+    ):
+        expected = (
+            f"{cell[asked]}: no case with seed {seed}{held[asked]}; fix: the case is in another piece of the cell: "
+            f"{cell[found]}#seed-{seed}"
+        )
+        assert _refusal(Path(f"{cell[asked]}#seed-{seed}")) == expected, (asked, seed)
+    assert replay(Path(f"{cell[5]}#seed-6"), supervised=False).same
+
+
+def test_another_piece_is_named_only_when_it_holds_the_seed(cell: dict[int, Path], tmp_path: Path) -> None:
+    """Rule: files beside the record that are empty, not gzip, or do not begin with a record are passed over; the
+    piece whose first seed is the last not above the seed is named only if it holds that seed (a piece cut short,
+    a seed above every piece's): else the fix is to use a seed of the file."""
+    folder = tmp_path / "cases"
+    for first, path in cell.items():
+        lines = _lines(path)
+        _records(folder / path.name, lines[:2] if first == 5 else lines)  # the second piece holds 5 and 6 only
+    # Sorted before the pieces, so they are read first.
+    _records(folder / "records-000000-empty.jsonl.gz", [])
+    _records(folder / "records-000000-other.jsonl.gz", ["not a record\n"])
+    (folder / "records-000000-text.jsonl.gz").write_text("plain text\n", encoding="utf-8")
+    first, second, third = (folder / cell[first].name for first in (1, 5, 9))
+    fix = "fix: use a seed of that file (load() lists them)"
+    assert _refusal(Path(f"{first}#seed-7")) == f"{first}: no case with seed 7 (it holds seeds 1 to 4); {fix}"
+    assert _refusal(Path(f"{third}#seed-13")) == f"{third}: no case with seed 13 (it holds seeds 9 to 12); {fix}"
+    found = f"fix: the case is in another piece of the cell: {second}#seed-6"
+    assert _refusal(Path(f"{third}#seed-6")) == f"{third}: no case with seed 6 (it holds seeds 9 to 12); {found}"
+
+
+def _scenario_file(folder: Path, case_seed: int, **reproduces: object) -> Path:
+    """The case at ``case_seed`` as a scenario file written for replay (``repro_yaml``), what it reproduces changed as
+    given (a key given None is removed; ``reproduces=None`` removes them all)."""
+    (case,) = load_grid([POLICY], [SCENARIO], [case_seed]).cases
+    data = yaml.safe_load(repro_yaml(case.scenario, run_case(case)[0], case.policy_spec))
+    if "reproduces" in reproduces and reproduces["reproduces"] is None:
+        del data["reproduces"]
+    else:
+        data["reproduces"] |= reproduces
+        data["reproduces"] = {k: v for k, v in data["reproduces"].items() if v is not None}
+    path = folder / f"{SCENARIO}.yaml"
+    folder.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+_MEND = "fix: write it as the finding or repro file had it, or run the scenario with 'harness run --scenario'"
+
+
+def _scenario_refusal(path: Path) -> str:
+    with pytest.raises(ScenarioError) as raised:
+        replay(path, supervised=False)
+    return str(raised.value)
+
+
+def test_a_scenario_file_that_cannot_name_its_case_is_refused_naming_the_field(tmp_path: Path) -> None:
+    """Rule: a scenario file replays only when its ``reproduces`` names a case replay can run: without it, with a
+    seed over ``SEED_MAX``, a property the checker does not judge (the first named), or a policy that does not load,
+    it is refused in a line naming the field and how to mend it."""
+    path = _scenario_file(tmp_path / "none", 3, reproduces=None)
+    assert _scenario_refusal(path) == (
+        f"{path}: field 'reproduces': missing, so which policy and seed to run is unknown; fix: add 'reproduces: "
+        "{policy: ..., policy_revision: ..., seed: ..., outcome: ..., properties: [...]}' (the properties it "
+        "violates; [] for none), or run it with 'harness run --scenario'"
+    )
+    path = _scenario_file(tmp_path / "over", 3, seed=SEED_MAX + 1)
+    assert _scenario_refusal(path) == (f"{path}: field 'reproduces.seed': {SEED_MAX + 1} is over {SEED_MAX}; {_MEND}")
+    path = _scenario_file(tmp_path / "odd", 1, properties=["duplicate_effects", "made_up", "also_made_up"])
+    assert _scenario_refusal(path) == (
+        f"{path}: field 'reproduces.properties': 'made_up' is no property the checker judges (it judges "
+        f"{', '.join(PROPERTY_NAMES)}); {_MEND}"
+    )
+    path = _scenario_file(tmp_path / "policy", 3, policy="no_such_policy")
+    with pytest.raises(PolicyError) as loading:
+        load_grid(["no_such_policy"], [SCENARIO], [3])
+    assert _scenario_refusal(path) == f"{path}: field 'reproduces.policy': {loading.value}"
+
+
+def test_a_scenario_file_replays_at_the_largest_seed(tmp_path: Path) -> None:
+    """Rule: ``SEED_MAX`` is a seed a scenario file may name; a case that violates properties replays the same when
+    they are the ones it names."""
+    for seed in (SEED_MAX, 1):
+        path = _scenario_file(tmp_path / str(seed), seed)
+        again = replay(path, supervised=False)
+        assert (again.same, again.differences) == (True, ()), seed
+        assert again.report.seed == seed
+    assert again.report.outcome != "correct" and yaml.safe_load(path.read_text(encoding="utf-8"))["reproduces"][
+        "properties"
+    ] == ["duplicate_effects", "abandoned_actions"]
+
+
+_KEPT = (
+    "the policy's revision is the one recorded, yet it decided otherwise: unless its code, the harness or this "
+    "file's scenario changed since, it kept something from the cases run before this one (on its object or in a "
+    "global), or used randomness or a clock of its own (it must decide from the Situation alone)"
+)
+
+
+def test_a_scenario_file_that_ends_otherwise_names_each_difference(tmp_path: Path) -> None:
+    """Rule: a scenario file's case must end as it records: the policy's revision, the outcome and the set of
+    violated properties are compared, each difference a line. When the case ends the same twice here, under the
+    revision recorded and without a harness error, a last line says what usually causes it."""
+    cases = {
+        "revision": ({"policy_revision": "other"}, ["policy revision: recorded other, now 1"]),
+        "outcome": ({"outcome": "incorrect"}, ["outcome: recorded incorrect, now correct", _KEPT]),
+        "properties": (
+            {"properties": ["duplicate_effects"]},
+            ["violated properties: recorded ['duplicate_effects'], now []", _KEPT],
+        ),
+        "all": (
+            {"policy_revision": "other", "outcome": "incorrect", "properties": ["false_records"]},
+            [
+                "policy revision: recorded other, now 1",
+                "outcome: recorded incorrect, now correct",
+                "violated properties: recorded ['false_records'], now []",
+            ],
+        ),
+    }
+    for name, (changed, differences) in cases.items():
+        again = replay(_scenario_file(tmp_path / name, 3, **changed), supervised=False)
+        assert (again.same, list(again.differences)) == (False, differences), name
+        assert again.report.outcome == "correct"
+    # The violated properties are compared as a set: the same names in another order are the same.
+    again = replay(
+        _scenario_file(tmp_path / "order", 1, properties=["abandoned_actions", "duplicate_effects"]), supervised=False
+    )
+    assert (again.same, again.differences) == (True, ())
+
+
+def test_a_scenario_files_case_the_harness_fails_names_the_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rule: when the case cannot be run to its end here (its worker died, or it ran over its budget), the replay
+    names the outcome and the harness's error; the case is not run a second time, and nothing is said of what the
+    policy kept."""
+    runs: list[int] = []
+
+    def dies(jobs: list[Any], concurrency: int, timeout_s: float, on_result: Callable[..., None]) -> None:
+        for index, job in enumerate(jobs):
+            on_result(index, job.without(0, "its worker died").execute(runs.append))
+
+    monkeypatch.setattr("harness.run.replay.supervise", dies)
+    again = replay(_scenario_file(tmp_path, 3))
+    assert (again.same, again.report.outcome, again.report.error) == (False, "harness_error", "its worker died")
+    assert again.differences == ("outcome: recorded correct, now harness_error", "harness error: its worker died")
+    assert runs == []
+
+
+def test_a_scenario_file_replays_under_the_budget_it_names(tmp_path: Path, supervised: list[float]) -> None:
+    """Rule: a scenario file whose ``reproduces`` names ``case_timeout_s`` replays supervised under that budget."""
+    again = replay(_scenario_file(tmp_path, 3, case_timeout_s=7.5))
+    assert supervised == [7.5] and (again.same, again.differences) == (True, ())
+
+
+FLIPPING = """
+from harness.run.plan import load_grid
+
+_SAFE, _OTHER = (load_grid([name], ["lost_response"], [1]).cases[0].policy for name in ("retry_same_key", "stop_on_timeout"))
+SEEN = set()
+DECIDED = []
+
+
+class Flipping:
+    '''Decides as retry_same_key, but as stop_on_timeout in a situation it saw before: a policy that keeps
+    something between cases.'''
+
+    name, revision = "retry_same_key", "1"
+
+    def decide(self, situation):
+        seen = repr(situation)
+        DECIDED.append(seen)
+        if seen in SEEN:
+            return _OTHER.decide(situation)
+        SEEN.add(seen)
+        return _SAFE.decide(situation)
+
+
+POLICY = Flipping()
+"""
+
+
+def test_a_scenario_files_case_run_twice_here_must_decide_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rule: the case is run twice here; when the two runs differ, the policy did not decide from the Situation
+    alone, and that is said (and nothing of what it kept from cases run before this one). It is not run a third
+    time."""
+    (tmp_path / "flippingpol.py").write_text(FLIPPING, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "flippingpol", raising=False)  # what it saw in an earlier session is gone
+    path = _scenario_file(tmp_path / "file", 3, policy="flippingpol:POLICY")
+    again = replay(path, supervised=False)
+    import flippingpol  # type: ignore[import-not-found]
+
+    assert again.differences == (
+        "two runs of the case gave different evidence: the policy did not decide the same way twice (it must decide "
+        "from the Situation alone: nothing kept between calls, no randomness or clock of its own)",
+    )
+    assert not again.same and again.report.outcome == "correct"  # the first run decided as retry_same_key
+    first = len(flippingpol.SEEN)
+    # The second run decided as stop_on_timeout in its first situation, one seen before, and so ended there; a
+    # third run would have decided once more.
+    assert first > 1 and len(flippingpol.DECIDED) == first + 1
