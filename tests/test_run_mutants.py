@@ -1074,6 +1074,25 @@ def test_another_piece_is_named_only_when_it_holds_the_seed(cell: dict[int, Path
     assert _refusal(Path(f"{third}#seed-6")) == f"{third}: no case with seed 6 (it holds seeds 9 to 12); {found}"
 
 
+def test_a_piece_of_seeds_given_out_of_order_is_found_all_the_same(cell: dict[int, Path], tmp_path: Path) -> None:
+    """Rule: a cell whose seeds were given out of order (``--seed 12 --seed 11 ...``) has pieces whose first seeds
+    say nothing of where a seed is: when the likeliest piece does not hold it, every other is read, and the one
+    that holds it is named; a seed no piece holds is still "use a seed of that file"."""
+    lines = {json.loads(line)["seed"]: line for path in cell.values() for line in _lines(path)}
+    folder = tmp_path / "cases"
+    pieces = [
+        _records(folder / f"records-{part:06d}.jsonl.gz", [lines[s] for s in seeds])
+        for part, seeds in enumerate(((12, 11, 10, 9), (8, 7, 6, 5), (4, 3, 2, 1)))
+    ]
+    named = "fix: the case is in another piece of the cell"
+    # Seed 10: the last piece whose first seed is not above it begins at 8, and does not hold it.
+    assert _refusal(Path(f"{pieces[2]}#seed-10")).endswith(f"{named}: {pieces[0]}#seed-10")
+    # Seed 3: no piece begins at or below it.
+    assert _refusal(Path(f"{pieces[0]}#seed-3")).endswith(f"{named}: {pieces[2]}#seed-3")
+    assert _refusal(Path(f"{pieces[1]}#seed-13")).endswith("fix: use a seed of that file (load() lists them)")
+    assert replay(Path(f"{pieces[0]}#seed-10"), supervised=False).same
+
+
 def _scenario_file(folder: Path, case_seed: int, **reproduces: object) -> Path:
     """The case at ``case_seed`` as a scenario file written for replay (``repro_yaml``), what it reproduces changed as
     given (a key given None is removed; ``reproduces=None`` removes them all)."""

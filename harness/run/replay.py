@@ -129,9 +129,10 @@ def _held(seeds: list[str]) -> str:
 
 
 def _elsewhere(path: Path, seed: int) -> str:
-    """Where the seed's case is, if a sibling record file of the cell holds it: the pieces of a cell are slices of
-    its seeds in order, so the one to read is the last whose first seed is not above it."""
-    best: tuple[int, Path] | None = None
+    """Where the seed's case is, if a sibling record file of the cell holds it. The pieces of a cell are slices of
+    its seeds as given, mostly in increasing order: the piece whose first seed is the last not above it is read
+    first, then every other in turn (seeds given out of order, ``--seed 9 --seed 2``)."""
+    firsts: list[tuple[int, Path]] = []
     for sibling in sorted(path.parent.glob("records-*.jsonl.gz")):
         if sibling == path:
             continue
@@ -140,15 +141,17 @@ def _elsewhere(path: Path, seed: int) -> str:
                 first = _seed_of(next(lines, ""))
         except (OSError, UnicodeDecodeError, EOFError):
             continue
-        if first is not None and first.isdecimal() and int(first) <= seed and (best is None or int(first) > best[0]):
-            best = (int(first), sibling)
-    if best is not None:
+        if first is not None and first.isdecimal():
+            firsts.append((int(first), sibling))
+    below = [entry for entry in firsts if entry[0] <= seed]
+    likeliest = [max(below, key=lambda entry: entry[0])] if below else []
+    for _, piece in likeliest + [entry for entry in firsts if entry not in likeliest]:
         try:
-            with gzip.open(best[1], "rt", encoding="utf-8") as lines:
+            with gzip.open(piece, "rt", encoding="utf-8") as lines:
                 if any(_seed_of(text) == str(seed) for text in lines if text.startswith(_SCHEMA)):
-                    return f"the case is in another piece of the cell: {best[1]}#seed-{seed}"
+                    return f"the case is in another piece of the cell: {piece}#seed-{seed}"
         except (OSError, UnicodeDecodeError, EOFError):
-            pass
+            continue
     return "use a seed of that file (load() lists them)"
 
 
