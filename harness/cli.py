@@ -218,6 +218,14 @@ def _parser(defaults: bool = True) -> argparse.ArgumentParser:
         f"and a recovery.json only for cases that are not correct; auto (default): compact for cells of more "
         f"than {COMPACT_ABOVE:,} seeds",
     )
+    run.add_argument(
+        "--failing-files",
+        type=_whole(0, SEED_COUNT_MAX, "failing files"),
+        metavar="N",
+        help="with compact records, a recovery.json for at most N of a cell's cases that are not correct (shared "
+        "evenly among its pieces; every case stays in the records, and 'harness replay' re-creates any); default: "
+        "every one",
+    )
     run.add_argument("--quiet", action="store_true", help="no progress lines")
     run.add_argument("--no-report", action="store_true", help="skip report.html, heatmap.png and the timelines")
     _case_timeout(run, "counted as a harness error")
@@ -437,6 +445,11 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         plan, options = begun_as(args.resume)
         args.junit = args.junit or options.junit  # the JUnit XML the run was asked for, written now it is complete
         return _ran(args, resumed, plan)
+    if args.records == "full" and args.failing_files is not None:
+        raise UsageError(
+            "--failing-files: limits the recovery.json files of cells written as compact records, and --records "
+            "full writes one for every case; fix: drop --failing-files, or give --records compact or auto"
+        )
     # Absolute, so that every command the run prints (resume, reproduce) runs from any folder.
     args.out = args.out.absolute() if args.out else None
     created = args.out is None or not args.out.exists()
@@ -497,6 +510,7 @@ def _plan_and_run(args: argparse.Namespace, hold: Claim, created: bool, resumed:
         project=args.project,
         report=not args.no_report,
         records=args.records,
+        failing_files=args.failing_files,
         case_timeout_s=args.case_timeout or None,
         junit=args.junit.absolute() if args.junit else None,
     )

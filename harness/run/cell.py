@@ -3,7 +3,8 @@
 A cell with many seeds is split into pieces that processes run side by side; the parent adds up their
 tallies and never holds a case's report. Each case's record goes to disk when the case finishes: a
 ``recovery.json`` per case, or, for large cells, one compact line per case in ``records-<piece>.jsonl.gz``
-plus a ``recovery.json`` for every case that is not correct (see ``harness.run.files``).
+plus a ``recovery.json`` for every case that is not correct, or for as many as ``--failing-files`` allows (see
+``harness.run.files``).
 """
 
 from __future__ import annotations
@@ -78,6 +79,9 @@ class CellJob:
     failed: tuple[tuple[int, str], ...] = ()
     #: The wall-clock budget of one case (``--case-timeout``), named in the reproduce command of a failed case.
     case_timeout_s: float | None = None
+    #: With compact records, a recovery.json for at most this many of the piece's cases that are not correct, the
+    #: first it runs (None: every one); the others are in its records only.
+    failing_files: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,6 +331,7 @@ def execute_cell(job: CellJob, cell: int = 0, on_case: Callable[[int], None] | N
     writer = csv.writer(rows, lineterminator="\n")
     # Per (scenario, failing outcome): the lowest seed that ended so, and its recovery.json.
     shown: dict[tuple[str, str], tuple[int, Path]] = {}
+    failing_left = job.failing_files
     with ExitStack() as stack:
         compact: dict[str, RecordWriter] = {}
         # Entered first, so left last: its files appear once every record file of the piece is in place.
@@ -358,6 +363,10 @@ def execute_cell(job: CellJob, cell: int = 0, on_case: Callable[[int], None] | N
                 compact[report.scenario].write(report)
                 if report.outcome == "correct":
                     continue
+                if failing_left is not None:
+                    if failing_left == 0:
+                        continue
+                    failing_left -= 1
             path = case_path(job.out, report)
             text = recovery_json(report)
             if deferred is not None:

@@ -25,7 +25,7 @@ from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_confi
 from typing_extensions import TypedDict
 
 from harness.errors import NotWritten, wrong_field
-from harness.limits import CASE_TIMEOUT_MAX_S, COMPACT_ABOVE, DEFAULT_CASE_TIMEOUT_S
+from harness.limits import CASE_TIMEOUT_MAX_S, COMPACT_ABOVE, DEFAULT_CASE_TIMEOUT_S, SEED_COUNT_MAX
 from harness.model import MANIFEST, REPORT_HTML, RUN_RECORD
 from harness.plx.tracking import (
     DEFAULT_PROJECT,
@@ -103,6 +103,8 @@ class GridOptions:
     report: bool = True
     #: ``auto``: compact records for cells of more than ``COMPACT_ABOVE`` seeds, a recovery.json per case otherwise.
     records: RecordsMode = "auto"
+    #: In a cell of compact records, a recovery.json for at most this many cases that are not correct (None: all).
+    failing_files: int | None = None
     #: Wall-clock seconds a case may take before it is stopped and counted as a harness error (None: no limit).
     case_timeout_s: float | None = DEFAULT_CASE_TIMEOUT_S
     #: Run the cases in worker processes the run supervises. Off only for tests that patch the harness in place.
@@ -443,7 +445,7 @@ def _any_tally(out: Path) -> bool:
 
 
 #: The options a run's manifest keeps, so ``--resume`` completes the run as it began.
-_PERSISTED = ("tracking", "project", "report", "records", "case_timeout_s", "junit")
+_PERSISTED = ("tracking", "project", "report", "records", "failing_files", "case_timeout_s", "junit")
 
 
 def _options_json(options: GridOptions) -> dict[str, object]:
@@ -472,6 +474,7 @@ class _OptionsShape(TypedDict, total=False):
     project: str
     report: bool
     records: RecordsMode
+    failing_files: Annotated[int, Field(ge=0, le=SEED_COUNT_MAX)] | None
     case_timeout_s: Annotated[float, Field(ge=0, le=CASE_TIMEOUT_MAX_S)] | None
     junit: str | None
 
@@ -524,6 +527,7 @@ def _complete(
             _records(options.records, len(cell.seeds)),
             options.report,
             options.case_timeout_s,
+            options.failing_files,
         )
     ]
     results = _Results(Counter(i for i, _ in jobs))
@@ -688,13 +692,15 @@ def pieces(
     records: Literal["full", "compact"],
     timelines: bool = False,
     case_timeout_s: float | None = None,
+    failing_files: int | None = None,
 ) -> list[CellJob]:
     """Split a cell's seeds into pieces: enough for every process to share a large cell, none under ``PIECE_MIN``
     (a smaller cell is one piece) and none over ``PIECE_MAX``.
 
     With ``timelines``, the first piece draws its cell's timelines for the report as it ends (the pictures are
     drawn while the parent tracks other cells), if it holds the cell's lowest seeds, as it does when they are
-    given in increasing order; the report draws whatever is still missing at the end."""
+    given in increasing order; the report draws whatever is still missing at the end. ``failing_files`` (compact
+    records only) is shared among the pieces as evenly as their seeds, the first pieces taking one more."""
     seeds = cell.seeds
     shared = max(1, min(concurrency, len(seeds) // PIECE_MIN))  # pieces for the processes to share
     parts = max(shared, -(-len(seeds) // PIECE_MAX))
@@ -713,6 +719,7 @@ def pieces(
             records=records,
             timelines=drawn_first and n == 0,
             case_timeout_s=case_timeout_s,
+            failing_files=None if failing_files is None else failing_files // parts + (n < failing_files % parts),
         )
         for n in range(parts)
     ]
