@@ -635,6 +635,14 @@ def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> i
         print(summary.tracking.message, file=sys.stdout if summary.tracking.ok else sys.stderr)
     if summary.report_html is not None:
         print(f"report: {summary.report_html}")
+    files, size = summary.failing_files
+    if files > FAILING_FILES_SAID:
+        print(
+            f"harness: note: {files:,} cases that are not correct each have a recovery.json beside their compact "
+            f"record ({size / 1e6:,.1f} MB, more on disk); --failing-files N keeps at most N per cell, every case "
+            "still loaded and replayed from the records",
+            file=sys.stderr,
+        )
     if problem is not None:
         print(problem, file=sys.stderr)
     elif args.junit:
@@ -649,6 +657,9 @@ def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> i
         )
     return _exit_status(summary.error_count, len(summary.unfired), summary.tracking.ok, problem is not None)
 
+
+#: Past this many recovery.json files of failing cases beside compact records, a run says how to write fewer.
+FAILING_FILES_SAID = 10_000
 
 #: The fix for a fault that fired in no case where some case did not finish (it may have fired there).
 _MEND_FIRST = "fix: mend the harness errors above first; a case that did not run reached no fault"

@@ -137,3 +137,32 @@ def test_a_cap_with_full_records_is_refused_and_nothing_is_written(
         "--records full writes one for every case; fix: drop --failing-files, or give --records compact or auto"
     )
     assert not out.exists()
+
+
+def test_a_run_that_wrote_many_failing_files_says_how_to_write_fewer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rule: past ``FAILING_FILES_SAID`` recovery.json files of failing cases beside compact records, a run ends
+    with one line on stderr giving their number and size and naming --failing-files; with the cap given, or at
+    that many files or fewer, nothing is said."""
+    import harness.cli
+
+    out = run(tmp_path / "every", "--no-report")
+    count = len(written(out))
+    size = sum(p.stat().st_size for p in (out / "cases").rglob("recovery.json"))
+    said = capsys.readouterr().err
+    assert "--failing-files" not in said  # the limit is far above this cell's failing cases
+    monkeypatch.setattr(harness.cli, "FAILING_FILES_SAID", count - 1)
+    run(tmp_path / "again", "--no-report")
+    (line,) = [line for line in capsys.readouterr().err.splitlines() if "--failing-files" in line]
+    assert line == (
+        f"harness: note: {count:,} cases that are not correct each have a recovery.json beside their compact record "
+        f"({size / 1e6:,.1f} MB, more on disk); --failing-files N keeps at most N per cell, every case still loaded "
+        "and replayed from the records"
+    )
+    monkeypatch.setattr(harness.cli, "FAILING_FILES_SAID", count)
+    run(tmp_path / "at", "--no-report")
+    assert "--failing-files" not in capsys.readouterr().err
+    monkeypatch.setattr(harness.cli, "FAILING_FILES_SAID", 0)
+    run(tmp_path / "capped", "--no-report", "--failing-files", "5")
+    assert "--failing-files" not in capsys.readouterr().err

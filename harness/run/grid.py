@@ -140,6 +140,9 @@ class GridSummary:
     coverage: tuple[FaultCoverage, ...] = ()
     #: Harness errors over the whole grid (``errors`` names at most ``NOTABLE_MAX`` per cell).
     error_count: int = 0
+    #: The recovery.json files written beside compact records (cases that are not correct) and their bytes, when
+    #: no ``--failing-files`` bounded them.
+    failing_files: tuple[int, int] = (0, 0)
 
     @property
     def cases(self) -> int:
@@ -632,6 +635,13 @@ def _complete(
     except OSError as exc:
         raise RunNotWritten(out, exc.strerror or str(exc)) from None
     shutil.rmtree(out / ".parts", ignore_errors=True)
+    compact = {cell for cell, job in jobs if job.records == "compact"}
+    beside = [
+        size
+        for i in compact
+        for name, size in cells[i].files.items()
+        if options.failing_files is None and name.endswith("/recovery.json")
+    ]
     return GridSummary(
         out,
         grid.policies,
@@ -643,6 +653,7 @@ def _complete(
         page,
         coverage,
         sum(c.errors for c in cells),
+        (len(beside), sum(beside)),
     )
 
 
