@@ -3,7 +3,6 @@ cell, while every case stays in the compact records, loads, and replays; nothing
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import shutil
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from test_scale import records
 
 from harness.cli import main
 from harness.present.analysis import load
@@ -30,13 +30,7 @@ def run(out: Path, *args: str) -> Path:
 
 def outcomes(out: Path) -> dict[int, str]:
     """Every case's outcome, by seed, from the compact records (every case is there, whatever else was written)."""
-    found: dict[int, str] = {}
-    for path in sorted(out.rglob("records-*.jsonl.gz")):
-        with gzip.open(path, "rt", encoding="utf-8") as handle:
-            for line in handle:
-                record = json.loads(line)
-                found[record["seed"]] = record["outcome"]
-    return found
+    return {seed: json.loads(line)["outcome"] for seed, line in records(out).items()}
 
 
 def written(out: Path) -> list[int]:
