@@ -212,7 +212,8 @@ def _parsed(text: bytes) -> Any:
 
 def read_case(path: Path | str) -> dict[str, Any]:
     """The case a frame row's ``path`` names, whole: a recovery.json, or one line of a compact record file
-    (``<file>#seed-<n>``). Raises OSError or ValueError when it cannot be read, or is not there."""
+    (``<file>#seed-<n>``), the lines of the file that are not JSON passed over. Raises OSError or ValueError when
+    it cannot be read, or is not there."""
     record = record_ref(path)
     data: Any = None
     if record is None:
@@ -221,7 +222,10 @@ def read_case(path: Path | str) -> dict[str, Any]:
         file, seed = record
         with gzip.open(file, "rb") as lines:
             for line in lines:
-                case = json.loads(line)
+                try:
+                    case = json.loads(line)
+                except ValueError:  # a damaged line is not the case: load() skips it and keeps the file's others
+                    continue
                 if isinstance(case, dict) and str(case.get("seed")) == seed:
                     data = case
                     break
