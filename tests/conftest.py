@@ -11,8 +11,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,10 +38,35 @@ SMALL_GRID = (
 
 #: Tables a test wants shown after the run, by title: printed at the end of pytest's output.
 SUMMARIES: dict[str, str] = {}
+#: Counts a test wants shown after the run, by title (``kind count, ...``): under pytest-xdist each worker counts
+#: what it ran, and the counts shown are their sums.
+COUNTS: dict[str, Counter[str]] = {}
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """No background command outlives the session (after ``-x`` or Ctrl-C its test may never have run); a
+    pytest-xdist worker hands its summaries to the process that prints them."""
+    for run in _BACKGROUND.values():
+        run.stop()
+    _BACKGROUND.clear()
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["summaries"] = dict(SUMMARIES)
+        output["counts"] = {title: dict(counts) for title, counts in COUNTS.items()}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """pytest-xdist: a worker is done; take its summaries (a table two workers both made is the same table)."""
+    output = getattr(node, "workeroutput", {})
+    SUMMARIES.update(output.get("summaries", {}))
+    for title, counts in output.get("counts", {}).items():
+        COUNTS.setdefault(title, Counter()).update(counts)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    for title, text in SUMMARIES.items():
+    shown = {**SUMMARIES, **{t: ", ".join(f"{k} {n:,}" for k, n in sorted(c.items())) for t, c in COUNTS.items()}}
+    for title, text in shown.items():
         terminalreporter.write_sep("-", title)
         terminalreporter.write_line(text)
 
@@ -72,8 +99,8 @@ class Background:
 
     A test asks for it with ``@pytest.mark.background_harness(*ARGS)`` and the ``background_harness`` fixture; tests
     that give the same ARGS share one run, so each must only read what it wrote. Under
-    ``--collect-only``, or in a pytest-xdist worker (which collects every test but runs some), nothing starts early:
-    ``wait()`` starts the command then."""
+    ``--collect-only``, or in a pytest-xdist worker (which collects every test but runs some; tests/run.sh runs the
+    suite over two where there are two cores), nothing starts early: ``wait()`` starts the command then."""
 
     def __init__(self, args: tuple[str, ...]) -> None:
         self.args = args
@@ -167,13 +194,6 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     for item in session.items:
         if item.get_closest_marker(BACKGROUND) is not None:
             _background(item).start()
-
-
-def pytest_sessionfinish() -> None:
-    """No background command outlives the session (after ``-x`` or Ctrl-C its test may never have run)."""
-    for run in _BACKGROUND.values():
-        run.stop()
-    _BACKGROUND.clear()
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import SCENARIO_DIR, SUMMARIES
+from conftest import COUNTS, SCENARIO_DIR
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -63,7 +63,7 @@ FUZZ = settings(
 
 
 def _report() -> None:
-    SUMMARIES["generated inputs"] = ", ".join(f"{kind} {count:,}" for kind, count in sorted(TRIED.items()))
+    COUNTS["generated inputs"] = TRIED
 
 
 @pytest.fixture(scope="module")
