@@ -635,13 +635,9 @@ def _complete(
     except OSError as exc:
         raise RunNotWritten(out, exc.strerror or str(exc)) from None
     shutil.rmtree(out / ".parts", ignore_errors=True)
-    compact = {cell for cell, job in jobs if job.records == "compact"}
-    beside = [
-        size
-        for i in compact
-        for name, size in cells[i].files.items()
-        if options.failing_files is None and name.endswith("/recovery.json")
-    ]
+    # What a run without --failing-files wrote beside its compact records (its end says so when it is a lot).
+    compact = {cell for cell, job in jobs if job.records == "compact"} if options.failing_files is None else set()
+    beside = [size for i in compact for name, size in cells[i].files.items() if name.endswith("/recovery.json")]
     return GridSummary(
         out,
         grid.policies,
