@@ -8,9 +8,10 @@ It prints, in one run: the skeleton's cases per second on one core (``benchmarks
 shipped scenario (with ``reconcile_and_reauthorize``), the rates of simulate, simulate + check and the whole
 case path (run the case, serialize its record, write it) and their ratios to the skeleton; the end-to-end rate
 of ``harness run --seed-count N --concurrency 2`` (start-up included); peak memory at N/10 and N cases; the
-speedup of two processes over one; what offline Polyaxon tracking costs per cell; what a failing case's
-timeline picture costs, and how long the default grid (the README's first command) takes; how long
-``harness list`` takes to start; then each target and whether it is met. Machines here are shared and noisy:
+speedup of two processes over one; what ``load()`` of the large sweep's folder costs (time, and peak memory
+a case: what ``harness report`` and a notebook pay); what offline Polyaxon tracking costs per cell; what a
+failing case's timeline picture costs, and how long the default grid (the README's first command) takes; how
+long ``harness list`` takes to start; then each target and whether it is met. Machines here are shared and noisy:
 the skeleton is timed before every group and the ratio uses the median, so compare ratios, not raw rates.
 """
 
@@ -283,6 +284,27 @@ def sweep(n: int, concurrency: int, out: Path) -> tuple[float, float]:
     return n / result["seconds"], result["maxrss_kb"] / 1024
 
 
+def load_cost(out: Path, n: int) -> tuple[float, float, float]:
+    """``load()`` of a sweep's folder, in a process of its own: seconds, and bytes a case of the peak memory
+    over what the process held before loading (pandas imported) and of the frame it returns."""
+    probe = (
+        "import json, resource, sys, time\n"
+        "from harness.present.analysis import load\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "t = time.perf_counter()\n"
+        "frame = load(sys.argv[1])\n"
+        "dt = time.perf_counter() - t\n"
+        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "print(json.dumps({'seconds': dt, 'rows': len(frame), 'peak_kb': peak - before,\n"
+        "                  'frame_bytes': int(frame.memory_usage(deep=True).sum())}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, str(out)], capture_output=True, text=True, cwd=ROOT, check=True)
+    result = json.loads(done.stdout)
+    if result["rows"] != n:
+        raise SystemExit(f"bench: load() of {out} gave {result['rows']} rows, not {n}")
+    return result["seconds"], result["peak_kb"] * 1024 / n, result["frame_bytes"] / n
+
+
 def tracking_cost(cells: int, out: Path) -> tuple[float, float]:
     """Seconds per cell of offline tracking (after one warm-up): for a cell of 3 seeds and of 100,000 seeds."""
     from collections import Counter
@@ -490,6 +512,12 @@ def main() -> None:
         for n, r, m in ((n_small, small_rate, small_mem), (n_large, large_rate, large_mem)):
             print(f"  --seed-count {n:>9,} --concurrency 2: {r:>8,.0f} cases/s, peak memory {m:,.0f} MiB")
         print(f"  --seed-count {n_large:>9,} --concurrency 1: {one_rate:>8,.0f} cases/s")
+        load_s, load_peak, frame_size = load_cost(work / "large", n_large)
+        print(
+            f"  load() of its {n_large:,} cases (what harness report and a notebook read): {load_s:.1f} s, peak "
+            f"{load_peak:,.0f} bytes a case over the process's start; the frame {frame_size:,.0f} by pandas' deep "
+            "count (which counts a name shared by every row once a row)"
+        )
         targets.append(Target(f"harness run of {n_large:,} cases, 2 processes", large_rate / sk, 0.5, "min", "ratio"))
         targets.append(Target(f"peak memory {n_large:,} / {n_small:,} cases", large_mem / small_mem, 1.10, "max", "x"))
         targets.append(Target("speedup of --concurrency 2 over 1", large_rate / one_rate, 1.8, "min", "x"))

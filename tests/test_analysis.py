@@ -59,6 +59,16 @@ def test_one_row_per_case_with_every_input_metric_outcome_and_verdict(run_dir: P
     assert df.attrs["skipped"] == []
 
 
+def test_a_load_that_finds_no_case_has_the_columns_and_dtypes_of_one_that_does(run_dir: Path, tmp_path: Path) -> None:
+    """A notebook concatenates or compares frames of runs that may be empty: every column of an empty frame
+    has the dtype it has when cases are found (its text and counts read as float64 before the frame was
+    built column by column)."""
+    full, empty = load(run_dir), load(tmp_path)
+    assert len(empty) == 0 and list(empty.columns) == list(full.columns)
+    assert dict(empty.dtypes) == dict(full.dtypes)
+    assert str(full["attempts"].dtype) == "int64" and str(full["policy"].dtype) == "object"
+
+
 def test_a_folder_that_holds_no_case_is_said_to_be_no_run_folder(run_dir: Path, tmp_path: Path) -> None:
     """An empty folder, or the scenarios' folder, loaded as a run: no row, and attrs["skipped"] says why (it
     was empty, and the notebook read that as a run with no failing case); beside a run folder, that run loads."""
