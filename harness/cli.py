@@ -957,7 +957,7 @@ def _check(args: argparse.Namespace) -> int:
     )
     if args.explore:
         found = sum(not c.passed and c.outcome != "harness_error" for c in summary.explored)
-        line += f"; {summary.schedules:,} schedules explored (each at every seed), {found} findings"
+        line += f"; {summary.schedules:,} schedules explored (each at every seed), {_many(found, 'finding')}"
         failed_on = next((c.message for c in summary.explored if c.outcome == "harness_error"), None)
         if failed_on is not None:
             line += f" ({failed_on.removeprefix('harness_error: ')})"

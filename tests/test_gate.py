@@ -673,7 +673,7 @@ def test_an_exploration_the_harness_failed_on_passes_nothing(
     cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
     assert [n for n in cases if n and n.startswith("explored ")] == ["explored schedules: harness errors"]
     out = capsys.readouterr().out
-    assert "0 findings (the harness failed on 1 explored schedules)" in out
+    assert "0 findings (the harness failed on 1 explored schedule)" in out
 
 
 def test_every_command_check_prints_runs_from_another_folder(

@@ -957,7 +957,7 @@ def test_the_harness_errors_of_an_exploration_are_one_error_case() -> None:
             "explored schedules: harness errors",
             "harness_error",
             "error",
-            message="harness_error: the harness failed on 1 explored schedules",
+            message="harness_error: the harness failed on 1 explored schedule",
             text="crash",
             reproduce=None,
         ),

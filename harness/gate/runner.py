@@ -265,7 +265,8 @@ def judge_exploration(summary: ExploreSummary, seeds: Sequence[int]) -> tuple[Ga
                 "explored schedules: harness errors",
                 "harness_error",
                 "error",
-                message=f"harness_error: the harness failed on {len(summary.errors)} explored schedules",
+                message=f"harness_error: the harness failed on {len(summary.errors)} explored "
+                f"{'schedule' if len(summary.errors) == 1 else 'schedules'}",
                 text="\n".join(summary.errors),
                 # A case over its budget or whose worker died can be run again; a crash names its schedule instead.
                 reproduce=summary.reproduce[0] if summary.reproduce else None,
