@@ -536,3 +536,15 @@ def test_an_invalid_cells_reason_is_cut_at_300_characters(tmp_path: Path) -> Non
 def test_shortened_strips_only_punctuation_at_the_cut() -> None:
     assert _shortened("AX BX CX", 6) == "AX BX ..."
     assert _shortened("one two,; three", 14) == "one two ..."
+
+
+def test_the_reproduce_command_keeps_the_budget_exactly() -> None:
+    """`{:g}` kept six digits: a case run under --case-timeout 12345.67 printed --case-timeout 12345.7, and the
+    repro file read that back as the case's budget. A budget :g cannot keep is now written in full."""
+    (case,) = load_grid(["retry_new_key"], ["lost_response"], [7]).cases
+    run_it = "python -m harness run --policy retry_new_key --scenario lost_response --seed 7"
+    assert reproduce_command(case, 12345.67) == f"{run_it} --case-timeout 12345.67"
+    assert reproduce_command(case, 0.1234567) == f"{run_it} --case-timeout 0.1234567"
+    assert reproduce_command(case, 86399.99) == f"{run_it} --case-timeout 86399.99"
+    assert reproduce_command(case, 60.0) == f"{run_it} --case-timeout 60"
+    assert reproduce_command(case, 0.001) == f"{run_it} --case-timeout 0.001"

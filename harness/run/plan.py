@@ -92,7 +92,10 @@ def _unique(what: str, names: dict[str, str]) -> None:
 def reproduce_command(case: Case, case_timeout_s: float | None = None) -> str:
     """The exact command that re-runs this one case; with ``case_timeout_s``, under that wall-clock budget (for a
     case that failed by running over it, so that the command fails the same way, as soon)."""
-    budget = f" --case-timeout {case_timeout_s:g}" if case_timeout_s else ""
+    budget = ""
+    if case_timeout_s:
+        shown = f"{case_timeout_s:g}"  # six digits at most: a budget of 12345.67 would be run again as 12345.7
+        budget = f" --case-timeout {shown if float(shown) == case_timeout_s else repr(float(case_timeout_s))}"
     return (
         f"python -m harness run --policy {shlex.quote(case.policy_spec)} "
         f"--scenario {shlex.quote(case.scenario_spec)} --seed {case.seed}{budget}"
