@@ -10,7 +10,7 @@ import pytest
 
 from harness.plx.plxfile import GridFileError, _check_seed_count, _shortened, default_grid_file, load_grid_file
 from harness.policy import PolicyError, builtin_policy_names
-from harness.run.plan import Cell, UsageError, absolute, load_grid, plan_cells, reproduce_command
+from harness.run.plan import Cell, UsageError, absolute, budget_option, load_grid, plan_cells, reproduce_command
 from harness.scenario import list_scenarios
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -548,3 +548,12 @@ def test_the_reproduce_command_keeps_the_budget_exactly() -> None:
     assert reproduce_command(case, 86399.99) == f"{run_it} --case-timeout 86399.99"
     assert reproduce_command(case, 60.0) == f"{run_it} --case-timeout 60"
     assert reproduce_command(case, 0.001) == f"{run_it} --case-timeout 0.001"
+
+
+def test_the_budget_option_is_the_one_both_reproduce_commands_write() -> None:
+    """The run's reproduce command and an exploration's command for a schedule it failed on (harness/explore)
+    both write the budget through ``budget_option``: nothing without one, the seconds exactly as given."""
+    assert budget_option(None) == budget_option(0.0) == ""
+    assert budget_option(60.0) == " --case-timeout 60" and budget_option(2.5) == " --case-timeout 2.5"
+    assert budget_option(12345.67) == " --case-timeout 12345.67"
+    assert budget_option(86399.99) == " --case-timeout 86399.99"

@@ -40,7 +40,7 @@ from harness.run.cell import FaultCoverage
 from harness.run.files import write_atomic
 from harness.run.folder import LOCK_FILE, claim
 from harness.run.grid import TrackingNote, check_project, new_out, tracking_note
-from harness.run.plan import UsageError, load_grid
+from harness.run.plan import UsageError, budget_option, load_grid
 from harness.run.pool import supervise
 from harness.scenario import VARIANT, Scenario, scenario_cases
 from harness.scenario.specs import derived_name, derived_revision
@@ -316,10 +316,9 @@ def _write_stuck(
         n = numbered[(case.policy, case.scenario)]
         path = out / "errors" / case.policy / f"{derived_name(case.scenario, str(n))}.yaml"
         write_atomic(path, finding_yaml(templates[case.scenario_spec], case, n))
-        budget = f" --case-timeout {options.case_timeout_s:g}" if options.case_timeout_s else ""
         command = (
             f"python -m harness run --policy {shlex.quote(case.policy_spec)} --scenario {shlex.quote(str(path))} "
-            f"--seed {case.seed}{budget}"
+            f"--seed {case.seed}{budget_option(options.case_timeout_s)}"
         )
         line = (
             f"{case.scenario_spec}: {case.policy} seed {case.seed}: {case.error}; this policy's other schedules of "

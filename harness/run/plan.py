@@ -24,7 +24,17 @@ from harness.scenario import (
 )
 from harness.seeds import DEFAULT_SEEDS
 
-__all__ = ["Case", "Cell", "Grid", "Plan", "UsageError", "load_grid", "plan_cells", "reproduce_command"]
+__all__ = [
+    "Case",
+    "Cell",
+    "Grid",
+    "Plan",
+    "UsageError",
+    "budget_option",
+    "load_grid",
+    "plan_cells",
+    "reproduce_command",
+]
 
 
 class UsageError(InputError):
@@ -89,16 +99,21 @@ def _unique(what: str, names: dict[str, str]) -> None:
         seen[name] = spec
 
 
+def budget_option(case_timeout_s: float | None) -> str:
+    """`` --case-timeout <seconds>`` for a reproduce command (nothing without a budget), the seconds exactly as
+    given: ``:g`` keeps six digits, and a budget of 12345.67 was run again as 12345.7."""
+    if not case_timeout_s:
+        return ""
+    shown = f"{case_timeout_s:g}"
+    return f" --case-timeout {shown if float(shown) == case_timeout_s else repr(float(case_timeout_s))}"
+
+
 def reproduce_command(case: Case, case_timeout_s: float | None = None) -> str:
     """The exact command that re-runs this one case; with ``case_timeout_s``, under that wall-clock budget (for a
     case that failed by running over it, so that the command fails the same way, as soon)."""
-    budget = ""
-    if case_timeout_s:
-        shown = f"{case_timeout_s:g}"  # six digits at most: a budget of 12345.67 would be run again as 12345.7
-        budget = f" --case-timeout {shown if float(shown) == case_timeout_s else repr(float(case_timeout_s))}"
     return (
         f"python -m harness run --policy {shlex.quote(case.policy_spec)} "
-        f"--scenario {shlex.quote(case.scenario_spec)} --seed {case.seed}{budget}"
+        f"--scenario {shlex.quote(case.scenario_spec)} --seed {case.seed}{budget_option(case_timeout_s)}"
     )
 
 
