@@ -555,8 +555,8 @@ def _columns() -> list[str]:
 def _frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
     """The columns as a frame, in nullable dtypes, so an unknown metric is <NA> and never silently becomes 0 or
     NaN-as-float. Each list is let go as soon as its column is built, straight in its final dtype: the lists
-    held beside the whole frame, and each column converted twice, made the peak of loading a run about twice
-    the frame it left."""
+    held beside the whole frame, and 19 columns converted twice, made the peak of loading a run about three
+    times the frame it left (tracemalloc, 30,000 compact cases: 2,227 bytes a case against 755)."""
     dtypes: dict[str, str] = {m.name: _DTYPES[m.value] for m in METRICS}
     dtypes.update(seed="Int64", outcome="string", verdict="string", anomalies="int64", attempts="int64")
     built = {name: pd.Series(columns.pop(name), dtype=dtypes.get(name)) for name in _columns()}
