@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
+import hashlib
 import os
 import shlex
 import shutil
@@ -102,10 +104,17 @@ class Background:
     ``--collect-only``, or in a pytest-xdist worker (which collects every test but runs some; tests/run.sh runs the
     suite over two where there are two cores), nothing starts early: ``wait()`` starts the command then."""
 
-    def __init__(self, args: tuple[str, ...]) -> None:
+    def __init__(self, args: tuple[str, ...], shared: Path | None = None) -> None:
         self.args = args
         self.niceness = os.getpriority(os.PRIO_PROCESS, 0)  # the tests' own
-        self.folder = Path(tempfile.mkdtemp(prefix="pytest-background-"))
+        #: Under pytest-xdist, the folder all workers use for these ARGS: the first worker to need the run makes
+        #: it, the others wait for it and read what it did (``wait``), so it runs once, not once per worker.
+        self.shared = shared
+        if shared is None:
+            self.folder = Path(tempfile.mkdtemp(prefix="pytest-background-"))
+        else:
+            self.folder = shared / hashlib.sha256("\0".join(args).encode()).hexdigest()[:16]
+            self.folder.mkdir(exist_ok=True)
         self.out = self.folder / "out"
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -130,10 +139,17 @@ class Background:
             os.setpriority(os.PRIO_PGRP, self.process.pid, niceness)
 
     def wait(self) -> Finished:
-        process = self.start()
-        if process.poll() is None:
-            self._renice(self.niceness)  # the tests wait for it now: nothing else to leave room for
-        returncode = process.wait()
+        if self.shared is None:
+            returncode = self._waited()
+        else:
+            # One worker runs it while holding the lock; the others block on the lock, then find its status. A
+            # worker that dies mid-run lets go of the lock and leaves no status: the next one runs it again.
+            done = self.folder / "returncode"
+            with (self.folder / "lock").open("w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                if not done.exists():
+                    done.write_text(str(self._waited()))
+                returncode = int(done.read_text())
         return Finished(
             returncode,
             (self.folder / "stdout").read_text(encoding="utf-8", errors="replace"),
@@ -141,13 +157,20 @@ class Background:
             self.out,
         )
 
+    def _waited(self) -> int:
+        process = self.start()
+        if process.poll() is None:
+            self._renice(self.niceness)  # the tests wait for it now: nothing else to leave room for
+        return process.wait()
+
     def stop(self) -> None:
         """Kill the command and its workers if still running (the session ended first), and remove its folder."""
         if self.process is not None and self.process.poll() is None:
             with contextlib.suppress(OSError):
                 os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        if self.shared is None:  # a shared folder goes with the session's (``pytest_unconfigure``)
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 #: By command: tests that name the same command share one run of it (they only read what it wrote).
@@ -169,16 +192,32 @@ def _background(item: pytest.Item) -> Background:
         raise pytest.UsageError(f"{item.nodeid} asks for background_harness without @pytest.mark.{BACKGROUND}(...)")
     args = tuple(str(a) for a in marker.args)
     if args not in _BACKGROUND:
-        _BACKGROUND[args] = Background(args)
+        shared = os.environ.get(_SHARED) if hasattr(item.config, "workerinput") else None
+        _BACKGROUND[args] = Background(args, Path(shared) if shared else None)
     return _BACKGROUND[args]
 
 
+#: The environment variable naming the folder where pytest-xdist workers share background runs: made by the
+#: controlling process before it starts the workers (they inherit it), removed by it at the end.
+_SHARED = "HARNESS_TEST_SHARED_BACKGROUND"
+_SHARED_KEY = pytest.StashKey[str]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):
+        config.stash[_SHARED_KEY] = os.environ[_SHARED] = tempfile.mkdtemp(prefix="pytest-background-shared-")
     config.addinivalue_line(
         "markers",
         f"{BACKGROUND}(*args): run `python -m harness ARGS... --out DIR` from the end of collection on, in the "
         "background; the test runs last and gets it from the background_harness fixture (tests/conftest.py)",
     )
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shared = config.stash.get(_SHARED_KEY, None)
+    if shared is not None:
+        shutil.rmtree(shared, ignore_errors=True)
+        os.environ.pop(_SHARED, None)
 
 
 @pytest.hookimpl(trylast=True)
