@@ -102,7 +102,8 @@ class Background:
     A test asks for it with ``@pytest.mark.background_harness(*ARGS)`` and the ``background_harness`` fixture; tests
     that give the same ARGS share one run, so each must only read what it wrote. Under
     ``--collect-only``, or in a pytest-xdist worker (which collects every test but runs some; tests/run.sh runs the
-    suite over two where there are two cores), nothing starts early: ``wait()`` starts the command then."""
+    suite over two where there are two cores), nothing starts early: ``wait()`` starts the command then, in the first
+    worker that waits for it; the others wait for that run."""
 
     def __init__(self, args: tuple[str, ...], shared: Path | None = None) -> None:
         self.args = args
