@@ -479,7 +479,9 @@ def _requested(args: argparse.Namespace, request: Request) -> argparse.Namespace
         with contextlib.redirect_stderr(said):
             again = _parser().parse_args(_attached(list(request.argv)))
     except SystemExit:
-        refused = said.getvalue().strip().removeprefix("harness: ").partition("; fix: ")[0]
+        # The parser's own fix is the last "; fix: " (a refused value may hold those words too): replaced.
+        refused = said.getvalue().strip().removeprefix("harness: ")
+        refused = refused.rpartition("; fix: ")[0] or refused
         raise UsageError(f"{where}: field 'argv': {refused}; {mend}") from None
     again.quiet = again.quiet or args.quiet
     again.no_report = again.no_report or args.no_report

@@ -1,5 +1,5 @@
 """The command line's small parts, one by one (harness/cli.py): the argument types and their refusals, the parser's
-one-line errors, the exit status of a finished run, the progress lines of a run, a sweep, a report and an
+one-line errors, what a finished run prints and its exit status, a resume's reading of its request, the progress lines of a run, a sweep, a report and an
 exploration, the durations they print, and the one-line errors of the harness's own bugs. Written for the
 thirty-sixth mutation pass (tests/MUTANTS.md); all in process, no run is started."""
 
@@ -16,9 +16,10 @@ import pytest
 from harness import cli
 from harness.explore.search import JobResult
 from harness.present.analysis import Reading
-from harness.run.cell import CellJob, CellResult
-from harness.run.grid import Progress
-from harness.run.plan import Plan
+from harness.run.cell import CaseLine, CellJob, CellResult, FaultCoverage
+from harness.run.folder import Request
+from harness.run.grid import GridSummary, Progress, TrackingNote
+from harness.run.plan import Plan, UsageError
 
 
 def _refused(parse: object, text: str) -> str:
@@ -390,3 +391,254 @@ def test_an_internal_error_is_still_said_when_its_traceback_cannot_be_written(
 def test_a_message_is_kept_on_one_line() -> None:
     assert cli._line("a\nb\rc") == "a\\nb\\rc"
     assert cli._line(ValueError("x")) == "x"
+
+
+# -- what a finished run prints --------------------------------------------------------------------------------
+
+
+def _summary(tmp_path: Path, **changes: object) -> GridSummary:
+    values: dict[str, object] = {
+        "out": tmp_path / "run",
+        "policies": ("p",),
+        "scenarios": ("s", "t"),
+        "counts": {("p", "s"): Counter({"correct": 1}), ("p", "t"): Counter({"incorrect": 2})},
+        "notable": (),
+        "summary_csv": tmp_path / "run" / "summary.csv",
+        "tracking": TrackingNote(True, None),
+        "report_html": None,
+    }
+    return GridSummary(**{**values, **changes})  # type: ignore[arg-type]
+
+
+def _args(junit: Path | None = None) -> argparse.Namespace:
+    return argparse.Namespace(junit=junit)
+
+
+def _line_of(policy: str, scenario: str, outcome: str, seed: int = 1, **more: object) -> CaseLine:
+    return CaseLine(policy, scenario, seed, outcome, f"repro {policy} {scenario} {seed}", **more)  # type: ignore[arg-type]
+
+
+def test_a_finished_run_prints_its_table_its_count_and_where_it_is(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    summary = _summary(tmp_path, report_html=tmp_path / "run" / "report.html")
+    assert cli._ran(_args(), summary, None) == cli.EXIT_OK
+    out = capsys.readouterr()
+    assert out.out == (
+        "scenario \\ policy  p\n"
+        "-----------------  ---------\n"
+        "s                  correct\n"
+        "t                  incorrect\n"
+        f"\n3 cases in {tmp_path / 'run'}  (summary: {tmp_path / 'run' / 'summary.csv'})\n"
+        f"report: {tmp_path / 'run' / 'report.html'}\n"
+    )
+    assert out.err == ""
+    one = _summary(tmp_path, counts={("p", "s"): Counter({"correct": 1})}, scenarios=("s",))
+    cli._ran(_args(), one, None)
+    assert f"\n1 case in {tmp_path / 'run'}  (summary:" in capsys.readouterr().out
+
+
+def test_a_run_names_the_first_case_of_each_failing_cell_worst_outcome_first(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    notable = (
+        _line_of("p", "s", "unresolved", 4),
+        _line_of("p", "t", "abandoned", 2, policy_error="ValueError: no\nway " + "x" * 200),
+        _line_of("p", "s", "incorrect", 9),
+        _line_of("p", "u", "harness_error", 3, error="worker died"),
+        _line_of("p", "s", "harness_error", 5, error="over budget"),
+    )
+    summary = _summary(tmp_path, notable=notable, error_count=2)
+    assert cli._ran(_args(), summary, None) == cli.EXIT_HARNESS_ERROR
+    out = capsys.readouterr()
+    named = out.out.split("reproduce a failing case (the first of each failing cell, worst outcome first):\n")[1]
+    assert named.splitlines() == [
+        "  incorrect     repro p s 9",
+        "  abandoned     repro p t 2  # the policy failed: ValueError: no way " + "x" * 101,  # cut at 120
+        "  harness_error repro p u 3",
+    ]
+    assert out.err.splitlines() == [
+        "harness error in p x u seed 3: worker died",
+        "harness error in p x s seed 5: over budget",
+    ]
+
+
+def test_past_twenty_failing_cells_a_run_says_how_many_more_and_where_they_all_are(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    notable = tuple(_line_of("p", f"s{i}", "incorrect") for i in range(22))
+    cli._ran(_args(), _summary(tmp_path, notable=notable), None)
+    lines = capsys.readouterr().out.splitlines()
+    named = [line for line in lines if line.startswith("  incorrect ")]
+    assert len(named) == 20 and named[-1] == "  incorrect     repro p s19 1"
+    assert lines[-1] == (
+        f"  ... and 2 more failing cells; {tmp_path / 'run' / 'summary.csv'} has every case's outcome and reproduce "
+        "command"
+    )
+    cli._ran(_args(), _summary(tmp_path, notable=notable[:20]), None)
+    assert "more failing cells" not in capsys.readouterr().out
+
+
+def test_harness_errors_beyond_those_named_are_counted_with_where_they_all_are(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    notable = (_line_of("p", "s", "harness_error", 1, error="e"),)
+    cli._ran(_args(), _summary(tmp_path, notable=notable, error_count=7), None)
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"harness: 7 harness errors in all, 1 named above; every one is in {tmp_path / 'run' / 'summary.csv'}"
+    )
+    cli._ran(_args(), _summary(tmp_path, notable=notable, error_count=1), None)
+    assert "in all" not in capsys.readouterr().err
+
+
+def test_tracking_is_said_on_stdout_when_it_worked_and_on_stderr_with_exit_3_when_it_did_not(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert cli._ran(_args(), _summary(tmp_path, tracking=TrackingNote(True, "tracked: 2 runs")), None) == 0
+    out = capsys.readouterr()
+    assert "tracked: 2 runs\n" in out.out and out.err == ""
+    assert cli._ran(_args(), _summary(tmp_path, tracking=TrackingNote(False, "tracking failed")), None) == 3
+    out = capsys.readouterr()
+    assert out.err == "tracking failed\n" and "tracking failed" not in out.out
+
+
+def test_many_failing_files_beside_compact_records_are_pointed_to_failing_files(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    cli._ran(_args(), _summary(tmp_path, failing_files=(10_001, 2_450_000)), None)
+    assert capsys.readouterr().err == (
+        "harness: note: 10,001 cases that are not correct each have a recovery.json beside their compact record "
+        "(2.5 MB, more on disk); --failing-files N keeps at most N per cell, every case still loaded and replayed "
+        "from the records\n"
+    )
+    cli._ran(_args(), _summary(tmp_path, failing_files=(10_000, 2_345_678)), None)
+    assert capsys.readouterr().err == ""
+    assert cli.FAILING_FILES_SAID == 10_000
+
+
+def test_a_fault_that_fired_in_no_case_is_said_with_its_fix_and_exits_4(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    never = FaultCoverage("s", 0, "response_lost n=2", reached=0, fired=0)
+    once = FaultCoverage("t", 0, "request_lost", reached=1, fired=1)
+    assert cli._ran(_args(), _summary(tmp_path, coverage=(never, once)), None) == cli.EXIT_COVERAGE
+    assert capsys.readouterr().err == (
+        "harness: scenario s declares fault response_lost n=2, which fired in no case of this run (its site was "
+        "reached in 0 cases); fix: make the fault reachable, or run a policy that reaches it\n"
+    )
+
+
+def test_an_unfired_fault_where_cases_failed_says_to_mend_those_first(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    never = FaultCoverage("s", 0, "response_lost", reached=1, fired=0)
+    counts = {("p", "s"): Counter({"correct": 1, "harness_error": 1}), ("p", "t"): Counter({"correct": 1})}
+    errors = (_line_of("p", "s", "harness_error", 2, error="died"),)
+    summary = _summary(tmp_path, coverage=(never,), counts=counts, notable=errors, error_count=1)
+    assert cli._ran(_args(), summary, None) == cli.EXIT_HARNESS_ERROR
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "harness: scenario s declares fault response_lost, which fired in no case of this run that finished (its "
+        "site was reached in 1 case); fix: mend the harness errors above first; a case that did not run reached "
+        "no fault"
+    )
+
+
+def test_a_run_with_a_junit_writes_it_and_says_where(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    written: list[tuple[object, ...]] = []
+    monkeypatch.setattr(cli, "_write_junit", lambda *args: written.append(args))
+    plan, junit = Plan((), 1), tmp_path / "j.xml"
+    summary = _summary(tmp_path)
+    assert cli._ran(_args(junit), summary, plan) == cli.EXIT_OK
+    assert written == [(junit, plan, summary.out)]
+    assert capsys.readouterr().out.endswith(f"junit: {junit}\n")
+    assert cli._ran(_args(junit), summary, None) == cli.EXIT_OK  # no plan (a complete run resumed): not written
+    assert len(written) == 1
+
+
+def test_a_junit_that_cannot_be_written_exits_1_saying_how_to_write_it(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def full(*_: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(cli, "_write_junit", full)
+    junit = tmp_path / "j.xml"
+    assert cli._ran(_args(junit), _summary(tmp_path), Plan((), 1)) == cli.EXIT_HARNESS_ERROR
+    out = capsys.readouterr()
+    assert out.err.startswith(f"harness: --junit {junit}: cannot write it (No space left on device); fix:")
+    assert "junit:" not in out.out
+
+
+def test_an_interrupt_while_writing_the_junit_says_the_run_is_complete_and_how_to_write_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def interrupted(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_write_junit", interrupted)
+    junit, summary = tmp_path / "j.xml", _summary(tmp_path, out=tmp_path / "a run")
+    with pytest.raises(KeyboardInterrupt) as caught:
+        cli._ran(_args(junit), summary, Plan((), 1))
+    assert str(caught.value) == (
+        f"interrupted while writing --junit {junit}; the run in {tmp_path / 'a run'} is complete, and a resume "
+        f"writes it: python -m harness run --resume '{tmp_path / 'a run'}'"
+    )
+
+
+# -- a resume from a run's request --------------------------------------------------------------------------
+
+
+def _resume(tmp_path: Path, **given: object) -> argparse.Namespace:
+    values: dict[str, object] = {"resume": tmp_path, "quiet": False, "no_report": False, "junit": None}
+    return argparse.Namespace(**{**values, **given})
+
+
+def test_a_request_is_read_as_its_run_read_it_with_what_the_resume_adds(tmp_path: Path) -> None:
+    request = Request(("run", "--policy", "retry_new_key", "--seed", "x"), str(tmp_path))
+    with pytest.raises(UsageError) as caught:  # the words are parsed as the run parsed them: the seed refused
+        cli._requested(_resume(tmp_path), request)
+    assert str(caught.value) == (
+        f"{tmp_path / 'request.json'}: field 'argv': argument --seed: seed 'x' is not a whole number; fix: start "
+        "the run anew with another --out (the request was edited or damaged)"
+    )
+    request = Request(("run", "--policy", "retry_new_key", "--quiet", "--junit", "a.xml"), str(tmp_path))
+    again = cli._requested(_resume(tmp_path), request)
+    assert (again.policy, again.quiet, again.no_report, again.junit) == (["retry_new_key"], True, False, Path("a.xml"))
+    again = cli._requested(_resume(tmp_path, no_report=True, junit=Path("b.xml")), request)
+    assert (again.quiet, again.no_report, again.junit) == (True, True, Path("b.xml"))
+    plain = cli._requested(_resume(tmp_path, quiet=True), Request(("run",), str(tmp_path)))
+    assert (plain.quiet, plain.no_report, plain.junit) == (True, False, None)
+
+
+def test_a_refused_word_of_a_request_is_shown_whole_whatever_it_holds(tmp_path: Path) -> None:
+    """The parser's refusal ends in its own "; fix: ...", which is replaced: a value that holds those words too
+    is not cut there."""
+    request = Request(("run", "--seed", "1; fix: x"), str(tmp_path))
+    with pytest.raises(UsageError) as caught:
+        cli._requested(_resume(tmp_path), request)
+    assert str(caught.value).startswith(
+        f"{tmp_path / 'request.json'}: field 'argv': argument --seed: seed '1; fix: x' is not a whole number; fix: "
+        "start the run anew"
+    )
+
+
+@pytest.mark.parametrize("argv", [(), ("explore",), ("run", "--resume", "x")])
+def test_a_request_that_is_not_the_words_of_a_run_is_refused(tmp_path: Path, argv: tuple[str, ...]) -> None:
+    with pytest.raises(UsageError) as caught:
+        cli._requested(_resume(tmp_path), Request(argv, str(tmp_path)))
+    assert str(caught.value) == (
+        f"{tmp_path / 'request.json'}: field 'argv': not the words of a 'harness run' that plans a grid; fix: start "
+        "the run anew with another --out (the request was edited or damaged)"
+    )
+
+
+def test_a_request_whose_folder_is_gone_is_refused_naming_it(tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    with pytest.raises(UsageError) as caught:
+        cli._requested(_resume(tmp_path), Request(("run",), str(gone)))
+    assert str(caught.value) == (
+        f"{tmp_path / 'request.json'}: field 'cwd': {gone} is no longer a folder, and the run's words are read from "
+        "there; fix: make that folder again, or start the run anew with another --out"
+    )
