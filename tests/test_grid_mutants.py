@@ -193,7 +193,9 @@ def test_a_polyaxon_project_name_is_accepted(name: str) -> None:
     check_project(name)
 
 
-@pytest.mark.parametrize("name", ["", "A", "a/B", "-a", "_a", "a/-b", "a/b/c", "/a", "a/", "a b", "a.b"])
+@pytest.mark.parametrize(
+    "name", ["", "A", "a/B", "-a", "_a", "a/-b", "a/b/c", "/a", "a/", "a b", "a.b", "a\n", "o/a\n"]
+)
 def test_a_name_that_is_not_a_polyaxon_project_is_refused(name: str) -> None:
     with pytest.raises(UsageError) as refused:
         check_project(name)
@@ -961,6 +963,17 @@ def test_a_runs_options_are_kept_and_read_back_as_given(tmp_path: Path) -> None:
     assert grid._options_of({**kept, "junit": ""}, tmp_path).junit is None
     assert grid._options_of({}, tmp_path) == GridOptions(out=tmp_path)  # a manifest from before these were kept
     assert grid._options_json(GridOptions())["junit"] is None
+
+
+@pytest.mark.parametrize("project", ["P", "p\n", "a/b/c"])
+def test_a_manifests_project_that_is_no_polyaxon_project_is_refused(tmp_path: Path, project: str) -> None:
+    """Checked whole: a pattern ending in ``$`` also matched before a final newline ("p\\n" was taken)."""
+    with pytest.raises(UsageError) as refused:
+        grid._options_of({"project": project}, tmp_path)
+    assert str(refused.value) == (
+        f"{tmp_path / MANIFEST}: options field 'project': '{project}' is not a Polyaxon project name; fix: start the "
+        "run anew with another --out (the manifest was edited or damaged)"
+    )
 
 
 @pytest.mark.parametrize(

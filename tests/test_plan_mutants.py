@@ -106,7 +106,7 @@ def test_two_scenarios_of_one_name_are_refused_naming_both() -> None:
     )
 
 
-@pytest.mark.parametrize("name", ["Bad", "a b", "-lead", "x" * 65])
+@pytest.mark.parametrize("name", ["Bad", "a b", "-lead", "x" * 65, "mine\n"])
 def test_a_policy_whose_name_is_not_safe_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     module = f"odd_named_policy_{len(name)}_{ord(name[1])}"
     (tmp_path / f"{module}.py").write_text(

@@ -82,7 +82,7 @@ __all__ = [
     "tracking_note",
 ]
 
-_PROJECT = re.compile(r"^([a-z0-9][a-z0-9_-]*/)?[a-z0-9][a-z0-9_-]*$")
+_PROJECT = re.compile(r"([a-z0-9][a-z0-9_-]*/)?[a-z0-9][a-z0-9_-]*")  # whole: fullmatch, not "$" (a newline)
 
 
 RecordsMode = Literal["auto", "full", "compact"]
@@ -216,7 +216,7 @@ def harness_errors(counts: Mapping[tuple[str, str], Counter[str]]) -> Counter[st
 
 
 def check_project(project: str) -> None:
-    if not _PROJECT.match(project):
+    if not _PROJECT.fullmatch(project):
         raise UsageError(f"--project '{project}': not a Polyaxon project name; fix: use [owner/]name in lower case")
 
 
@@ -494,7 +494,7 @@ def _options_of(data: dict[str, Any], out: Path) -> GridOptions:
             "manifest was edited or damaged)"
         ) from None
     project = checked.get("project")
-    if project is not None and not _PROJECT.match(project):
+    if project is not None and not _PROJECT.fullmatch(project):
         raise UsageError(
             f"{out / MANIFEST}: options field 'project': '{project}' is not a Polyaxon project name; fix: start "
             "the run anew with another --out (the manifest was edited or damaged)"

@@ -64,7 +64,7 @@ def load_grid(policy_specs: Sequence[str], scenario_specs: Sequence[str], seeds:
     """Load every policy and scenario, check names, and expand the grid; raise on the first bad input."""
     policies = {spec: load_policy(spec) for spec in dict.fromkeys(policy_specs)}
     for spec, policy in policies.items():
-        if not re.match(SAFE_NAME, policy.name):
+        if not re.fullmatch(SAFE_NAME, policy.name):  # whole: "$" also matches before a final newline
             raise PolicyError(
                 f"policy '{spec}': name '{policy.name}' is not safe for file and run names; "
                 "fix: use 1 to 64 lower case letters, digits, '_' or '-', starting with a letter or digit"
