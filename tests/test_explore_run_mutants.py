@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import time
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -441,6 +442,7 @@ def test_each_policy_and_scenario_explored_is_one_offline_run_with_its_own_explo
         f"{p} x lost_response": runs[f"explore-{p}-lost_response"]["uuid"] for p in POLICIES
     }
     assert summary.tracking.ok and summary.tracking.message is not None and str(out) in summary.tracking.message
+    assert "default/recovery-harness" in summary.tracking.message  # the project a server needs first
     for e in summary.explorations:
         run = runs[f"explore-{e.policy}-lost_response"]
         assert run["status"] == "succeeded"
@@ -552,6 +554,7 @@ def _made_job(job: Any) -> JobResult:
         coverage={"retry_new_key": {"request_lost": [part, 1]}},
         errors=[f"failure {part}"],
         stuck=[stuck],
+        findings=[_finding(Schedule((element("fault", {"boundary": "request_lost", "nth": part}),)), seed=part)],
     )
 
 
@@ -560,7 +563,9 @@ def test_the_parts_of_a_template_add_up_and_their_failures_are_each_said(
 ) -> None:
     monkeypatch.setattr(exploration, "explore_job", _made_job)
     out = tmp_path / "out"
+    began = time.perf_counter()
     summary = explore(["retry_new_key"], ["lost_response"], _options(out, concurrency=2, case_timeout_s=5.0))
+    wall_s = time.perf_counter() - began
     (row,) = summary.explorations
     assert (row.schedules, row.cases, row.simulated, row.violating) == (30, 33, 9, 3)
     assert row.violations == Counter({"no_duplicate_effect": 3}) and row.coverage == {"request_lost": [3, 2]}
@@ -580,8 +585,9 @@ def test_the_parts_of_a_template_add_up_and_their_failures_are_each_said(
         "of the exploration; reproduce",
     ]
     data = json.loads((out / "explore.json").read_text())
-    assert data["errors"] == summary.errors and data["findings"] == []
-    assert 0 < summary.elapsed_s < 30 and summary.elapsed_s == round(summary.elapsed_s, 3)
+    assert data["errors"] == summary.errors
+    assert [f["schedule"] for f in data["findings"]] == [["request_lost"], ["request_lost nth=2"]]  # both parts'
+    assert 0 < summary.elapsed_s <= wall_s + 0.001 and summary.elapsed_s == round(summary.elapsed_s, 3)
 
 
 def test_one_process_runs_each_template_as_one_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -637,3 +643,27 @@ def test_every_shipped_scenario_written_as_a_finding_loads_as_itself(tmp_path: P
             mine, theirs = loaded.model_dump(mode="json")[listed], template.model_dump(mode="json")[listed]
             assert sorted(mine, key=key) == sorted(theirs, key=key), (spec, listed)
         assert loaded.approval.model_dump(exclude={"token"}) == template.approval.model_dump(exclude={"token"})
+
+
+def test_a_finding_any_copy_of_which_shrank_for_any_violation_is_written_as_such() -> None:
+    """Two copies of one finding, the first reached keeping one property, the second shrinking for any violation:
+    one is written, its ``kept`` None (what a loader choosing again over several parts needs)."""
+    shape_a = Schedule((element("fault", {"boundary": "request_lost"}),))
+    kept_one = _finding(shape_a, kept="no_duplicate_effect", first_seen=0)
+    any_one = _finding(shape_a, first_seen=1, seed=2)
+    (written,) = exploration._needed([kept_one, any_one])
+    assert written.kept is None and written.first_seen == 0
+
+
+def test_a_property_one_policy_shows_does_not_hide_another_policys_finding_for_it() -> None:
+    """Findings are chosen per policy and template: a property shown by one policy's finding is not shown for
+    another policy, whose finding reached keeping that property is written too."""
+    shown = _finding(Schedule((element("fault", {"boundary": "request_lost"}),)))
+    other = _finding(
+        Schedule((element("fault", {"boundary": "response_lost"}),)),
+        policy="retry_same_key",
+        policy_spec="retry_same_key",
+        kept="no_duplicate_effect",
+        first_seen=3,
+    )
+    assert exploration._needed([other, shown]) == [shown, other]  # by policy, then as first seen
