@@ -817,6 +817,13 @@ def test_a_metric_file_is_one_value_only_within_its_first_4096_characters(tmp_pa
     assert tracking._one_value(str(tmp_path)) is None  # a folder
 
 
+def test_a_metric_file_that_is_not_utf8_is_no_one_value(tmp_path: Path) -> None:
+    """Not text the harness wrote: None, as for any other file (it raised UnicodeDecodeError)."""
+    odd = tmp_path / "odd.plx"
+    odd.write_bytes(f"{_HEADER}1|{_AT}|2.5".encode() + b"\xff")
+    assert tracking._one_value(str(odd)) is None
+
+
 # --- pushing ---------------------------------------------------------------------------------------------------------
 
 

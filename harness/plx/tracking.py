@@ -348,7 +348,7 @@ def _one_value(path: str) -> tuple[int, str, float] | None:
     try:
         with open(path, encoding="utf-8") as handle:
             text = handle.read(4096)
-    except OSError:
+    except (OSError, UnicodeDecodeError):  # not text the harness wrote: None, as any other file
         return None
     match = _ONE_VALUE.fullmatch(text)
     if match is None:
