@@ -284,12 +284,18 @@ def test_shards_and_processes_split_the_schedules_and_say_which_part_ran(tmp_pat
     assert (data["shard"], data["shards"]) == (1, 2)
 
 
-def test_a_declared_fault_that_never_fires_is_listed_as_unfired(tmp_path: Path) -> None:
+def _unfired(tmp_path: Path) -> Path:
+    """lost_response with a lookup fault at the 9th lookup, which no case reaches."""
     doc = yaml.safe_load((SCENARIOS / "lost_response.yaml").read_text())
     doc["name"] = "unfired"
     doc["faults"] = [*doc["faults"], {"boundary": "lookup_unavailable", "nth": 9}]
     path = tmp_path / "unfired.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def test_a_declared_fault_that_never_fires_is_listed_as_unfired(tmp_path: Path) -> None:
+    path = _unfired(tmp_path)
     summary = explore(["reconcile_and_reauthorize"], [str(path)], _options(tmp_path / "out"))
     assert [(u.scenario, u.fault) for u in summary.unfired] == [("unfired", "lookup_unavailable nth=9")]
     data = json.loads((tmp_path / "out" / "explore.json").read_text())
@@ -478,11 +484,7 @@ def test_each_policy_and_scenario_explored_is_one_offline_run_with_its_own_explo
 
 
 def test_an_unfired_fault_goes_to_the_run_of_its_own_template_only(tmp_path: Path) -> None:
-    doc = yaml.safe_load((SCENARIOS / "lost_response.yaml").read_text())
-    doc["name"] = "unfired"
-    doc["faults"] = [*doc["faults"], {"boundary": "lookup_unavailable", "nth": 9}]
-    path = tmp_path / "unfired.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    path = _unfired(tmp_path)
     out = tmp_path / "out"
     summary = explore(["reconcile_and_reauthorize"], [str(path), "lost_response"], _options(out, tracking="offline"))
     by_scenario = {

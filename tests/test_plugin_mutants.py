@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_grid_mutants import Supervised  # the same in-process stand-in for the worker processes
 
 import harness.gate.runner as runner
 import harness.run.grid as grid
@@ -29,7 +30,6 @@ from harness.gate.repro import ReproFolder
 from harness.gate.runner import CheckOptions, assert_recovers, check_policy, coverage_notes, judge_reports
 from harness.policy import Escalate, Situation
 from harness.run import GridOptions, load_grid, plan_cells, run_case, run_grid
-from harness.run.cell import Piece
 from harness.run.files import read_reports
 from harness.run.grid import RunInterrupted, RunNotWritten
 from harness.run.plan import Cell, Plan, UsageError
@@ -38,6 +38,15 @@ from harness.scenario import list_scenarios
 pytest_plugins = ["pytester"]
 
 UNSAFE, SAFE = "retry_new_key", "reconcile_and_reauthorize"
+
+
+@pytest.fixture(autouse=True)
+def supervised(monkeypatch: pytest.MonkeyPatch) -> Supervised:
+    fake = Supervised()
+    monkeypatch.setattr(pool, "supervise", fake)
+    return fake
+
+
 #: Every run of pytest here leaves out the plugins it does not need (hypothesis's ends each session with seconds
 #: of work).
 QUIET = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:xdist", "-p", "no:anyio")
@@ -56,31 +65,6 @@ class EscalateThenRaise:
 
 
 RAISES = EscalateThenRaise()
-
-
-class Supervised:
-    """Stands in for ``harness.run.pool.supervise``: runs every piece here, in order, noting each call."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[int, int, float | None]] = []
-
-    def __call__(
-        self,
-        jobs: Sequence[Piece],
-        concurrency: int,
-        case_timeout_s: float | None,
-        finished: Callable[[int, Any], None],
-    ) -> None:
-        self.calls.append((len(jobs), concurrency, case_timeout_s))
-        for k, piece in enumerate(jobs):
-            finished(k, piece.execute(lambda _: None))
-
-
-@pytest.fixture(autouse=True)
-def supervised(monkeypatch: pytest.MonkeyPatch) -> Supervised:
-    fake = Supervised()
-    monkeypatch.setattr(pool, "supervise", fake)
-    return fake
 
 
 class Grids:
