@@ -364,6 +364,7 @@ def test_an_exploration_that_cannot_write_says_so_and_leaves_nothing(
     out = tmp_path / "out"
     with pytest.raises(NotWritten) as caught:
         explore(["retry_new_key"], ["lost_response"], _options(out))
+    assert (caught.value.folder, caught.value.reason) == (out, "No space left on device")
     assert str(caught.value) == (
         f"cannot write the exploration's files in {out} (No space left on device); fix: make room or give a "
         "writable folder, then explore again"
@@ -606,16 +607,9 @@ def test_explore_json_is_indented_by_two(explored: tuple[ExploreSummary, dict[st
     assert text.startswith('{\n  "policies": [\n    "retry_new_key",\n')
 
 
-def test_a_full_disk_is_said_with_the_folder_and_its_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def full(path: Path, text: str) -> None:
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(exploration, "write_atomic", full)
-    out = tmp_path / "out"
-    with pytest.raises(NotWritten) as caught:
-        explore(["retry_new_key"], ["lost_response"], _options(out))
-    assert (caught.value.folder, caught.value.reason) == (out, "No space left on device")
-
+def test_a_full_quota_with_no_words_from_the_system_is_said_in_the_errors_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def quota(path: Path, text: str) -> None:
         raise OSError(errno.EDQUOT, None)  # no text from the system: the error's own words
 
