@@ -394,7 +394,8 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             args.junit = args.junit.absolute() if args.junit else None
             again = _requested(args, request)
             if again.junit:  # given now (made absolute above), or in the words, relative to where they were said
-                check_junit_path(Path(request.cwd) / again.junit, args.resume)
+                again.junit = Path(request.cwd) / again.junit  # said by a path that holds from any folder
+                check_junit_path(again.junit, args.resume)
             hold = claim(args.resume, fresh=False)
             os.chdir(request.cwd)
             try:

@@ -1424,6 +1424,19 @@ def test_a_requested_run_whose_junit_cannot_be_written_is_refused_leaving_its_fo
     assert sorted(p.name for p in out.iterdir()) == [LOCK_FILE, REQUEST]
 
 
+def test_a_requested_runs_junit_named_in_its_words_is_said_by_a_path_that_holds_from_any_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The JUnit file the run's words name (relative to where they were said) is written there, and said so: not
+    as the relative path of the words, which from the folder the resume runs in names another file."""
+    words = ["run", "--policy", POLICY, "--scenario", SCENARIO, "--seed", "1", "--junit", "j.xml", *QUIET]
+    out, said = _requested(tmp_path, words, monkeypatch)
+    monkeypatch.chdir(tmp_path / "else")
+    assert cli.main(["run", "--resume", str(out)]) == 0
+    assert _out(capsys)[0].endswith(f"\njunit: {said / 'j.xml'}\n")
+    assert (said / "j.xml").is_file() and not (tmp_path / "else" / "j.xml").exists()
+
+
 def test_a_requested_run_whose_junit_is_inside_its_folder_without_xml_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
