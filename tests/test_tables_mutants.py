@@ -792,3 +792,20 @@ def test_an_entrys_data_is_its_keys_exactly_or_any_keys_and_its_kind_where_an_ev
             {},
         ]
     }
+
+
+def test_a_case_the_harness_could_not_judge_left_every_safety_property_unknown() -> None:
+    """Rule: a harness_error case's ``unknown`` holds one reason under ``*``, for every metric at once, so its
+    ``unknown_metrics`` is ``*``: it left every safety property unknown, and its cell says so (it read ``0/3``
+    beside the metric tables' ``unknown x3`` and the policy's ``undecided``)."""
+    from harness.present.analysis import _row
+    from harness.run.case import failed_report
+    from harness.run.plan import load_grid
+
+    (one,) = load_grid(["retry_new_key"], ["lost_response"], [1]).cases
+    row = _row(checked_case(json.loads(failed_report(one, "boom").model_dump_json())), "run", "x/recovery.json")
+    assert row["unknown_metrics"] == "*" and row["outcome"] == "harness_error"
+    assert undecided("*") and undecided("reads, *")
+    cases = frame(*(case("p", "s", seed, "harness_error", unknown_metrics="*") for seed in (1, 2, 3)))
+    assert rates(cases)["unknown"].tolist() == [3]
+    assert rate_table(cases).loc["p", "s"] == "0/3 · same at every seed · 3 unknown"

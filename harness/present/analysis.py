@@ -592,8 +592,9 @@ _PROPERTY_NAMES = frozenset(m.name for m in PROPERTIES)
 
 
 def undecided(unknown_metrics: str) -> bool:
-    """Whether a case left some safety property unknown (its ``unknown_metrics`` cell lists it)."""
-    return any(name in _PROPERTY_NAMES for name in unknown_metrics.split(", "))
+    """Whether a case left some safety property unknown (its ``unknown_metrics`` cell lists it, or ``*``: a case
+    the harness could not judge gives one reason for every metric at once)."""
+    return any(name in _PROPERTY_NAMES or name == "*" for name in unknown_metrics.split(", "))
 
 
 def rates(frame: pd.DataFrame, outcome: str = "correct", k: int = 3) -> pd.DataFrame:
