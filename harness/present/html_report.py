@@ -281,6 +281,7 @@ def write_report(
     groups = shown(frame)
     # Every failing case links to its group's section (the verdict table names the first failure).
     anchors = {str(path): f"case-{i}" for i, g in enumerate(groups) for path in (g.first["path"], *g.others["path"])}
+    drawn_cases = len(anchors)  # the cases the timelines' section shows; the harness errors are listed apart
     errors = frame[frame["outcome"] == "harness_error"]
     cell = list(zip(errors["policy"], errors["scenario"], strict=True))
     rank = {key: i for i, key in enumerate(dict.fromkeys(cell))}  # the frame's order of cells, then by seed
@@ -352,7 +353,7 @@ def write_report(
     for metric in TABLE_METRICS:
         body += [f"<h3>{metric}</h3>", _table(metric_table(frame, metric), f"metric-{metric}")]
     body += [
-        f"<h2>Timelines of the {len(anchors)} incorrect, abandoned or unresolved cases</h2>",
+        f"<h2>Timelines of the {drawn_cases} incorrect, abandoned or unresolved cases</h2>",
         f"<p>One per policy, scenario and outcome ({len(groups)}): the case with the lowest seed, the group's other "
         f"cases listed under it (the first {REPORT_LISTED_MAX}).</p>",
     ]
