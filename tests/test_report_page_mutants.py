@@ -910,3 +910,118 @@ def test_a_frame_read_without_notes_is_a_page_all_the_same(run: Path, monkeypatc
     monkeypatch.setattr(html_report, "load", load)
     page = _page(run, tell=pytest.fail)
     assert 'class="warning"' not in page.split("</style>", 1)[1]
+
+
+# --- the timelines drawn before the page: harness/run/pictures.py ------------------------------------------------
+
+
+class _Rendered:
+    """Stands in for ``render_timeline``: notes each path, and raises for the paths given an error."""
+
+    def __init__(self, errors: dict[str, BaseException] | None = None) -> None:
+        self.paths: list[str] = []
+        self.errors = errors or {}
+
+    def __call__(self, path: Path) -> Path | None:
+        self.paths.append(path.parent.name)
+        if path.parent.name in self.errors:
+            raise self.errors[path.parent.name]
+        return None
+
+
+def _recoveries(root: Path, names: Sequence[str]) -> list[Path]:
+    for name in names:
+        (root / name).mkdir(parents=True)
+    return [root / name / "recovery.json" for name in names]
+
+
+def test_a_drawing_job_draws_each_picture_not_there_yet_and_says_which(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.run.pictures import _Drawing
+
+    rendered = _Rendered()
+    monkeypatch.setattr(html_report, "render_timeline", rendered)
+    paths = _recoveries(tmp_path, ["a", "b", "c"])
+    paths[1].with_name("timeline.png").write_bytes(b"")
+    said: list[int] = []
+    assert _Drawing(tuple(paths)).execute(said.append) == 3
+    assert rendered.paths == ["a", "c"]
+    assert said == [0, -1, 2, -1]
+
+
+@pytest.mark.parametrize(
+    "error", [OSError("disk"), ValueError("v"), KeyError("k"), TypeError("t"), AttributeError("a")]
+)
+def test_a_picture_that_cannot_be_drawn_is_left_to_the_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: Exception
+) -> None:
+    from harness.run.pictures import _Drawing
+
+    rendered = _Rendered({"a": error})
+    monkeypatch.setattr(html_report, "render_timeline", rendered)
+    said: list[int] = []
+    assert _Drawing(tuple(_recoveries(tmp_path, ["a", "b"]))).execute(said.append) == 2
+    assert rendered.paths == ["a", "b"] and said == [0, -1, 1, -1]
+
+
+def test_another_failure_of_a_drawing_job_is_not_hidden(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.run.pictures import _Drawing
+
+    monkeypatch.setattr(html_report, "render_timeline", _Rendered({"a": RuntimeError("r")}))
+    with pytest.raises(RuntimeError):
+        _Drawing(tuple(_recoveries(tmp_path, ["a"]))).execute(lambda _: None)
+
+
+def test_a_drawing_job_without_one_picture_keeps_the_others_in_order() -> None:
+    from harness.run.pictures import _Drawing
+
+    job = _Drawing((Path("a"), Path("b"), Path("c")))
+    assert job.without(0, "r").paths == (Path("b"), Path("c"))
+    assert job.without(1, "r").paths == (Path("a"), Path("c"))
+    assert job.without(2, "r").paths == (Path("a"), Path("b"))
+
+
+class _Pool:
+    """Stands in for ``supervise``: notes the jobs and how they were to run, and runs them here."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[tuple[str, ...]], int, float | None]] = []
+
+    def __call__(self, jobs: Sequence[Any], concurrency: int, budget: float | None, finished: Any) -> None:
+        self.calls.append(([tuple(p.parent.name for p in job.paths) for job in jobs], concurrency, budget))
+        for k, job in enumerate(jobs):
+            assert finished(k, job.execute(lambda _: None)) is None
+
+
+@pytest.mark.parametrize(("count", "concurrency"), [(3, 1), (15, 4), (40, 1), (40, 0)])
+def test_few_pictures_or_one_process_are_drawn_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int, concurrency: int
+) -> None:
+    from harness.run.pictures import PARALLEL_FROM, draw_timelines
+
+    assert PARALLEL_FROM == 16
+    rendered, workers = _Rendered(), _Pool()
+    monkeypatch.setattr(html_report, "render_timeline", rendered)
+    monkeypatch.setattr(pool, "supervise", workers)
+    names = [f"c{i}" for i in range(count)]
+    draw_timelines(_recoveries(tmp_path, names), concurrency)
+    assert rendered.paths == names and workers.calls == []
+
+
+@pytest.mark.parametrize(("count", "concurrency", "sizes"), [(16, 2, [2] * 8), (100, 3, [9] * 11 + [1]),
+                                                               (16, 8, [1] * 16), (17, 2, [3] * 5 + [2])])  # fmt: skip
+def test_many_pictures_are_spread_over_the_processes_several_jobs_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int, concurrency: int, sizes: list[int]
+) -> None:
+    from harness.run.pictures import draw_timelines
+
+    rendered, workers = _Rendered(), _Pool()
+    monkeypatch.setattr(html_report, "render_timeline", rendered)
+    monkeypatch.setattr(pool, "supervise", workers)
+    names = [f"c{i}" for i in range(count)]
+    draw_timelines(_recoveries(tmp_path, names), concurrency)
+    ((jobs, used, budget),) = workers.calls
+    assert [len(j) for j in jobs] == sizes
+    assert [n for j in jobs for n in j] == names == rendered.paths
+    assert (used, budget) == (concurrency, None)
