@@ -1132,8 +1132,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(words: list[str]) -> int:
     args = _parser().parse_args(_attached(words))
+    _STOPPED.clear()
     previous = signal.getsignal(signal.SIGTERM)
     signal.signal(signal.SIGTERM, _stop)  # a terminated run stops as cleanly as an interrupted one
+    interrupt = signal.getsignal(signal.SIGINT)
+    if interrupt is signal.default_int_handler:  # Python's own (not where SIGINT was ignored when it started)
+        signal.signal(signal.SIGINT, _stop)
     try:
         return _command(args, words)
     except RunFailed as exc:
@@ -1175,6 +1179,7 @@ def _main(words: list[str]) -> int:
         return _internal_error(exc)
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, interrupt)
 
 
 def _missing_dependency(exc: ModuleNotFoundError) -> bool:
@@ -1186,7 +1191,13 @@ def _missing_dependency(exc: ModuleNotFoundError) -> bool:
 
 
 def _internal_error(exc: Exception) -> int:
-    """A bug of the harness: one line with where to look, not a traceback."""
+    """A bug of the harness: one line with where to look, not a traceback. Unless an interrupt came first: a
+    Ctrl-C that lands while a module is imported can surface as another error (Python wraps it when it lands in
+    a class's ``__set_name__``, as a pydantic model is built; pydantic-core when it lands in building a
+    validator, keeping only its text). It is the interrupt it was, and exits as one."""
+    if _STOPPED or _caused_by_interrupt(exc):
+        print("harness: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     import traceback
 
     where = Path(tempfile.gettempdir()) / f"harness-error-{os.getpid()}.txt"
@@ -1206,8 +1217,25 @@ def _line(message: object) -> str:
     return str(message).replace("\r", "\\r").replace("\n", "\\n")
 
 
+#: The signals (SIGINT, SIGTERM) that came during the command: once one has, any error is taken for the interrupt.
+_STOPPED: list[int] = []
+
+
 def _stop(signum: int, frame: object) -> None:
+    _STOPPED.append(signum)
     raise KeyboardInterrupt
+
+
+def _caused_by_interrupt(exc: BaseException) -> bool:
+    """Whether a ``KeyboardInterrupt`` is among the causes or contexts of ``exc``."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _command(args: argparse.Namespace, argv: Sequence[str]) -> int:

@@ -140,6 +140,94 @@ def test_sigterm_during_a_command_stops_it_as_an_interrupt_does(
     assert _out(capsys) == ("", "harness: interrupted\n")
 
 
+@pytest.fixture
+def python_sigint() -> Any:
+    """SIGINT handled as Python handles it when it starts with SIGINT not ignored (a test worker may ignore it)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def test_a_ctrl_c_that_surfaces_as_another_error_exits_as_an_interrupt_not_as_a_bug(
+    python_sigint: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Ctrl-C that landed in an import, while pydantic built a model, was reported as a bug of the harness
+    (``internal error: RuntimeError: Error calling __set_name__ ...``, or pydantic-core's ``SchemaError``, which
+    keeps only the interrupt's text), exit 1, with a traceback file left behind."""
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path))
+    seen: list[object] = []
+
+    def wrapped(args: argparse.Namespace, words: Sequence[str]) -> int:  # as Python wraps it: the interrupt chained
+        seen.append(signal.getsignal(signal.SIGINT))
+        raise RuntimeError("Error calling __set_name__ on 'Field' instance 'cases' in 'JobResult'") from (
+            KeyboardInterrupt()
+        )
+
+    monkeypatch.setattr(cli, "_command", wrapped)
+    assert cli.main(["list"]) == 130
+    assert _out(capsys) == ("", "harness: interrupted\n")
+    assert seen == [cli._stop] and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+    def flattened(args: argparse.Namespace, words: Sequence[str]) -> int:  # as pydantic-core does: text, no chain
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+        except KeyboardInterrupt:
+            raise ValueError('Error building "model" validator: KeyboardInterrupt:') from None
+        return 0
+
+    monkeypatch.setattr(cli, "_command", flattened)
+    assert cli.main(["list"]) == 130
+    assert _out(capsys) == ("", "harness: interrupted\n")
+    assert list(tmp_path.iterdir()) == []  # no traceback of a bug that was not one
+
+    def failed(args: argparse.Namespace, words: Sequence[str]) -> int:  # no interrupt this time: a bug
+        raise ValueError("a bug") from RuntimeError("under it")
+
+    monkeypatch.setattr(cli, "_command", failed)
+    assert cli.main(["list"]) == 1
+    assert "harness: internal error: ValueError: a bug; this is a bug of the harness" in _out(capsys)[1]
+    assert [p.name for p in tmp_path.iterdir()] == [f"harness-error-{os.getpid()}.txt"]
+
+
+def test_sigint_is_left_alone_where_python_started_with_it_ignored(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A command started in the background of a shell, SIGINT ignored, is not made interruptible by it."""
+    seen: list[object] = []
+
+    def command(args: argparse.Namespace, words: Sequence[str]) -> int:
+        seen.append(signal.getsignal(signal.SIGINT))
+        return 0
+
+    monkeypatch.setattr(cli, "_command", command)
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        assert cli.main(["list"]) == 0
+        assert seen == [signal.SIG_IGN] and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def test_an_interrupt_ends_only_the_command_it_came_in(
+    python_sigint: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The next command in the same process (a test's, a notebook's) that meets a bug says it is one."""
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path))
+
+    def interrupted(args: argparse.Namespace, words: Sequence[str]) -> int:
+        os.kill(os.getpid(), signal.SIGINT)
+        return 0
+
+    def failed(args: argparse.Namespace, words: Sequence[str]) -> int:
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(cli, "_command", interrupted)
+    assert cli.main(["list"]) == 130
+    monkeypatch.setattr(cli, "_command", failed)
+    assert cli.main(["list"]) == 1
+    assert "internal error: ValueError: a bug" in _out(capsys)[1]
+
+
 def _full(filename: str | None = None) -> OSError:
     return OSError(errno.ENOSPC, "No space left on device", *([filename] if filename else []))
 
