@@ -244,12 +244,12 @@ def _lines(fig: Figure) -> list[Line2D]:
     return list(ax.lines)
 
 
-def _expected_right(rep: dict[str, Any], drawn: Sequence[int] | None = None) -> float:
+def _expected_right(rep: dict[str, Any], title: str, drawn: Sequence[int] | None = None) -> float:
     """The right end of the picture: the last lane and a fifth, or further where a label (7-point, beside its
-    lane) ends further; and a tenth of a lane more."""
+    lane) or the title (10-point, from the left edge at -1.3) ends further; and a tenth of a lane more."""
     entries = [e for e in events(rep["timeline"]) if drawn is None or e.index in drawn]
     ends = [X[pictures._lane(e)] + 0.08 + len(pictures._label(e)) * CHAR_IN / LANE_IN for e in entries]
-    return max([len(LANES) - 0.2, *ends]) + 0.1
+    return max([len(LANES) - 0.2, *ends, -1.3 + len(title) * CHAR_IN * 10 / 7 / LANE_IN]) + 0.1
 
 
 def test_a_timeline_draws_a_lane_per_actor_and_a_row_per_entry() -> None:
@@ -276,7 +276,7 @@ def test_a_timeline_draws_a_lane_per_actor_and_a_row_per_entry() -> None:
     assert times[18].get_text() == "20.058s"
     for t in times:
         assert (t.get_ha(), t.get_va(), t.get_fontsize(), to_hex(t.get_color())) == ("right", "center", 7, "#546e7a")
-    right = _expected_right(rep)
+    right = _expected_right(rep, ax.get_title(loc="left"))
     assert right == pytest.approx(6 + 0.08 + len("applied model=m7 receipt_id=r1") * CHAR_IN / LANE_IN + 0.1)
     assert ax.get_xlim() == pytest.approx((-1.3, right)) and ax.get_ylim() == pytest.approx((40.7, -1.6))
     assert fig.get_size_inches().tolist() == pytest.approx([(right + 1.3) * LANE_IN / 0.98, 0.26 * 41 + 1.6])
@@ -390,7 +390,7 @@ def test_a_long_timeline_draws_its_first_entries_and_every_later_witness_and_fau
     )
     assert ax.get_ylim() == pytest.approx((9.7, -1.6))
     assert fig.get_size_inches()[1] == pytest.approx(0.26 * 10 + 1.6)
-    assert ax.get_xlim()[1] == pytest.approx(_expected_right(rep, drawn))
+    assert ax.get_xlim()[1] == pytest.approx(_expected_right(rep, ax.get_title(loc="left"), drawn))
     monkeypatch.setattr(pictures, "TIMELINE_DRAWN_MAX", 7)
     fig = timeline(rep)  # 0 to 6, then 7, 13, 18, 31, 32, 38: 13 of 14 allowed
     assert len([t for t in _texts(fig) if t.get_position()[0] == -0.65]) == 13
@@ -668,3 +668,40 @@ def test_a_frame_with_categorical_names_draws_the_same_cells_without_a_warning(t
         drawn = cells(heatmap(named))
     assert drawn == cells(heatmap(frame))
     assert drawn[(1.5, 2.5)] == ("-", "#ffffff") and drawn[(0.5, 2.5)] == ("abandoned 2", COLOURS["abandoned"])
+
+
+class _Polls:
+    """Reads the destination, waits a tenth of a second, and again, until its commands or its time run out."""
+
+    name, revision = "polls_until_told_otherwise", "1"
+
+    def decide(self, situation: Any) -> object:
+        from harness.policy import LookUp, Wait
+
+        return LookUp() if situation.last is None or situation.last.kind == "wait" else Wait(duration_s=0.1)
+
+
+def test_a_long_timelines_title_is_not_cut_off() -> None:
+    """A case of more entries than are drawn says in its title how many were left out; with a long scenario name
+    that title ran past the picture's right edge, and '(recovery.json has them all)' was cut off (the picture
+    widened for its labels only). A scenario may allow up to 10,000 commands: here 90, 243 entries."""
+    from harness.run.plan import Case
+
+    (shipped,) = load_grid(["stop_on_timeout"], ["connector_cancel_while_new_operation_leaves"], [1]).cases
+    worker = shipped.scenario.worker.model_copy(update={"command_count_max": 90})
+    scenario = shipped.scenario.model_copy(update={"worker": worker})
+    rep = json.loads(recovery_json(run_case(Case("x:POLLS", shipped.scenario_spec, 12, _Polls(), scenario))[0]))
+    assert len(rep["timeline"]) == 243
+    fig = timeline(rep)
+    (ax,) = fig.axes
+    assert ax.get_title(loc="left") == (
+        "polls_until_told_otherwise x connector_cancel_while_new_operation_leaves seed 12: abandoned "
+        "(verdict false); 43 of 243 entries not drawn (recovery.json has them all)"
+    )
+    right = -1.3 + len(ax.get_title(loc="left")) * CHAR_IN * 10 / 7 / LANE_IN + 0.1
+    assert right > 8 and right == pytest.approx(_expected_right(rep, ax.get_title(loc="left"), range(243)))
+    assert ax.get_xlim() == pytest.approx((-1.3, right))
+    assert fig.get_size_inches()[0] == pytest.approx((right + 1.3) * LANE_IN / 0.98)
+    fig.canvas.draw()
+    box = ax._left_title.get_window_extent(fig.canvas.get_renderer())  # type: ignore[attr-defined]
+    assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1

@@ -144,9 +144,17 @@ def timeline(report: dict[str, Any]) -> Figure:
     left_out = len(everything) - len(entries)
     rows = max(len(entries), 1)
     x = {lane: i for i, lane in enumerate(LANES)}
-    # Lanes keep their spacing; the picture widens until the longest label ends inside it (nothing is cut).
+    title = (
+        f"{report['policy']} x {report['scenario']} seed {report['seed']}: {report['outcome']} "
+        f"(verdict {report['verdict']})"
+    )
+    if left_out:
+        title += f"; {left_out} of {len(everything)} entries not drawn (recovery.json has them all)"
+    # Lanes keep their spacing; the picture widens until the longest label, and the title (10-point, from the left
+    # edge), ends inside it (nothing is cut).
     left, right = -1.3, len(LANES) - 0.2
     ends = [x[_lane(e)] + 0.08 + len(_label(e)) * _CHAR_IN / _LANE_IN for e in entries]
+    ends.append(left + len(title) * _CHAR_IN * 10 / 7 / _LANE_IN)
     right = max([right, *ends]) + 0.1
     fig, ax = plt.subplots(figsize=((right - left) * _LANE_IN / 0.98, 0.26 * rows + 1.6), dpi=80)
     for lane, i in x.items():
@@ -196,12 +204,6 @@ def timeline(report: dict[str, Any]) -> Figure:
     ax.set_xlim(left, right)
     ax.set_ylim(rows - 0.3, -1.6)
     ax.axis("off")
-    title = (
-        f"{report['policy']} x {report['scenario']} seed {report['seed']}: {report['outcome']} "
-        f"(verdict {report['verdict']})"
-    )
-    if left_out:
-        title += f"; {left_out} of {len(everything)} entries not drawn (recovery.json has them all)"
     ax.set_title(title, fontsize=10, loc="left")
     # Fixed margins: tight_layout would draw the whole figure twice.
     top = 1 - 0.45 / fig.get_figheight()
