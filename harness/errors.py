@@ -37,7 +37,8 @@ class NotWritten(RunFailed):
 
 #: What the system answers when a file cannot be written for want of room or permission: the user's to mend. Any
 #: other error (a file missing, say) may be the harness's own bug, and is reported as one.
-_NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES})
+#: EPERM is what an immutable folder (``chattr +i``) or a filesystem that refuses a rename answers, even to root.
+_NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
 
 
 def no_room(exc: OSError) -> bool:

@@ -685,6 +685,11 @@ def test_a_quiet_run_says_nothing_of_reading_its_report(
             "writable folder, then run the command again",
         ),
         (OSError(errno.EROFS, "Read-only file system"), "harness: cannot write a file: Read-only file system; fix:"),
+        # An immutable folder (chattr +i) refuses even root: it was "internal error: PermissionError ... a bug".
+        (
+            PermissionError(errno.EPERM, "Operation not permitted", "/frozen/.heatmap.png.1.tmp"),
+            "harness: cannot write a file (/frozen/.heatmap.png.1.tmp): Operation not permitted; fix: make room",
+        ),
         (FileNotFoundError(errno.ENOENT, "No such file or directory", "/gone"), "harness: internal error:"),
     ],
 )
