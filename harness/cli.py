@@ -998,6 +998,7 @@ def _report(run_dir: Path, out: Path | None = None) -> int:
     from harness.run.folder import in_use
     from harness.run.pictures import draw_timelines
 
+    run_dir = run_dir.absolute()  # every command it prints (resume, replay, report --out) runs from any folder
     if not run_dir.is_dir():
         raise UsageError(f"{run_dir}: not a folder; fix: give a folder written by 'harness run'")
     if in_use(run_dir):
@@ -1008,8 +1009,8 @@ def _report(run_dir: Path, out: Path | None = None) -> int:
     if (run_dir / "explore.json").is_file() and not (run_dir / "cases").is_dir():
         raise UsageError(
             f"{run_dir}: an exploration (explore.json), not a run: it holds findings, not cases; fix: replay a "
-            f"finding with python -m harness replay {run_dir}/findings/<policy>/<file>.yaml, or load them all with "
-            "harness.present.analysis.load_explorations"
+            f"finding with python -m harness replay {shlex.quote(str(run_dir))}/findings/<policy>/<file>.yaml, or "
+            "load them all with harness.present.analysis.load_explorations"
         )
 
     def draw(paths: Sequence[Path]) -> None:
@@ -1042,7 +1043,7 @@ def _report(run_dir: Path, out: Path | None = None) -> int:
     if (run_dir / "manifest.json").is_file() and not (run_dir / "run.json").is_file():
         print(
             f"harness: {run_dir} is incomplete (the run was stopped before it ended), and so is its report; "
-            f"resume: python -m harness run --resume {run_dir}",
+            f"resume: python -m harness run --resume {shlex.quote(str(run_dir))}",
             file=sys.stderr,
         )
     return EXIT_OK

@@ -571,6 +571,20 @@ def test_a_run_still_writing_gets_no_resume_command(tmp_path: Path, capsys: pyte
     )
 
 
+def test_a_stopped_run_loaded_by_a_relative_path_is_resumed_by_an_absolute_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A notebook that loads ``runs/x`` is told the resume command by a path that holds from any folder."""
+    out = tmp_path / "my runs" / "run"
+    out.mkdir(parents=True)
+    (out / "request.json").write_text(json.dumps({"argv": ["run"], "cwd": str(tmp_path)}))
+    monkeypatch.chdir(tmp_path)
+    load("my runs/run", quiet=False)
+    assert f"my runs/run: incomplete (the run was stopped); resume: python -m harness run --resume '{out}'\n" in (
+        capsys.readouterr().out
+    )
+
+
 def test_an_exploration_is_named_as_one_by_report_and_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`harness report` of an exploration's folder said "not a run folder; give a folder written by this version
     of 'harness run'", and load() the same: both say it is an exploration, and what reads it."""

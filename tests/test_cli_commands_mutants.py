@@ -722,6 +722,22 @@ def test_report_of_a_stopped_run_says_it_is_incomplete_and_how_to_resume_it(
     assert _out(capsys)[1] == "harness: a note\\non two lines\n"
 
 
+def test_report_of_a_folder_named_relatively_says_its_commands_by_absolute_paths(
+    tmp_path: Path, page: _Page, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The resume and replay commands it said named the folder as given (``relrun``), a path that holds only
+    where the words were said; every command the harness prints runs from any folder."""
+    (tmp_path / "a b").mkdir()
+    run = _folder(tmp_path / "a b", MANIFEST)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["report", "a b/run", "--out", str(tmp_path / "p.html")]) == 0
+    assert _out(capsys)[1].endswith(f"resume: python -m harness run --resume '{run}'\n")
+    assert page.calls[0][0] == run
+    (run / "explore.json").write_text("{}")  # and no cases: an exploration
+    assert cli.main(["report", "a b/run"]) == 2
+    assert f"fix: replay a finding with python -m harness replay '{run}'/findings/<policy>/" in _out(capsys)[1]
+
+
 def test_report_refuses_what_is_not_a_run_folder_or_not_a_pages_name_before_writing(
     tmp_path: Path, page: _Page, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -718,11 +718,15 @@ def test_a_page_without_tell_says_nothing_and_warns_all_the_same(run: Path, monk
 def test_an_incomplete_run_is_warned_of_with_the_command_that_completes_it(
     run: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The command names the folder by an absolute path, quoted for a shell: it was the path as loaded (relative
+    to wherever the page was made), which runs from nowhere else."""
+    monkeypatch.chdir(run.parent)
     _with_attrs(monkeypatch, incomplete=["f<1>", "g"])
     page = _page(run)
     assert ('<p class="warning"><strong>Incomplete:</strong> the run in <code>f&lt;1&gt;</code> was stopped before '
             "it ended, so this page shows only the cases it finished. Complete it with <code>python -m harness run "
-            "--resume f&lt;1&gt;</code>.</p>") in page  # fmt: skip
+            f"--resume &#x27;{html.escape(str(run.parent))}/f&lt;1&gt;&#x27;</code>.</p>") in page  # fmt: skip
+    assert f"--resume {html.escape(str(run.parent))}/g</code>" in page
     assert page.count("<strong>Incomplete:</strong>") == 2
     assert page.index("<strong>Incomplete:</strong>") < page.index('id="verdicts"')
 

@@ -23,6 +23,7 @@ import json
 import math
 import os
 import re
+import shlex
 import time
 import zlib
 from collections import Counter
@@ -496,7 +497,8 @@ def _load(
             if folder in running:
                 print(f"{folder}: incomplete (a harness run is still writing it)")
             else:
-                print(f"{folder}: incomplete (the run was stopped); resume: python -m harness run --resume {folder}")
+                again = shlex.quote(str(Path(folder).absolute()))  # a command that runs from any folder
+                print(f"{folder}: incomplete (the run was stopped); resume: python -m harness run --resume {again}")
     return frame
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -322,7 +323,7 @@ def write_report(
         body.append(
             f'<p class="warning"><strong>Incomplete:</strong> the run in <code>{html.escape(folder)}</code> was '
             "stopped before it ended, so this page shows only the cases it finished. Complete it with "
-            f"<code>python -m harness run --resume {html.escape(folder)}</code>.</p>"
+            f"<code>python -m harness run --resume {html.escape(shlex.quote(str(Path(folder).absolute())))}</code>.</p>"
         )
     if clashes:
         body.append(
