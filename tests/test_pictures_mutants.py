@@ -9,6 +9,7 @@ its pixels, except where what is asked is how the pixels are made (``png_bytes``
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import struct
@@ -40,7 +41,17 @@ from harness.model.events import (
 )
 from harness.model.report import events
 from harness.present.analysis import load
-from harness.present.pictures import COLOURS, LANES, heatmap, png_bytes, refuse_folder, save_png, timeline
+from harness.present.pictures import (
+    COLOURS,
+    LANES,
+    PNG_SOFTWARE,
+    drawn_here,
+    heatmap,
+    png_bytes,
+    refuse_folder,
+    save_png,
+    timeline,
+)
 from harness.run import load_grid, plan_cells, run_case, run_grid
 from harness.run.case import failed_report
 from harness.run.files import recovery_json
@@ -523,10 +534,35 @@ def test_png_bytes_draws_the_figure_unhinted_at_its_size_and_closes_it() -> None
     def drawn(hint: str) -> bytes:
         buffer = io.BytesIO()
         with matplotlib.rc_context({"text.hinting": hint}):
-            timeline(rep).savefig(buffer, format="png")
+            timeline(rep).savefig(buffer, format="png", metadata={"Software": PNG_SOFTWARE})
         return buffer.getvalue()
 
     assert data == drawn("none") != drawn("force_autohint")
+
+
+def test_a_png_the_harness_drew_says_so_and_is_told_from_others(tmp_path: Path) -> None:
+    """Rule: every PNG names the harness as its Software (a report refuses to write over a picture that does
+    not); ``drawn_here`` reads it, and nothing else, from the file's head."""
+    data = png_bytes(plt.figure(figsize=(1, 1)))
+    software = f"Software\x00recovery harness (Matplotlib {matplotlib.__version__})".encode()
+    assert data.index(software) < data.index(b"IDAT") and PNG_SOFTWARE.startswith("recovery harness (Matplotlib ")
+    ours, plain, other, text, gone = (tmp_path / n for n in ("ours.png", "plain.png", "o.png", "t.png", "gone.png"))
+    ours.write_bytes(data)
+    buffer = io.BytesIO()
+    figure = plt.figure(figsize=(1, 1))
+    figure.savefig(buffer, format="png")  # matplotlib's own Software text
+    plt.close(figure)
+    plain.write_bytes(buffer.getvalue())
+    other.write_bytes(b"\x89PNG" + b"\x00" * 600 + software)  # the words, but past the head
+    text.write_bytes(software)  # the words, in what is not a PNG
+    assert [drawn_here(p) for p in (ours, plain, other, text, gone, tmp_path)] == [
+        True,
+        False,
+        False,
+        False,
+        False,
+        False,
+    ]
 
 
 def test_save_png_writes_the_picture_and_returns_where(tmp_path: Path) -> None:

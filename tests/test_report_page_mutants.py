@@ -771,6 +771,66 @@ def test_a_page_written_again_replaces_the_old_one(run: Path) -> None:
     assert [p.name for p in run.iterdir() if p.name.endswith(".tmp")] == []
 
 
+def _marked_png() -> bytes:
+    """A PNG as the harness draws one (its Software text says so)."""
+    import matplotlib.pyplot as plt
+
+    from harness.present.pictures import png_bytes
+
+    return png_bytes(plt.figure(figsize=(1, 1)))
+
+
+def test_a_page_elsewhere_is_not_written_over_a_file_that_is_not_a_report_page(
+    run: Path, tmp_path: Path, drawn: Drawn
+) -> None:
+    """``harness report RUN --out mine.html`` wrote over a user's own mine.html, and over the heatmap.png beside
+    it, without a word; as ``schema --out`` and ``check --junit`` do, it now refuses, before it writes anything."""
+    elsewhere = tmp_path / "mine"
+    elsewhere.mkdir()
+    mine = elsewhere / "mine.html"
+    mine.write_text("<html>my precious page</html>")
+    with pytest.raises(ValueError) as refused:
+        html_report.write_report(run, mine)
+    assert str(refused.value) == (
+        f"{mine}: exists and is not a report page the harness wrote; fix: give a new file name, or remove it"
+    )
+    assert mine.read_text() == "<html>my precious page</html>" and sorted(elsewhere.iterdir()) == [mine]
+    assert drawn.saved == [] and drawn.timelines == []  # nothing drawn either
+
+    mine.unlink()
+    heat = elsewhere / "heatmap.png"
+    heat.write_bytes(b"precious png")
+    with pytest.raises(ValueError) as refused:
+        html_report.write_report(run, mine)
+    assert str(refused.value) == (
+        f"{heat}: exists and is not a heatmap the harness drew (the page writes one beside it); fix: write the "
+        "page in another folder, or remove it"
+    )
+    assert heat.read_bytes() == b"precious png" and sorted(elsewhere.iterdir()) == [heat]
+    heat.write_bytes(_marked_png().replace(b"Software\x00recovery harness", b"Software\x00another program."))
+    with pytest.raises(ValueError, match="is not a heatmap the harness drew"):  # a PNG, by other software
+        html_report.write_report(run, mine)
+
+    heat.write_bytes(_marked_png())  # the harness's own: both written over
+    mine.write_text(_page(run).replace("</body>", "<p>earlier</p></body>"))
+    assert html_report.write_report(run, mine) == mine
+    assert "<p>earlier</p>" not in mine.read_text() and heat.read_bytes() == b"heatmap:12"
+
+
+def test_the_runs_own_page_and_heatmap_are_the_runs_to_write_whatever_they_hold(run: Path, drawn: Drawn) -> None:
+    (run / "report.html").write_text("old")
+    (run / "heatmap.png").write_bytes(b"not drawn here")
+    assert html_report.write_report(run) == run / "report.html"
+    assert (run / "heatmap.png").read_bytes() == b"heatmap:12"
+    other = run / "second.html"  # another page in the run's folder: the heatmap beside it is the run's
+    other.write_text("<html>someone's</html>")
+    with pytest.raises(ValueError, match=r"second\.html: exists and is not a report page"):
+        html_report.write_report(run, other)
+    other.unlink()
+    (run / "heatmap.png").write_bytes(b"not drawn here")
+    assert html_report.write_report(run, other) == other and (run / "heatmap.png").read_bytes() == b"heatmap:12"
+
+
 def test_reading_the_cases_reports_its_progress(run: Path) -> None:
     seen: list[Any] = []
     _page(run, progress=seen.append)

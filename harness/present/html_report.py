@@ -34,7 +34,15 @@ from harness.present.analysis import (
     rate_table,
     read_case,
 )
-from harness.present.pictures import heatmap, png_bytes, refuse_folder, save_png, timeline, write_replacing
+from harness.present.pictures import (
+    drawn_here,
+    heatmap,
+    png_bytes,
+    refuse_folder,
+    save_png,
+    timeline,
+    write_replacing,
+)
 from harness.present.table import scenarios_down
 
 __all__ = ["TIMELINE_OUTCOMES", "UNDRAWABLE", "Shown", "render_timeline", "shown", "timelines_to_draw", "write_report"]
@@ -48,6 +56,8 @@ UNDRAWABLE: tuple[type[Exception], ...] = (ValueError, KeyError, TypeError, Attr
 #: The metrics the registry marks as shown: the safety properties first, then the measures.
 TABLE_METRICS = tuple(m.name for m in sorted(METRICS, key=lambda m: m.kind != "property") if m.shown)
 
+#: The page's title: what tells a report page from another file of its name (``_refuse_others``).
+_TITLE = "<title>Recovery harness report</title>"
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 24px; color: #263238; }
 h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 32px; } h3 { font-size: 15px; margin-bottom: 4px; }
@@ -252,6 +262,26 @@ def _errors(errors: pd.DataFrame) -> list[str]:
     ]
 
 
+def _refuse_others(run_dir: Path, out: Path) -> None:
+    """Refuse, before anything is written, to write the page over a file that is not a report page, or its
+    heatmap over a picture the harness did not draw; the run's own ``report.html``, and any ``heatmap.png`` in
+    its folder, are the run's to write. A page written elsewhere (``--out``) wrote over whatever had those names."""
+    own = run_dir / REPORT_HTML
+    if out.is_file() and not out.is_symlink() and not (own.is_file() and out.samefile(own)):
+        with out.open("rb") as file:
+            head = file.read(1024)
+        if _TITLE.encode() not in head:
+            raise ValueError(
+                f"{out}: exists and is not a report page the harness wrote; fix: give a new file name, or remove it"
+            )
+    heat = out.with_name("heatmap.png")
+    if heat.is_file() and not heat.is_symlink() and not drawn_here(heat) and not heat.parent.samefile(run_dir):
+        raise ValueError(
+            f"{heat}: exists and is not a heatmap the harness drew (the page writes one beside it); fix: write the "
+            "page in another folder, or remove it"
+        )
+
+
 def write_report(
     run_dir: Path,
     out: Path | None = None,
@@ -288,12 +318,13 @@ def write_report(
     rank = {key: i for i, key in enumerate(dict.fromkeys(cell))}  # the frame's order of cells, then by seed
     errors = errors.assign(_cell=[rank[key] for key in cell]).sort_values(["_cell", "seed"], kind="stable")
     anchors.update({str(path): f"error-{i}" for i, path in enumerate(errors["path"])})
+    out = out or run_dir / REPORT_HTML
+    refuse_folder(out)  # before the heatmap is written beside it
+    _refuse_others(run_dir, out)
     if draw is not None:
         missing = timelines_to_draw(frame)
         if missing:
             draw(missing)
-    out = out or run_dir / REPORT_HTML
-    refuse_folder(out)  # before the heatmap is written beside it
     heat = save_png(heatmap(frame), out.with_name("heatmap.png"))
     skipped = frame.attrs.get("skipped", [])
     if skipped and tell is not None:
@@ -312,7 +343,7 @@ def write_report(
         )
     body = [
         "<!doctype html>",
-        '<html lang="en"><head><meta charset="utf-8"><title>Recovery harness report</title>',
+        f'<html lang="en"><head><meta charset="utf-8">{_TITLE}',
         f"<style>{_STYLE}</style></head><body>",
         "<h1>Recovery harness report</h1>",
         f"<p>{_count(len(frame), 'case')} from <code>{html.escape(str(run_dir))}</code>: "
