@@ -510,6 +510,23 @@ def test_each_entry_is_labelled_by_what_it_says() -> None:
     )
 
 
+def test_a_control_character_in_a_policys_text_is_drawn_escaped_not_warned_of() -> None:
+    """A policy that raised ``RuntimeError("bad\\x1b[2J news")`` had its timeline drawn with matplotlib's warning
+    "Glyph 27 (^[) missing from font(s) DejaVu Sans" on the run's stderr; the text is now shown escaped, as the
+    reproduce line shows it."""
+    label = pictures._label
+    failed = PolicyFailed(action_id="a73", error="RuntimeError: bad\x1b[2J\x07 news, \u00e9t\u00e9")
+    assert label(failed) == "policy_error error=RuntimeError: bad\\x1b[2J\\x07 news, \u00e9t\u00e9"
+    rep = report("stop_on_timeout", "lost_response")
+    rep["timeline"].append({**rep["timeline"][-1], "event": "policy_error", "index": len(rep["timeline"]),
+                            "data": {"action_id": "a73", "error": "bad\x1b[2J news"}})  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a glyph missing is a UserWarning
+        fig = timeline(rep)
+        png_bytes(fig)
+    assert "policy_error error=bad\\x1b[2J news" in [t.get_text() for t in fig.axes[0].texts]
+
+
 # --- writing a picture ------------------------------------------------------------------------------------------
 
 

@@ -114,9 +114,18 @@ def _label(event: Event) -> str:
             return f"reply {event.kind} #{event.n}: {event.status}"
     data = event_data(event)
     keys = ("revision", "model", "ok", "receipt_id", "effect", "reason", "claimed", "error")
-    # A policy's text (a reason, an error) on one line, whatever it holds.
-    detail = " ".join(f"{k}={one_line(data[k], 70)}" for k in keys if data.get(k) is not None)
+    # A policy's text (a reason, an error) on one line, whatever it holds, and every character of it one the fonts
+    # draw: a control character (an escape sequence a policy's error held, say) is shown escaped, as the reproduce
+    # line shows it, and not left for matplotlib to warn of a glyph it lacks.
+    detail = " ".join(f"{k}={_printable(one_line(data[k], 70))}" for k in keys if data.get(k) is not None)
     return f"{event.event} {detail}"[:70]
+
+
+def _printable(text: str) -> str:
+    """``text`` with each character that does not print (``\x1b``, say) written as its escape."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 #: The lane of a fault: the side of the wire its boundary is on.
