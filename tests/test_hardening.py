@@ -1171,3 +1171,30 @@ def test_a_run_interrupted_while_it_writes_its_junit_says_a_resume_writes_it(
     monkeypatch.setattr(harness.cli, "_write_junit", real)
     assert main(["run", "--resume", str(out), "--quiet"]) == 0
     assert 'failures="1"' in junit.read_text()
+
+
+def test_an_interrupt_after_one_that_ended_code_run_from_text_still_exits_130(tmp_path: Path) -> None:
+    """CPython exits by SIGINT, whatever status it is given, once a KeyboardInterrupt has ended code it was given
+    as text (``exec`` of a string, as dataclasses build their methods while modules are imported). A Ctrl-C that
+    landed there at start-up was caught and said ("harness: interrupted"), and the process still died of SIGINT:
+    -2 to a caller, for about one interrupt in six. Here the interrupt is made to land there every time."""
+    (tmp_path / "sitecustomize.py").write_text(
+        textwrap.dedent(
+            """
+            import harness.cli as cli
+
+            def interrupted(args, words):
+                try:
+                    exec("raise KeyboardInterrupt")  # ends code run from text
+                except KeyboardInterrupt:
+                    raise KeyboardInterrupt from None  # and comes on to the harness, which says it
+
+            cli._command = interrupted
+            """
+        )
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "list"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (130, "", "harness: interrupted\n")
