@@ -660,10 +660,22 @@ def test_no_jobs_start_one_worker_and_finish_nothing(context: _Context) -> None:
     assert len(context.started) == 1 and context.log == [("stop", 0), ("kill", 0)]
 
 
-def test_a_worker_starts_with_ctrl_c_blocked_and_the_parent_gets_its_mask_back(context: _Context) -> None:
+def test_a_worker_starts_with_ctrl_c_blocked_and_the_parent_gets_its_mask_back(
+    context: _Context, monkeypatch: pytest.MonkeyPatch
+) -> None:
     before = signal.getsignal(signal.SIGINT)
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, set())
+    tracker: list[bool] = []  # SIGINT blocked when the resource tracker was made sure of: it must not be yet
+    monkeypatch.setattr(
+        pool,
+        "resource_tracker",
+        _Proxy(
+            pool.resource_tracker,
+            ensure_running=lambda: tracker.append(signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, set())),
+        ),
+    )
     _run([_Cases("a", ("ok",), [])])
+    assert tracker == [signal.SIGINT in blocked]  # before the block: its start lets SIGINT in again
     assert context.started[0].started_with == (before, True)  # blocked, and the parent's handler left as it was
     assert signal.getsignal(signal.SIGINT) == before
     assert signal.pthread_sigmask(signal.SIG_BLOCK, set()) == blocked

@@ -9,13 +9,14 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from test_hardening import BAD_POLICIES, harness
+from test_hardening import BAD_POLICIES, ROOT, harness
 
 from harness.explore import ExploreOptions, explore
 from harness.explore.schedule import Schedule, elements_of
@@ -220,25 +221,41 @@ def test_a_case_that_fails_while_shrinking_leaves_no_finding_from_that_shrink() 
         assert all(f.properties for f in result.findings)
 
 
-def test_a_worker_ignores_ctrl_c_from_its_first_instruction() -> None:
+def test_a_worker_never_acts_on_ctrl_c_from_its_first_instruction() -> None:
     """A worker used to ignore SIGINT only once it reached _serve, after a few hundred milliseconds of imports: a
-    Ctrl-C then printed its KeyboardInterrupt traceback. It is started with SIGINT ignored (seen in the kernel's
-    view of it at once), and the parent's own handler is back in place when start() returns."""
-    import multiprocessing
-    import signal
+    Ctrl-C then printed its KeyboardInterrupt traceback. It is started with SIGINT blocked, and ignores it before
+    it lets it in (the kernel's view of it, read as it starts and again once it serves); the parent's own handler
+    and mask are as they were when start() returns. In a fresh process, as a command is: there the first worker
+    also starts multiprocessing's resource tracker, whose start let SIGINT in again, so that first worker once
+    started with nothing keeping a Ctrl-C from it."""
+    script = textwrap.dedent(
+        """
+        import json, multiprocessing, signal, time
+        from pathlib import Path
+        from harness.run.pool import _Pool
 
-    from harness.run.pool import _Pool
+        def masks(pid):
+            lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+            bits = {l.split(":")[0]: int(l.split()[1], 16) for l in lines if l.startswith(("SigBlk:", "SigIgn:"))}
+            return (bool(bits["SigBlk"] & 2), bool(bits["SigIgn"] & 2))  # SIGINT: blocked, ignored
 
-    before = signal.getsignal(signal.SIGINT)
-    pool = _Pool(multiprocessing.get_context("spawn"), 1)
-    worker = pool.start()
-    try:
-        status = Path(f"/proc/{worker.process.pid}/status").read_text()
-        ignored = int(next(line for line in status.splitlines() if line.startswith("SigIgn:")).split()[1], 16)
-        assert ignored & (1 << (signal.SIGINT - 1))
-        assert signal.getsignal(signal.SIGINT) is before
-    finally:
+        before, blocked = signal.getsignal(signal.SIGINT), signal.pthread_sigmask(signal.SIG_BLOCK, set())
+        pool = _Pool(multiprocessing.get_context("spawn"), 1)
+        worker = pool.start()
+        first = masks(worker.process.pid)
+        kept = signal.getsignal(signal.SIGINT) is before and signal.pthread_sigmask(signal.SIG_BLOCK, set()) == blocked
+        deadline = time.monotonic() + 30
+        while not masks(worker.process.pid)[1] and time.monotonic() < deadline:  # until it serves
+            time.sleep(0.02)
+        print(json.dumps([first, kept, masks(worker.process.pid)]))
         pool.close()
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    first, kept, serving = json.loads(done.stdout)
+    assert first in ([True, False], [False, True])  # blocked as it imports, or ignored once it serves
+    assert kept is True and serving == [False, True]  # the parent as it was; the worker ignores it, let in
 
 
 @dataclass(frozen=True)

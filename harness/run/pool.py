@@ -22,6 +22,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from multiprocessing import resource_tracker
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from multiprocessing.sharedctypes import RawArray
@@ -75,7 +76,10 @@ class _Pool:
         # it holds any Ctrl-C pending until _serve ignores it, which discards it. Only this thread blocks it, and
         # SIGINT is not ignored here: a Ctrl-C meant for the parent meanwhile goes to another of its threads (the
         # numeric libraries pandas loads start some), whose handler is Python's, and is not lost. Ignored here,
-        # as it once was, it was: 2 of 36 checks interrupted at 0.4 s ran on to the end.
+        # as it once was, it was: 2 of 36 checks interrupted at 0.4 s ran on to the end. multiprocessing's resource
+        # tracker is started first, if it is not yet running: starting it lets SIGINT in again in this thread,
+        # and would, from within the first worker's start(), have that worker start with it let in.
+        resource_tracker.ensure_running()
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             process.start()
