@@ -926,6 +926,30 @@ def test_a_run_is_pushed_as_its_record_lineage_and_files(sleeps: list[float]) ->
     ]
 
 
+def test_the_clients_upload_bar_never_reaches_standard_output(
+    sleeps: list[float], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """polyaxon's upload draws rich's progress bar on standard output, whatever is asked: 'Uploading content:
+    ... 100% eta 0:00:00' was the first line of a --quiet run's outcome table, one a run pushed."""
+    from clipped.formatting import Printer
+
+    client = _Client({})
+
+    def upload(*args: Any, **kwargs: Any) -> None:
+        client.calls.append(("upload", args, kwargs, client._is_offline))
+        with Printer.get_progress() as progress:  # what polyaxon's store does as it uploads
+            task = progress.add_task("[cyan]Uploading content:", total=100)
+            progress.update(task, completed=100)
+        print("and anything else it prints")
+
+    client.upload_artifacts_dir = upload  # type: ignore[method-assign]
+    tracking._push_offline_run(client, "/r")
+    assert [call[0] for call in client.calls] == ["sync_run", "upload"]
+    assert capsys.readouterr() == ("", "")
+    print("after it")  # standard output is the caller's again
+    assert capsys.readouterr().out == "after it\n"
+
+
 def test_a_run_with_no_lineage_sends_none(sleeps: list[float]) -> None:
     client = _Client({})
     tracking._push_offline_run(client, "/r")

@@ -23,6 +23,8 @@ exploration's ``explore.json`` with every finding's scenario file under ``output
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import sys
@@ -473,7 +475,10 @@ def _push_offline_run(client: Any, path: str) -> None:
     lineage = list(client._artifacts_lineage.values())
     if lineage:
         _one_at_a_time(partial(client.log_artifact_lineage, lineage, async_req=False))
-    _one_at_a_time(partial(client.upload_artifacts_dir, dirpath=path, path="/", overwrite=True, relative_to=path))
+    # The client draws an upload bar (rich's, on standard output, whatever is asked): in the outcome table a run
+    # prints there, even --quiet, one a run pushed. The harness says its own progress; the bar goes nowhere.
+    with contextlib.redirect_stdout(io.StringIO()):
+        _one_at_a_time(partial(client.upload_artifacts_dir, dirpath=path, path="/", overwrite=True, relative_to=path))
 
 
 def push_runs(root: Path, run_uuids: Sequence[str], project: str) -> PushResult:
