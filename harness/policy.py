@@ -333,6 +333,22 @@ def _raised_at(exc: BaseException) -> str:
     return f", at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
 
 
+def import_root(spec: str) -> Path | None:
+    """The folder on the import path that a user's policy (``package.module:attr``, already loaded) was imported
+    from: the one holding its top-level package or module. None for a shipped policy, or a module not loaded from
+    a folder."""
+    if ":" not in spec:
+        return None
+    module = sys.modules.get(spec.partition(":")[0].split(".")[0])
+    if module is None:
+        return None
+    places = list(getattr(module, "__path__", None) or [])  # a package: the folder above its own
+    if places:
+        return Path(places[0]).absolute().parent
+    file = getattr(module, "__file__", None)
+    return Path(file).absolute().parent if file else None
+
+
 def load_policy(spec: str) -> Policy:
     """Load a shipped policy by name, or a user's policy given as ``package.module:attr``."""
     if ":" in spec:

@@ -288,6 +288,64 @@ def test_assert_recovers_given_a_class_names_the_module_that_defines_it(
         assert_recovers(zz_home.Cls, scenarios=["lost_response"], seeds=[1], out=tmp_path / "out")
 
 
+def test_a_repro_file_of_a_policy_defined_in_a_test_file_replays_from_any_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A policy object defined in a test file is importable only because pytest put the test's folder on the
+    import path: its repro file's ``python -m harness replay`` failed from the project's folder and from any
+    other ("cannot import 'test_mine'"). The file now names that folder, and replay puts it on the path."""
+    tests = tmp_path / "user project" / "tests"
+    tests.mkdir(parents=True)
+    (tests / "test_mine_blind.py").write_text(
+        "from policies.retry_new_key import POLICY as _RETRY\n\n"
+        "class Blind:\n    name, revision = 'blind_in_test', '1'\n\n"
+        "    def decide(self, situation):\n        return _RETRY.decide(situation)\n\n"
+        "BLIND = Blind()\n"
+    )
+    monkeypatch.syspath_prepend(str(tests))  # as pytest does for a test file's folder
+    import test_mine_blind
+
+    with pytest.raises(PolicyDoesNotRecover) as failed:
+        assert_recovers(test_mine_blind.BLIND, scenarios=["lost_response"], seeds=[1], out=tmp_path / "repro")
+    (case,) = failed.value.failures
+    assert case.repro is not None and case.differences == ()
+    assert yaml.safe_load(case.repro.read_text())["reproduces"]["policy_path"] == str(tests)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    again = subprocess.run(
+        shlex.split(case.reproduce.replace("python", shlex.quote(sys.executable), 1)),
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert again.returncode == 0, again.stderr
+    assert "the same as recorded" in again.stdout + again.stderr
+
+
+def test_a_users_policy_is_found_from_the_folder_above_its_top_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.policy import import_root
+
+    (tmp_path / "pkg_root" / "mypkg" / "sub").mkdir(parents=True)
+    for init in ("mypkg", "mypkg/sub"):
+        (tmp_path / "pkg_root" / init / "__init__.py").write_text("")
+    (tmp_path / "pkg_root" / "mypkg" / "sub" / "pol.py").write_text("P = 1\n")
+    (tmp_path / "flat").mkdir()
+    (tmp_path / "flat" / "flat_pol.py").write_text("P = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "pkg_root"))
+    monkeypatch.syspath_prepend(str(tmp_path / "flat"))
+    import flat_pol  # noqa: F401
+    import mypkg.sub.pol  # noqa: F401
+
+    assert import_root("mypkg.sub.pol:P") == tmp_path / "pkg_root"
+    assert import_root("flat_pol:P") == tmp_path / "flat"
+    assert import_root("retry_new_key") is None  # shipped: found as the harness is
+    assert import_root("not_loaded_anywhere:P") is None
+    assert import_root("sys:path") is None  # built in: no folder
+
+
 def test_assert_recovers_takes_out_as_text_and_names_a_scenario_file_by_its_whole_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -21,6 +21,7 @@ import yaml
 from harness.explore.schedule import element_dict, elements_of
 from harness.limits import CASE_TIMEOUT_MAX_S
 from harness.model import CaseReport
+from harness.policy import import_root
 from harness.run.files import write_atomic
 from harness.scenario import Scenario
 
@@ -32,9 +33,10 @@ def violated(report: CaseReport) -> tuple[str, ...]:
     return tuple(name for name, verdict in report.checks.items() if verdict == "false")
 
 
-def repro_yaml(scenario: Scenario, report: CaseReport, policy_spec: str) -> str:
+def repro_yaml(scenario: Scenario, report: CaseReport, policy_spec: str, policy_path: Path | None = None) -> str:
     """The case as a runnable scenario file: ``scenario`` (the very case that ran, one variant of a crash-point
-    scenario) with ``reproduces`` saying which policy, revision and seed give which outcome."""
+    scenario) with ``reproduces`` saying which policy, revision and seed give which outcome (and, for a user's
+    policy, the folder its module was imported from)."""
     own = elements_of(scenario)
     data: dict[str, Any] = scenario.model_dump(
         mode="json", exclude_defaults=True, exclude={"approval", "faults", "operator", "reproduces"}
@@ -61,6 +63,8 @@ def repro_yaml(scenario: Scenario, report: CaseReport, policy_spec: str) -> str:
     budget_s = case_timeout(report)
     if budget_s is not None:  # a case stopped over its budget replays under the same, not the default
         data["reproduces"]["case_timeout_s"] = budget_s
+    if policy_path is not None:
+        data["reproduces"]["policy_path"] = str(policy_path)
     order = ["name", "revision", "description", "reproduces"]
     ordered = {k: data[k] for k in order} | {k: v for k, v in data.items() if k not in order}
     return yaml.safe_dump(ordered, sort_keys=False, width=110)
@@ -110,5 +114,5 @@ class ReproFolder:
     def write(self, scenario: Scenario, report: CaseReport, policy_spec: str) -> Path:
         """Write the case's repro file (atomically) and return its path."""
         path = repro_path(self.path, report)
-        write_atomic(path, repro_yaml(scenario, report, policy_spec))
+        write_atomic(path, repro_yaml(scenario, report, policy_spec, import_root(policy_spec)))
         return path

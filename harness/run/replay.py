@@ -328,6 +328,10 @@ def _replay_scenario(path: Path, supervised: bool) -> Replay:
             f"{path}: field 'reproduces.properties': '{unknown[0]}' is no property the checker judges (it judges "
             f"{', '.join(PROPERTY_NAMES)}); {mend}"
         )
+    if wanted.policy_path is not None and wanted.policy_path not in sys.path and Path(wanted.policy_path).is_dir():
+        # Where the case ran, a user's policy module was imported from there (a test file's folder, on pytest's
+        # path): after every other place, so that it shadows nothing. A worker process is given the same path.
+        sys.path.append(wanted.policy_path)
     try:
         (case,) = load_grid([wanted.policy], [str(path)], [wanted.seed]).cases
     except PolicyError as exc:

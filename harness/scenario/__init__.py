@@ -112,6 +112,9 @@ class Reproduction(Frozen):
     properties: tuple[str, ...] = ()
     #: The wall-clock budget the case ran under, when it ran over it (replay runs it under the same; none: the default).
     case_timeout_s: Annotated[float, Field(gt=0, le=CASE_TIMEOUT_MAX_S)] | None = None
+    #: The folder a user's policy module was imported from, where the case ran (a test file's folder, which pytest
+    #: put on the import path): replay puts it on the path too, after the rest, so the file replays from anywhere.
+    policy_path: Annotated[str, Field(min_length=1, max_length=4096)] | None = None
 
 
 class Scenario(Frozen):
