@@ -1170,7 +1170,7 @@ def test_a_failed_tracking_makes_the_run_record_say_so(tmp_path: Path, tracked: 
     out = tmp_path / "run"
     summary = run_grid(_plan(seeds=(1,)), GridOptions(out=out, tracking="offline", report=False, isolate=False))
     assert summary.tracking == TrackingNote(
-        False, f"harness: Polyaxon tracking failed for 1 runs (boom); the files are complete in {out}"
+        False, f"harness: Polyaxon tracking failed for 1 run (boom); the files are complete in {out}"
     )
     assert _run_json(out)["tracking_ok"] is False
     assert Ended.read(out).tracking_ok is False

@@ -286,6 +286,26 @@ def test_managed_job_runs_exactly_one_cell(tmp_path: Path) -> None:
     assert len(proc.stderr.strip().splitlines()) == 1 and not out.exists()
 
 
+def test_a_managed_job_whose_server_is_unreachable_says_so_in_one_line(tmp_path: Path) -> None:
+    """Inside a managed job, the Polyaxon client logged two screens of traceback (``API Client failed at the
+    function 'refresh_data'``, urllib3's, ``Stack (most recent call last)``) before the harness's own line."""
+    out = tmp_path / "run"
+    proc = harness(
+        "run",
+        "--policy", "retry_new_key", "--scenario", "lost_response", "--seed-count", "1", "--out", str(out), "--quiet",
+        env={
+            "POLYAXON_IS_MANAGED": "true",
+            "POLYAXON_RUN_INSTANCE": "default.recovery-harness.runs.0123456789abcdef0123456789abcdef",
+            "POLYAXON_HOST": "http://127.0.0.1:9",  # nothing listens there: refused at once
+        },
+    )  # fmt: skip
+    assert proc.returncode == 3, proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("harness: Polyaxon tracking failed for 1 run (") and "Connection refused" in line
+    assert line.endswith(f"; the files are complete in {out}")
+    assert (out / "summary.csv").is_file()
+
+
 def test_a_refused_later_write_retries_that_write_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """A push whose lineage write the server refuses with 405 sends the run once, then the lineage again."""
     from polyaxon.exceptions import ApiException

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import os
 import re
 import sys
@@ -204,6 +205,11 @@ def _track_run(
             thread_failed.append(f"{hook.exc_type.__name__}: {hook.exc_value}")
 
     threading.excepthook = on_thread_failure
+    # In a managed job the client talks to the server, and logs a screen of traceback for each error it also
+    # raises (``handle_api_error``): the failure is said in one line instead, from what it raised.
+    quieted = logging.root.manager.disable
+    if managed:
+        logging.disable(logging.CRITICAL)
     try:
         tracking = _polyaxon_tracking(root)
         owner, project_name = split_project(project)
@@ -245,6 +251,7 @@ def _track_run(
     except Exception as exc:
         return Tracked(run_uuid, "error", f"{type(exc).__name__}: {exc}")
     finally:
+        logging.disable(quieted)
         if threading.excepthook is on_thread_failure:  # not if another caller has put its own since
             threading.excepthook = saved_thread_hook
         sys.excepthook, sys.stdout, sys.stderr = saved
@@ -483,8 +490,6 @@ def _push_offline_run(client: Any, path: str) -> None:
 
 def push_runs(root: Path, run_uuids: Sequence[str], project: str) -> PushResult:
     """Send finished offline runs to the configured Polyaxon server, one at a time; stop at the first error."""
-    import logging
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         from polyaxon.client import ProjectClient, RunClient  # type: ignore[attr-defined]

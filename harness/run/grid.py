@@ -826,7 +826,8 @@ def tracking_note(tracking: TrackingMode, project: str, out: Path, tracked: Sequ
     if broken:
         return TrackingNote(
             False,
-            f"harness: Polyaxon tracking failed for {len(broken)} runs ({broken[0].error}); "
+            f"harness: Polyaxon tracking failed for {len(broken)} {'run' if len(broken) == 1 else 'runs'} "
+            f"({broken[0].error}); "
             f"the files are complete in {out}",
         )
     if is_managed():
