@@ -1926,3 +1926,21 @@ def test_the_help_keeps_the_exit_statuses_one_per_line(capsys: pytest.CaptureFix
         "\nExit statuses:\n  0  every case ran and was judged (whatever the outcomes: an incorrect policy is a " in out
     )
     assert "\n  141 the program reading the output went away (as in 'harness list | head -1')\n" in out
+
+
+def test_an_error_whose_causes_loop_is_judged_once_round_the_loop() -> None:
+    """Causes and contexts can form a loop (an error raised again while handling itself): it is walked once."""
+    first, second = ValueError("one"), RuntimeError("two")
+    first.__context__, second.__context__ = second, first
+    assert cli._caused_by_interrupt(first) is False
+    interrupt = KeyboardInterrupt()
+    second.__context__ = interrupt
+    interrupt.__context__ = first
+    assert cli._caused_by_interrupt(first) is True
+
+
+def test_stop_notes_the_signal_that_came(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli, "_STOPPED", [])
+    with pytest.raises(KeyboardInterrupt):
+        cli._stop(signal.SIGTERM, None)
+    assert cli._STOPPED == [signal.SIGTERM]

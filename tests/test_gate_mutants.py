@@ -1107,3 +1107,97 @@ def test_a_check_that_stopped_says_how_to_run_it_again(tmp_path: Path) -> None:
     given.mkdir()
     assert _again(given, given) == f"run the same command again with a new --out ({given} holds what it wrote)"
     assert given.is_dir()
+
+
+# --- today's repro files: the folder a user's policy came from (forty-second pass) ---------------------------------
+
+
+def _module(name: str, **attrs: Any) -> types.ModuleType:
+    module = types.ModuleType(name)
+    for key, value in attrs.items():
+        setattr(module, key, value)
+    return module
+
+
+def test_import_root_is_the_folder_above_a_package_or_beside_a_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.policy import import_root
+
+    monkeypatch.chdir(tmp_path)
+    pkg = _module("h42_pkg", __path__=["rel/h42_pkg", "/elsewhere/h42_pkg"], __file__="/nowhere/h42_pkg/__init__.py")
+    monkeypatch.setitem(sys.modules, "h42_pkg", pkg)
+    monkeypatch.setitem(sys.modules, "h42_flat", _module("h42_flat", __file__="flat/h42_flat.py"))
+    monkeypatch.setitem(sys.modules, "h42_empty", _module("h42_empty", __path__=[], __file__="/e/f/h42_empty.py"))
+    monkeypatch.setitem(sys.modules, "h42_none", _module("h42_none", __path__=None, __file__="/n/h42_none.py"))
+    monkeypatch.setitem(sys.modules, "h42_nofile", _module("h42_nofile", __file__=None))
+    monkeypatch.setitem(sys.modules, "h42_bare", _module("h42_bare"))
+    monkeypatch.delitem(sys.modules, "h42_absent", raising=False)
+
+    # The package's first folder, made absolute from here, then the folder above it; its top package stands for
+    # any module under it.
+    assert import_root("h42_pkg:P") == tmp_path / "rel"
+    assert import_root("h42_pkg.sub.mod:P") == tmp_path / "rel"
+    assert import_root("h42_flat:P") == tmp_path / "flat"  # a module: its own folder
+    assert (
+        import_root("h42_flat:A:B") == tmp_path / "flat"
+    )  # the module before the first colon, as load_policy reads it
+    assert import_root("h42_empty:P") == Path("/e/f")  # no folder of its own as a package: its file's
+    assert import_root("h42_none:P") == Path("/n")
+    assert import_root("h42_nofile:P") is None
+    assert import_root("h42_bare:P") is None
+    assert import_root("h42_absent:P") is None  # not loaded
+    assert import_root("h42_pkg") is None  # no colon: a shipped policy's name
+    assert import_root("sys:path") is None  # built in
+
+
+def test_a_repro_file_names_the_folder_of_its_policy_last_and_only_when_there_is_one() -> None:
+    case, report = ran()
+    without = repro_yaml(case.scenario, report, "pkg.mod:ATTR")
+    text = repro_yaml(case.scenario, report, "pkg.mod:ATTR", Path("/a b/tests"))
+    assert "policy_path" not in without
+    reproduces = yaml.safe_load(text)["reproduces"]
+    assert list(reproduces)[-1] == "policy_path"
+    assert reproduces["policy_path"] == "/a b/tests"
+    assert {k: v for k, v in reproduces.items() if k != "policy_path"} == yaml.safe_load(without)["reproduces"]
+
+
+def test_a_repro_folder_writes_the_folder_its_users_policy_was_imported_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    case, report = ran()
+    monkeypatch.setitem(sys.modules, "h42_user", _module("h42_user", __file__=str(tmp_path / "t" / "h42_user.py")))
+    path = ReproFolder(tmp_path / "out").write(case.scenario, report, "h42_user:POLICY")
+    assert path == tmp_path / "out" / "retry_new_key" / "seed-1" / "lost_response.yaml"
+    assert path.read_text(encoding="utf-8") == repro_yaml(case.scenario, report, "h42_user:POLICY", tmp_path / "t")
+    shipped = ReproFolder(tmp_path / "shipped").write(case.scenario, report, case.policy_spec)
+    assert shipped.read_text(encoding="utf-8") == repro_yaml(case.scenario, report, case.policy_spec)
+
+
+def test_replay_puts_a_repro_files_policy_folder_last_on_the_path_once_and_only_if_it_is_a_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.run.replay import replay
+
+    case, report = ran()
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    there = tmp_path / "tests"
+    there.mkdir()
+    (tmp_path / "a_file").write_text("")
+
+    def replayed(policy_path: Path | None, name: str) -> list[str]:
+        (tmp_path / "repros" / name).mkdir(parents=True)
+        repro = tmp_path / "repros" / name / "lost_response.yaml"
+        repro.write_text(repro_yaml(case.scenario, report, case.policy_spec, policy_path), encoding="utf-8")
+        before = list(sys.path)
+        result = replay(repro, supervised=False)
+        assert result.differences == ()
+        return sys.path[len(before) :] if sys.path[: len(before)] == before else ["changed", *sys.path]
+
+    assert replayed(None, "none") == []
+    assert replayed(there, "there") == [str(there)]
+    assert sys.path.count(str(there)) == 1
+    assert replayed(there, "again") == []  # already there: not added twice
+    assert sys.path.count(str(there)) == 1
+    assert replayed(tmp_path / "missing", "missing") == []
+    assert replayed(tmp_path / "a_file", "a_file") == []

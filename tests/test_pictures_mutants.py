@@ -758,3 +758,21 @@ def test_a_long_timelines_title_is_not_cut_off() -> None:
     fig.canvas.draw()
     box = ax._left_title.get_window_extent(fig.canvas.get_renderer())  # type: ignore[attr-defined]
     assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1
+
+
+def test_printable_escapes_only_what_does_not_print() -> None:
+    """A backslash or a quote prints: kept as it is, beside an escaped control character."""
+    from harness.present.pictures import _printable
+
+    assert _printable("C:\\d 'q' \"q\"\x1b") == "C:\\d 'q' \"q\"\\x1b"
+    assert _printable("plain \\ text") == "plain \\ text"
+
+
+def test_drawn_here_reads_the_first_512_bytes_only(tmp_path: Path) -> None:
+    mark = b"Software\x00recovery harness "
+    inside = tmp_path / "inside.png"
+    inside.write_bytes(b"\x89PNG" + b"x" * (512 - 4 - len(mark)) + mark + b"rest")
+    assert drawn_here(inside) is True
+    past = tmp_path / "past.png"
+    past.write_bytes(b"\x89PNG" + b"x" * (513 - 4 - len(mark)) + mark + b"rest")
+    assert drawn_here(past) is False

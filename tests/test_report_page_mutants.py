@@ -1089,3 +1089,13 @@ def test_many_pictures_are_spread_over_the_processes_several_jobs_each(
     assert [len(j) for j in jobs] == sizes
     assert [n for j in jobs for n in j] == names == rendered.paths
     assert (used, budget) == (concurrency, None)
+
+
+def test_a_page_is_known_by_its_title_in_its_first_1024_bytes(run: Path, tmp_path: Path, drawn: Drawn) -> None:
+    title = b"<title>Recovery harness report</title>"
+    page = tmp_path / "page.html"
+    page.write_bytes(b"x" * (1024 - len(title)) + title)  # ends at the 1024th byte: a report page
+    assert html_report.write_report(run, page) == page
+    page.write_bytes(b"x" * (1025 - len(title)) + title)  # one byte further: not
+    with pytest.raises(ValueError, match=r"page\.html: exists and is not a report page the harness wrote"):
+        html_report.write_report(run, page)

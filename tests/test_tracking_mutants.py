@@ -941,6 +941,7 @@ def test_the_clients_upload_bar_never_reaches_standard_output(
             task = progress.add_task("[cyan]Uploading content:", total=100)
             progress.update(task, completed=100)
         print("and anything else it prints")
+        sys.stdout.write("or writes\n")  # a stream to write to, not None
 
     client.upload_artifacts_dir = upload  # type: ignore[method-assign]
     tracking._push_offline_run(client, "/r")
