@@ -303,6 +303,8 @@ def test_a_repro_file_of_a_policy_defined_in_a_test_file_replays_from_any_folder
         "BLIND = Blind()\n"
     )
     monkeypatch.syspath_prepend(str(tests))  # as pytest does for a test file's folder
+    monkeypatch.setitem(sys.modules, "test_mine_blind", None)  # undone after the test: the module is let go
+    del sys.modules["test_mine_blind"]
     import test_mine_blind
 
     with pytest.raises(PolicyDoesNotRecover) as failed:
@@ -336,14 +338,18 @@ def test_a_users_policy_is_found_from_the_folder_above_its_top_package(
     (tmp_path / "flat" / "flat_pol.py").write_text("P = 1\n")
     monkeypatch.syspath_prepend(str(tmp_path / "pkg_root"))
     monkeypatch.syspath_prepend(str(tmp_path / "flat"))
-    import flat_pol  # noqa: F401
-    import mypkg.sub.pol  # noqa: F401
+    try:
+        import flat_pol  # noqa: F401
+        import mypkg.sub.pol  # noqa: F401
 
-    assert import_root("mypkg.sub.pol:P") == tmp_path / "pkg_root"
-    assert import_root("flat_pol:P") == tmp_path / "flat"
-    assert import_root("retry_new_key") is None  # shipped: found as the harness is
-    assert import_root("not_loaded_anywhere:P") is None
-    assert import_root("sys:path") is None  # built in: no folder
+        assert import_root("mypkg.sub.pol:P") == tmp_path / "pkg_root"
+        assert import_root("flat_pol:P") == tmp_path / "flat"
+        assert import_root("retry_new_key") is None  # shipped: found as the harness is
+        assert import_root("not_loaded_anywhere:P") is None
+        assert import_root("sys:path") is None  # built in: no folder
+    finally:  # a later session in this process (mutmut's) imports them afresh from its own folders
+        for name in ("flat_pol", "mypkg.sub.pol", "mypkg.sub", "mypkg"):
+            sys.modules.pop(name, None)
 
 
 def test_assert_recovers_takes_out_as_text_and_names_a_scenario_file_by_its_whole_path(
