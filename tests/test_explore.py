@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +17,7 @@ from pydantic import BaseModel
 
 from harness.check import check
 from harness.cli import main
+from harness.explore import ExploreOptions, explore
 from harness.explore.schedule import (
     Observed,
     Schedule,
@@ -867,3 +872,37 @@ def test_a_finding_that_does_not_replay_is_said_under_it(
     assert main(["explore", "--policy", "retry_new_key", *args, "--out", str(tmp_path / "steady")]) == 1
     said = capsys.readouterr().out
     assert ": python -m harness replay " in said and "warning" not in said
+
+
+def test_a_finding_of_a_users_policy_replays_from_any_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A finding's file is its repro file, yet for a user's policy it did not say where the policy's module was
+    imported from, as check's repro files do: ``harness replay`` of it from another folder failed ("No module
+    named ..."). It now names that folder, ``reproduces: policy_path``, and replays from anywhere."""
+    home = tmp_path / "user project"
+    (home / "mine_explored").mkdir(parents=True)
+    (home / "mine_explored" / "__init__.py").write_text(
+        "from policies.retry_new_key import POLICY as _RETRY\n\n"
+        "class Blind:\n    name, revision = 'blind_explored', '1'\n\n"
+        "    def decide(self, situation):\n        return _RETRY.decide(situation)\n\n"
+        "BLIND = Blind()\n"
+    )
+    monkeypatch.syspath_prepend(str(home))
+    monkeypatch.setitem(sys.modules, "mine_explored", None)  # undone after the test: the module is let go
+    del sys.modules["mine_explored"]
+    options = ExploreOptions(out=tmp_path / "out", depth=1, swarm=0, tracking="none", isolate=False)
+    summary = explore(["mine_explored:BLIND"], ["lost_response"], options)
+    assert summary.findings
+    _, path = summary.findings[0]
+    assert yaml.safe_load(path.read_text())["reproduces"]["policy_path"] == str(home)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    again = subprocess.run(
+        [sys.executable, "-m", "harness", "replay", str(path)],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
+    assert again.returncode == 0, again.stderr + shlex.join(again.args)
+    assert "the same as recorded" in again.stdout + again.stderr

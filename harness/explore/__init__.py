@@ -35,7 +35,7 @@ from harness.plx.tracking import (
     is_managed,
     track_exploration,
 )
-from harness.policy import load_policy
+from harness.policy import import_root, load_policy
 from harness.run.cell import FaultCoverage
 from harness.run.files import write_atomic
 from harness.run.folder import LOCK_FILE, claim
@@ -417,8 +417,9 @@ def _needed(findings: Iterable[Finding], part: bool = False) -> list[Finding]:
 
 def finding_yaml(template: Scenario, finding: Finding, n: int) -> str:
     """The finding as a runnable scenario: the template with exactly the minimal schedule, named ``<scenario>-<n>``,
-    with how to reproduce it (policy, revision, seed) in ``reproduces`` and in its description. A case that could
-    not be judged (``finding.error``) has no ``reproduces``: its description says what happened."""
+    with how to reproduce it (policy, revision, seed; for a user's policy, the folder its module was imported from)
+    in ``reproduces`` and in its description. A case that could not be judged (``finding.error``) has no
+    ``reproduces``: its description says what happened."""
     scenario = apply(template, finding.schedule)
     data: dict[str, Any] = scenario.model_dump(mode="json", exclude_defaults=True, exclude={"approval"})
     data["approval"] = template.approval.model_dump(mode="json", exclude={"token"}, exclude_defaults=True)
@@ -443,6 +444,9 @@ def finding_yaml(template: Scenario, finding: Finding, n: int) -> str:
             "outcome": finding.outcome,
             "properties": list(finding.properties),
         }
+        root = import_root(finding.policy_spec)  # a user's policy: replay looks where its module was found
+        if root is not None:
+            data["reproduces"]["policy_path"] = str(root)
     order = [k for k in ("name", "revision", "description", "reproduces") if k in data]
     ordered = {k: data[k] for k in order} | {k: v for k, v in data.items() if k not in order}
     return yaml.safe_dump(ordered, sort_keys=False, width=110)
