@@ -279,3 +279,44 @@ def test_check_policy_names_the_seeds_field_before_writing_anything(tmp_path: Pa
     with pytest.raises(InputError, match=r"check_policy: field 'seeds' of CheckOptions: -1 is not a seed"):
         check_policy("retry_new_key", CheckOptions(scenarios=("lost_response",), seeds=(-1,), out=out))
     assert not out.exists()
+
+
+@pytest.mark.parametrize("records", ["full", "compact"])
+def test_a_case_of_a_users_policy_replays_from_any_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, records: str
+) -> None:
+    """``harness replay`` of a recovery.json (or a compact record) whose policy is the user's own
+    (``package.module:attr``) failed outside the folder the run began in ("No module named ..."), though
+    ``--resume`` finds the policy from anywhere. Replay now imports it as the resume does: from the folder the
+    run's request says it began in."""
+    home = tmp_path / "user project"
+    home.mkdir()
+    (home / "mine_replayed.py").write_text(
+        "from policies.retry_new_key import POLICY as _RETRY\n\n"
+        "class Blind:\n    name, revision = 'blind_replayed', '1'\n\n"
+        "    def decide(self, situation):\n        return _RETRY.decide(situation)\n\n"
+        "BLIND = Blind()\n"
+    )
+    monkeypatch.chdir(home)
+    monkeypatch.syspath_prepend(str(home))  # as `python -m` puts the folder it is given in first
+    monkeypatch.setitem(sys.modules, "mine_replayed", None)  # undone after the test: the module is let go
+    del sys.modules["mine_replayed"]
+    out = tmp_path / "run"
+    args = ["--policy", "mine_replayed:BLIND", "--scenario", "lost_response", "--seed-count", "2"]
+    main(["run", *args, "--out", str(out), "--tracking", "none", "--no-report", "--records", records, "--quiet"])
+    if records == "full":
+        case = str(next(out.rglob("recovery.json")))
+    else:
+        case = f"{next(out.rglob('records-*.jsonl.gz'))}#seed-1"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    again = subprocess.run(
+        [sys.executable, "-m", "harness", "replay", case],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
+    assert again.returncode == 0, again.stderr
+    assert "replayed: the same as recorded" in again.stdout

@@ -32,11 +32,12 @@ from pathlib import Path
 from harness.check.registry import PROPERTIES
 from harness.errors import InputError
 from harness.limits import CASE_TIMEOUT_MAX_S, DEFAULT_CASE_TIMEOUT_S
-from harness.model import CaseReport, record_ref
+from harness.model import REQUEST, CaseReport, record_ref
 from harness.policy import PolicyError
 from harness.present.shape import MalformedCase, checked_case
 from harness.run.case import failed_report, run_case
 from harness.run.files import record_line, recovery_json
+from harness.run.folder import Request
 from harness.run.plan import Case, load_grid
 from harness.run.pool import supervise
 from harness.scenario import ScenarioError, load_scenario
@@ -187,6 +188,8 @@ def _replay_report(
     if int(seed) > SEED_MAX:
         raise InputError(f"{path}: field 'reproduce': seed {seed} is over {SEED_MAX}; fix: give a case file")
     budget_s = _budget(path, args)
+    if ":" in policy:
+        _look_where_run_began(path)
     (case,) = load_grid([policy], [scenario], [int(seed)]).cases
     (report,) = _run(case, 1, budget_s, supervised)
     again = encode(report)
@@ -196,6 +199,21 @@ def _replay_report(
     differences = tuple(printable(d) for d in found) or ("the bytes differ (formatting, or keys in another order)",)
     return Replay(report, False, differences)
 
+
+def _look_where_run_began(path: Path) -> None:
+    """A user's policy (``package.module:attr``) imports as it did when the run that wrote the case began, as
+    ``--resume`` imports it: the folder that run was started in (its request file, in the run's folder, a few
+    levels above the case's) goes on the import path, after every other place, so that it shadows nothing."""
+    for folder in path.parents[:RUN_DEPTH]:
+        if (folder / REQUEST).is_file():
+            began_in = Request.folder(folder)
+            if began_in is not None and began_in not in sys.path and Path(began_in).is_dir():
+                sys.path.append(began_in)
+            return
+
+
+#: How far above a case's file its run's folder may be: ``<run>/cases/<policy>/<scenario>/seed-<n>/recovery.json``.
+RUN_DEPTH = 5
 
 #: At most this many differences are listed, then how many more there are.
 DIFFERENCES_SHOWN = 10
