@@ -172,7 +172,8 @@ def test_user_policy_by_module_attr(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert "mypolicies:POLICY" in report["reproduce"]
     # summary.csv says so too: its error column, one line; a policy that did not fail leaves it empty.
     (row,) = csv.DictReader((out / "summary.csv").open())
-    assert row["error"] == "RuntimeError: bug in my policy " + "x" * 300  # all of it, not its first 200 characters
+    # All of it, not its first 200 characters, and where the policy raised it (line 6 of the module).
+    assert row["error"] == "RuntimeError: bug in my policy " + "x" * 300 + " (at line 6 of mypolicies, in decide)"
 
 
 def test_list_shows_policies_scenarios_and_boundaries(capsys: pytest.CaptureFixture[str]) -> None:

@@ -879,10 +879,12 @@ def test_a_policy_that_raises_in_a_passing_case_passes_and_is_said_to_have_raise
     out, err = capsys.readouterr()
     assert "4 of 4 cases correct or escalated" in out and out.rstrip().endswith("check: passed")
     (note,) = [line for line in err.splitlines() if "raised in" in line]
+    assert ESCALATE_THEN_RAISE.splitlines()[11 - 1].strip() == 'raise ValueError("boom after escalating")'
+
     assert note == (
         "note: escalate_then_raise raised in 4 of its passing cases (each passed on the evidence: its actions "
         "accounted for or escalated in time): lost_response seed 1: the policy failed: ValueError: boom after "
-        "escalating; run it again: python -m harness run --policy escraise:POLICY --scenario lost_response --seed 1"
+        "escalating (at line 11 of escraise, in decide); run it again: python -m harness run --policy escraise:POLICY --scenario lost_response --seed 1"
     )
     # A policy that never raises gets no such note.
     assert main(["check", "--policy", "reconcile_and_reauthorize", "--scenario", "lost_response"]) == 0

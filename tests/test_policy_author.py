@@ -101,6 +101,11 @@ POLICIES = textwrap.dedent(
 )
 
 
+#: Where BOOM raises, as a policy error says it: the line of its module (not a file: the same wherever it lies).
+BOOM_RAISES = '        raise ValueError("boom")'
+BOOM_AT = f" (at line {POLICIES.splitlines().index(BOOM_RAISES) + 1} of {MODULE}, in decide)"
+
+
 @pytest.fixture
 def policies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A module of test policies, importable here and in the workers this process spawns."""
@@ -128,14 +133,14 @@ def test_a_raising_policys_check_line_and_junit_failure_name_its_error(
     args = ["--policy", f"{MODULE}:BOOM", "--scenario", "lost_response", "--seed-count", "1"]
     assert main(["check", *args, "--junit", str(junit), "--out", str(out)]) == 1
     stdout = capsys.readouterr().out
-    said = "abandoned: abandoned_actions violated; the policy failed: ValueError: boom"
+    said = f"abandoned: abandoned_actions violated; the policy failed: ValueError: boom{BOOM_AT}"
     assert f"FAIL boom x lost_response seed 1: {said}; reproduce: " in stdout
     (case,) = ET.parse(junit).getroot().iter("testcase")
     failure = case.find("failure")
     assert failure is not None and failure.get("type") == "abandoned"  # the outcome is unchanged
     assert failure.get("message") == said
     entry = next(line for line in (failure.text or "").splitlines() if "policy_error" in line)
-    assert "worker" in entry and "error=ValueError: boom" in entry
+    assert "worker" in entry and f"error=ValueError: boom{BOOM_AT}" in entry
 
 
 def test_assert_recovers_names_the_policys_error(policies: Path, tmp_path: Path) -> None:
@@ -398,7 +403,7 @@ def test_the_line_naming_a_case_whose_policy_failed_says_what_it_raised(
     result = CellResult()
     _note(result, run_case(case)[0])
     (noted,) = CellResult.from_json(result.to_json()).notable
-    assert noted.policy_error == "ValueError: boom"
+    assert noted.policy_error == f"ValueError: boom{BOOM_AT}"
     (case,) = load_grid(["stop_on_timeout"], ["lost_response"], [1]).cases
     gave_up = CellResult()
     _note(gave_up, run_case(case)[0])
@@ -459,11 +464,15 @@ def test_a_policy_that_changes_its_situation_fails_in_one_line_naming_the_field(
     for policy in (Changes(), WaitsBackwards()):
         (failed,) = [e for e in simulate(scenario, policy, 1).evidence.history if isinstance(e, PolicyFailed)]
         errors.append(failed.error)
+    # Each is said where the policy's own line is, not where pydantic raised it.
+    at = [
+        f" (at line {c.decide.__code__.co_firstlineno + 1} of {__name__}, in decide)" for c in (Changes, WaitsBackwards)
+    ]
     assert errors[0] == (
         "ValidationError: Situation: field 'escalated': Instance is frozen (a Situation is read-only: "
-        "model_copy(update={...}) gives a changed copy)"
+        f"model_copy(update={{...}}) gives a changed copy){at[0]}"
     )
-    assert errors[1] == "ValidationError: Wait: field 'duration_s': Input should be greater than 0"
+    assert errors[1] == f"ValidationError: Wait: field 'duration_s': Input should be greater than 0{at[1]}"
 
 
 def test_a_module_whose_own_import_is_missing_is_told_to_check_the_module(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
@@ -862,18 +863,23 @@ def test_a_policys_validation_error_is_recorded_in_one_line_whatever_its_shape()
         def never(self) -> Outer:
             raise ValueError("never valid")
 
+    class Here:  # a policy of this module: the error is said at this module's line that raised it
+        pass
+
     errors = []
     for data in ({"inner": {"n": "x"}, "m": "y"}, {"inner": {"n": 1}, "m": 2}):
         try:
+            line = sys._getframe().f_lineno + 1
             Outer.model_validate(data)
         except ValidationError as exc:
-            errors.append(_policy_error(exc))
+            errors.append(_policy_error(exc, Here()))
+    at = f" (at line {line} of {__name__}, in {sys._getframe().f_code.co_name})"
     assert errors == [
         "ValidationError: Outer: field 'inner.n': Input should be a valid integer, unable to parse string as an "
-        "integer (+1 more)",
-        "ValidationError: Outer: Value error, never valid",
+        f"integer (+1 more){at}",
+        f"ValidationError: Outer: Value error, never valid{at}",
     ]
-    assert _policy_error(KeyError("k")) == "KeyError: 'k'"
+    assert _policy_error(KeyError("k"), Here()) == "KeyError: 'k'"  # never raised: nowhere to name
 
 
 def test_what_the_end_cuts_off_is_recorded_and_leaves_the_verdict_unknown() -> None:

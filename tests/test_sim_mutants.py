@@ -8,6 +8,7 @@ holds. None of them names the outcome of a shipped scenario.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
@@ -858,6 +859,7 @@ def test_a_policy_that_raises_is_recorded_by_its_exception_and_reports_a_policy_
     history = simulate(shipped("lost_response"), _Raising(message), 1).evidence.history  # type: ignore[arg-type]
     text = f"LookupError: {message}"
     expected = text if len(text) <= 2000 else f"{text[:2000]}...[cut: {len(text) - 2000} more characters]"
+    expected += f" (at line {_Raising.decide.__code__.co_firstlineno + 1} of {__name__}, in decide)"  # kept whole
     assert [e.error for e in history if isinstance(e, PolicyFailed)] == [expected]
     assert [(e.finished, e.claimed) for e in history if isinstance(e, WorkerReported)][-1] == (False, "policy error")
     assert history[-1].event == "report"
@@ -1038,3 +1040,84 @@ def test_the_history_stamps_the_first_record_with_the_time_it_happens_whenever_t
     env.run(until=start_s + 0.1234567)
     history.record(ReplyTimedOut(execution_id="a73-x1", n=2))
     assert [(e.index, e.at_s) for e in history.entries] == [(0, start_s), (1, round(start_s + 0.1234567, 6))]
+
+
+# -- where a policy raised its error (worker._raised_at) -------------------------------------------------------
+
+
+def _namespace(module: str, source: str) -> dict[str, Any]:
+    """The globals of code run as module ``module`` (its frames name it so), with the functions ``source`` defines."""
+    space: dict[str, Any] = {"__name__": module}
+    exec(compile(source, f"<{module}>", "exec"), space)
+    return space
+
+
+_LIBRARY = _namespace("otherlib.parse", "def parse(text):\n    return int(text)\n")
+_OWN = _namespace(
+    "mine.policy",
+    "class Mine:\n"
+    "    name, revision = 'mine', '1'\n"
+    "    def decide(self, situation):\n"
+    "        return helper(situation)\n",
+)
+_OWN_HELPER = _namespace(
+    "mine.helpers",
+    "def helper(situation):\n    x = 1\n    return parse('not a number')\n",
+)
+_OWN_HELPER["parse"] = _LIBRARY["parse"]
+_OWN["helper"] = _OWN_HELPER["helper"]
+
+
+def _raised(policy: object, call: Any) -> str:
+    from harness.sim.worker import _policy_error
+
+    try:
+        call()
+    except Exception as exc:
+        assert exc.__traceback__ is not None
+        # Without this function's own frame: in the simulator, the first frame is the worker's, the harness's.
+        return _policy_error(exc.with_traceback(exc.__traceback__.tb_next), policy)
+    raise AssertionError("it did not raise")
+
+
+def test_a_policy_error_is_said_at_the_innermost_line_of_the_policys_own_package() -> None:
+    """Its own helper's line (mine.helpers, line 3), the innermost of its package, not the library's line that
+    raised (otherlib.parse, line 2), nor its decide's (mine.policy, line 4)."""
+    policy = _OWN["Mine"]()
+    said = _raised(policy, lambda: policy.decide(None))
+    assert (
+        said
+        == "ValueError: invalid literal for int() with base 10: 'not a number' (at line 3 of mine.helpers, in helper)"
+    )
+
+
+def test_an_error_raised_outside_the_policys_package_is_said_at_the_innermost_line_outside_the_harness() -> None:
+    """A policy whose own package has no frame in the traceback (its decide is another package's function): the
+    innermost line that is not the harness's."""
+    stand_in = _namespace("elsewhere", "class Other:\n    pass\n")["Other"]()
+    said = _raised(stand_in, lambda: _OWN_HELPER["helper"](None))
+    assert said.endswith(" (at line 2 of otherlib.parse, in parse)")
+
+
+def test_the_harness_s_own_frames_are_never_the_place() -> None:
+    """An error the harness raised about what the policy returned has no place of the policy's; a module whose
+    name only begins with "harness" is not the harness."""
+    from harness.model import validated
+
+    said = _raised(object(), functools.partial(validated, None))
+    assert said.startswith("TypeError: ") and " (at line" not in said
+    lookalike = _namespace("harnessed.pol", "def fail():\n    raise KeyError('k')\n")
+    assert _raised(object(), lookalike["fail"]) == "KeyError: 'k' (at line 2 of harnessed.pol, in fail)"
+
+
+def test_a_frame_of_code_run_without_a_module_name_is_passed_over() -> None:
+    nameless: dict[str, Any] = {}
+    exec(compile("def fail():\n    raise KeyError('k')\n", "<none>", "exec"), nameless)
+    assert _raised(object(), nameless["fail"]) == "KeyError: 'k'"
+
+
+def test_a_long_place_is_cut_as_every_text_of_a_policy_is() -> None:
+    module = "m" * 400
+    said = _raised(object(), _namespace(module, "def fail():\n    raise KeyError('k')\n")["fail"])
+    place = f" (at line 2 of {module}, in fail)"
+    assert said == "KeyError: 'k'" + place[:300] + f"...[cut: {len(place) - 300} more characters]"

@@ -189,9 +189,10 @@ def _unanswered(
     )
 
 
-def _policy_error(exc: Exception) -> str:
-    """What a policy raised, as its record keeps it: pydantic's several lines (a Situation changed in place, a
-    command built with a wrong value) as one, naming the model, the field and what is wrong."""
+def _policy_error(exc: Exception, policy: object) -> str:
+    """What a policy raised, as its record keeps it, and where (``_raised_at``): pydantic's several lines (a
+    Situation changed in place, a command built with a wrong value) as one, naming the model, the field and what
+    is wrong."""
     if isinstance(exc, ValidationError) and exc.error_count():
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
@@ -199,8 +200,32 @@ def _policy_error(exc: Exception) -> str:
         if first["type"] == "frozen_instance":
             text += f" (a {exc.title} is read-only: model_copy(update={{...}}) gives a changed copy)"
         more = exc.error_count() - 1
-        return cut(f"{type(exc).__name__}: {text}" + (f" (+{more} more)" if more else ""))
-    return cut(f"{type(exc).__name__}: {exc}")
+        return cut(f"{type(exc).__name__}: {text}" + (f" (+{more} more)" if more else "")) + _raised_at(exc, policy)
+    return cut(f"{type(exc).__name__}: {exc}") + _raised_at(exc, policy)
+
+
+def _raised_at(exc: BaseException, policy: object) -> str:
+    """Where the policy's code raised ``exc``: `` (at line N of MODULE, in FUNCTION)``, the innermost line of the
+    policy's own package (its call into a library, not the library's line), else the innermost outside the harness;
+    nothing for an error the harness raised about what the policy returned. Named by module, not by file, so that
+    the record is the same wherever the project lies."""
+    own = type(policy).__module__.partition(".")[0]
+    places: list[tuple[str, int, str]] = []
+    frame = exc.__traceback__
+    while frame is not None:
+        module = frame.tb_frame.f_globals.get("__name__")
+        if isinstance(module, str) and module.partition(".")[0] != "harness":
+            places.append((module, frame.tb_lineno, frame.tb_frame.f_code.co_name))
+        frame = frame.tb_next
+    mine = [place for place in places if place[0].partition(".")[0] == own]
+    if not (mine or places):
+        return ""
+    module, line, function = (mine or places)[-1]
+    return cut(f" (at line {line} of {module}, in {function})", PLACE_MAX)
+
+
+#: Characters kept of where a policy raised its error (a module's dotted name and a function's are not bounded).
+PLACE_MAX = 300
 
 
 class Worker:
@@ -518,7 +543,7 @@ class Worker:
             try:
                 command = validated(self._policy.decide(situation))
             except Exception as exc:  # a policy bug is a recovery failure, recorded, not a harness crash
-                self._history.record(PolicyFailed(action_id=self._action_id, error=_policy_error(exc)))
+                self._history.record(PolicyFailed(action_id=self._action_id, error=_policy_error(exc, self._policy)))
                 self._report(me, finished=False, claimed="policy error")
                 return
             self._history.record(CommandGiven(action_id=self._action_id, command=command))
