@@ -6,15 +6,26 @@ The command line catches ``InputError`` and exits with status 2; nothing else in
 from __future__ import annotations
 
 import contextlib
+import difflib
 import errno
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
-__all__ = ["InputError", "NotWritten", "OutlivesReader", "RunFailed", "no_room", "one_line", "wrong_field"]
+__all__ = [
+    "InputError",
+    "NotWritten",
+    "OutlivesReader",
+    "RunFailed",
+    "no_room",
+    "one_line",
+    "one_of",
+    "wrong_field",
+]
 
 
 class InputError(ValueError):
@@ -49,6 +60,20 @@ def no_room(exc: OSError) -> bool:
 def one_line(text: object, limit: int = 200) -> str:
     """``text`` with its whitespace (newlines included) collapsed, cut to ``limit`` characters."""
     return " ".join(str(text).split())[:limit]
+
+
+#: Names an error lists in full as the ones to choose from; of more, it says where they are all listed.
+LISTED_MAX = 12
+
+
+def one_of(given: str, known: Sequence[str], listed: str) -> str:
+    """The fix for a name that is none of ``known``: ``did you mean X?`` when one is close to ``given`` (a typo),
+    then the names themselves, a dozen at most (``listed`` says where to see more than that)."""
+    close = difflib.get_close_matches(given, known, n=1, cutoff=0.8)
+    mean = f"did you mean {close[0]}? Else use " if close else "use "
+    if len(known) > LISTED_MAX:
+        return f"{mean}one of the {len(known)} {listed}"
+    return f"{mean}one of {', '.join(known) or '(none)'}"
 
 
 def wrong_field(error: ValidationError) -> str:

@@ -19,7 +19,7 @@ from typing import Any, Literal, Protocol, Self, cast, runtime_checkable
 
 from pydantic import PrivateAttr
 
-from harness.errors import InputError, one_line
+from harness.errors import InputError, one_line, one_of
 from harness.model import (
     COMMAND_TYPES,
     Action,
@@ -364,7 +364,8 @@ def load_policy(spec: str) -> Policy:
     else:
         known = builtin_policy_names()
         if spec not in known:
-            raise PolicyError(f"unknown policy '{spec}'; fix: use one of {', '.join(known)}, or package.module:attr")
+            choose = one_of(spec, known, "policies 'python -m harness list' names")
+            raise PolicyError(f"unknown policy '{spec}'; fix: {choose}, or package.module:attr")
         module_name, attr, where = f"policies.{spec}", "POLICY", spec
     try:
         # What a module prints as it is imported goes where what its policy prints goes: to stderr, never into

@@ -112,7 +112,8 @@ def test_reproduce_command_reruns_the_same_case(tmp_path: Path) -> None:
     ("args", "needle"),
     [
         (["--policy", "retry_forever"], "unknown policy 'retry_forever'"),
-        (["--scenario", "lost_respons"], "unknown scenario 'lost_respons'"),
+        (["--scenario", "lost_respons"], "unknown scenario 'lost_respons'; fix: did you mean lost_response? Else use"),
+        (["--policy", "retry_new_kye"], "unknown policy 'retry_new_kye'; fix: did you mean retry_new_key? Else use"),
         (["--policy", "no.such.module:POLICY"], "cannot import"),
         (["--seed", "minus"], "is not a whole number"),
         # A line break typed into a value is shown, not obeyed: the error stays one line.

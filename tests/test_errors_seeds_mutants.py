@@ -20,7 +20,7 @@ import pytest
 from pydantic import Field, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
-from harness.errors import InputError, NotWritten, OutlivesReader, RunFailed, no_room, one_line, wrong_field
+from harness.errors import InputError, NotWritten, OutlivesReader, RunFailed, no_room, one_line, one_of, wrong_field
 from harness.seeds import DEFAULT_SEEDS, SEED_MAX, rng, sub_seed
 
 # -- the exception family -----------------------------------------------------------------------------------------
@@ -378,3 +378,30 @@ def test_two_generators_of_one_name_are_independent_objects() -> None:
     assert first is not second
     first.random()
     assert second.random() == random.Random(sub_seed(3, "transport")).random()
+
+
+# -- one_of: the fix for an unknown name ---------------------------------------------------------------------------
+
+
+def test_a_name_close_to_a_known_one_is_asked_about_first() -> None:
+    """A typo (one letter off, two swapped) gets the name it was likely meant to be, then the choices."""
+    known = ["lost_response", "request_lost", "stale_claim"]
+    assert one_of("lost_respons", known, "x") == (
+        "did you mean lost_response? Else use one of lost_response, request_lost, stale_claim"
+    )
+    assert one_of("request_lsot", known, "x").startswith("did you mean request_lost? ")
+
+
+def test_a_name_close_to_none_gets_only_the_choices() -> None:
+    assert one_of("nope", ["lost_response", "request_lost"], "x") == "use one of lost_response, request_lost"
+    # 0.8 alike is close: "abcd" and "abcx" are 0.75 alike, "abcde" and "abcdx" 0.8.
+    assert one_of("abcx", ["abcd"], "x") == "use one of abcd"
+    assert one_of("abcdx", ["abcde"], "x") == "did you mean abcde? Else use one of abcde"
+    assert one_of("a", [], "x") == "use one of (none)"
+
+
+def test_a_dozen_names_are_listed_and_more_are_counted_with_where_to_see_them() -> None:
+    twelve = [f"name{n:02}" for n in range(12)]
+    assert one_of("zzz", twelve, "names elsewhere") == f"use one of {', '.join(twelve)}"
+    assert one_of("zzz", [*twelve, "name12"], "names elsewhere") == "use one of the 13 names elsewhere"
+    assert one_of("name1", [*twelve, "name12"], "names elsewhere").startswith("did you mean name1")

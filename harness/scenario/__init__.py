@@ -16,7 +16,7 @@ from typing import Annotated, Any, get_args
 import yaml
 from pydantic import Field, Strict, ValidationError, model_validator
 
-from harness.errors import InputError
+from harness.errors import InputError, one_of
 from harness.limits import CASE_TIMEOUT_MAX_S
 from harness.model import Frozen, Outcome
 from harness.scenario.faults import (
@@ -598,6 +598,6 @@ def resolve_scenario(spec: str, directory: Path | None = None) -> Path:
                 f"unknown scenario '{shown(spec)}'; fix: a file of that name is here: to run it, give it as a "
                 f"path, ./{shown(spec)} (a name without a folder or .yaml is a shipped scenario's)"
             )
-        known = ", ".join(list_scenarios(directory)) or "(none)"
-        raise ScenarioError(f"unknown scenario '{shown(spec)}'; fix: use one of {known}, or a path to a YAML file")
+        known = one_of(spec, list_scenarios(directory), "scenarios 'python -m harness list' names")
+        raise ScenarioError(f"unknown scenario '{shown(spec)}'; fix: {known}, or a path to a YAML file")
     return path
