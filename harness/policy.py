@@ -213,6 +213,11 @@ class Situation(Frozen):
     last: CommandResult | None = None
     #: Every command of this worker that was refused, oldest first.
     refusals: tuple[CommandResult, ...] = ()
+    #: How many commands this worker may still give, the one it is asked for now included: the scenario's
+    #: ``worker.command_count_max`` less those it gave (a ``Wait`` is one). At 1, the command returned now is its
+    #: last: a worker that spends them all before recording or escalating leaves its action abandoned. ``None``
+    #: in a Situation built by hand that does not say.
+    commands_left: int | None = None
 
     @property
     def time_left_s(self) -> float:
@@ -462,4 +467,10 @@ def _shape_problem(policy: object) -> str | None:
         return "its 'decide' is missing"
     if not callable(decide):
         return f"its 'decide' is {type(decide).__name__} {one_line(repr(decide), 40)}, not a method"
+    # Called, these return a coroutine or a generator, never a command: every case would fail the same way, with
+    # Python's own warning that a coroutine was never awaited beside it.
+    if inspect.iscoroutinefunction(decide) or inspect.isasyncgenfunction(decide):
+        return "its 'decide' is an async def: it returns a coroutine, never a command (make it a plain def)"
+    if inspect.isgeneratorfunction(decide):
+        return "its 'decide' yields: it returns a generator, never a command (return the command instead)"
     return None

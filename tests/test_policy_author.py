@@ -97,6 +97,23 @@ POLICIES = textwrap.dedent(
 
     UNSET = None
     SURROGATE, RAISES_SURROGATE = Surrogate(), RaisesSurrogate()
+
+    class Async:
+        name, revision = "async", "1"
+        async def decide(self, situation):
+            return LookUp()
+
+    class AsyncGen:
+        name, revision = "asyncgen", "1"
+        async def decide(self, situation):
+            yield LookUp()
+
+    class Yields:
+        name, revision = "yields", "1"
+        def decide(self, situation):
+            yield LookUp()
+
+    ASYNC, ASYNC_GEN, YIELDS = Async(), AsyncGen(), Yields()
     """
 )
 
@@ -242,6 +259,11 @@ def test_a_class_whose_decide_is_static_is_a_policy_as_it_is(policies: Path) -> 
         # A part of another type is named with its type and its value, cut to 40 characters.
         ("LIST_NAME", f"its 'name' is list {repr(list(range(30)))[:40]}, not text"),
         ("TEXT_DECIDE", f"its 'decide' is str {repr('look up ' * 10)[:40]}, not a method"),
+        # Refused before any case runs: every case failed on "returned coroutine", with Python's RuntimeWarning
+        # that a coroutine was never awaited printed beside the harness's line.
+        ("ASYNC", "its 'decide' is an async def: it returns a coroutine, never a command (make it a plain def)"),
+        ("ASYNC_GEN", "its 'decide' is an async def: it returns a coroutine, never a command (make it a plain def)"),
+        ("YIELDS", "its 'decide' yields: it returns a generator, never a command (return the command instead)"),
     ],
 )
 def test_a_policy_missing_a_part_is_refused_naming_that_part(policies: Path, attr: str, says: str) -> None:

@@ -923,6 +923,24 @@ def test_a_worker_out_of_commands_reports_itself_unfinished_with_what_the_ledger
     assert [(e.finished, e.claimed) for e in history if isinstance(e, WorkerReported)][-1] == (False, claimed)
 
 
+def test_a_policy_is_shown_how_many_commands_it_may_still_give() -> None:
+    """``commands_left`` counts down from the budget, a Wait counting as one, to 1 at the last decision: a policy
+    can see when the command it returns is its last (there is nothing else in the Situation to tell it)."""
+
+    class Counting(_Endless):
+        def __init__(self) -> None:
+            super().__init__()
+            self.left: list[int | None] = []
+
+        def decide(self, situation: Situation) -> Command:
+            self.left.append(situation.commands_left)
+            return super().decide(situation)
+
+    policy = Counting()
+    simulate(_scenario("lost_response", worker={"command_count_max": 4}), policy, 1)  # type: ignore[arg-type]
+    assert policy.left == [4, 3, 2, 1]
+
+
 def test_a_dispatch_answered_without_a_receipt_is_shown_with_its_reply() -> None:
     """The device connector's wait runs out before the job finishes: it answers the dispatch "running" and
     names the job. The policy is shown that attempt sent when recorded, answered (not late) at the moment the

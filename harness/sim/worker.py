@@ -506,6 +506,7 @@ class Worker:
             held=record.held,
             last=me.last,
             refusals=tuple(me.refusals),
+            commands_left=self._scenario.worker.command_count_max - self._commands,
         )
         # What observed_receipts() derives, kept as the case ran (written into the private slot directly: the
         # record is not yet visible to anyone, and pydantic's attribute path costs more than the rest).
