@@ -127,6 +127,13 @@ class FaultCoverage:
     @property
     def fix(self) -> str:
         """What to do when it fired in no case."""
+        if self.kind == "fault" and self.reached == 0:
+            # No policy of the run got there: a cautious policy that never sends a second request meets no fault
+            # on it, and is not at fault; the scenario tests it only beside one that does.
+            return (
+                "fix: run beside this run's policies one that gets there (none did: a policy that never sends the "
+                "request or read it names meets no fault on it), or make the fault reachable"
+            )
         if self.kind == "fault":
             return "fix: make the fault reachable, or run a policy that reaches it"
         return (
