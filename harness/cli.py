@@ -23,7 +23,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import InputError, OutlivesReader, RunFailed, no_room, one_line
-from harness.limits import CASE_TIMEOUT_MAX_S, COMPACT_ABOVE, DEFAULT_CASE_TIMEOUT_S, SEED_COUNT_MAX
+from harness.limits import (
+    CASE_TIMEOUT_MAX_S,
+    COMPACT_ABOVE,
+    COUNT_MAX,
+    DEFAULT_CASE_TIMEOUT_S,
+    EXPLORE_SEED_COUNT_MAX,
+    SEED_COUNT_MAX,
+)
 from harness.plx import DEFAULT_PROJECT, TRACKING_MODES
 from harness.seeds import DEFAULT_SEEDS, SEED_MAX
 
@@ -49,7 +56,7 @@ Exit statuses:
      tested nothing it claims to; the message names the scenario and the fault or event)
   130 interrupted (Ctrl-C, SIGTERM): a run's folder is resumable with 'harness run --resume DIR' (a check is
      not: run it again)
-  141 the program reading the output went away (as in 'harness list | head -1')
+  141 the program reading the output went away (as in 'harness list | true')
 explore: 0 no finding, 1 findings (each a runnable file) or harness errors on some schedules (a case over
   --case-timeout or a worker that died stops that policy's exploration of that template), 2 bad usage or
   input, 3 Polyaxon tracking failed, 4 a declared fault or operator event fired in no case of the template
@@ -116,8 +123,6 @@ def _path(text: str) -> Path:
     return Path(text)
 
 
-#: Bounds on counts from the command line (seeds per cell, concurrency): far above use, far below harm.
-COUNT_MAX = 10_000
 _seed = _whole(0, SEED_MAX, "seed")
 _positive = _whole(1, COUNT_MAX, "count")
 _port = _whole(1, 65535, "port")
@@ -265,10 +270,10 @@ def _parser(defaults: bool = True) -> argparse.ArgumentParser:
     )
     explore.add_argument(
         "--seed-count",
-        type=_whole(1, 100, "seed count"),
+        type=_whole(1, EXPLORE_SEED_COUNT_MAX, "seed count"),
         default=1,
         metavar="S",
-        help="seeds 1..S for every schedule, S up to 100 (default 1)",
+        help=f"seeds 1..S for every schedule, S up to {EXPLORE_SEED_COUNT_MAX} (default 1)",
     )
     explore.add_argument(
         "--concurrency", type=_positive, default=1, metavar="N", help="processes side by side (default 1)"

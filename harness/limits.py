@@ -10,11 +10,19 @@ from __future__ import annotations
 __all__ = [
     "CASE_TIMEOUT_MAX_S",
     "COMPACT_ABOVE",
+    "COUNT_MAX",
     "DEFAULT_CASE_TIMEOUT_S",
+    "EXPLORE_SEED_COUNT_MAX",
+    "FILE_SIZE_MAX_BYTES",
+    "NAME_MAX",
+    "NESTING_DEPTH_MAX",
+    "PLACE_MAX",
     "REPORT_LISTED_MAX",
+    "REVISION_MAX",
     "SEED_COUNT_MAX",
     "STRING_MAX",
     "TIMELINE_DRAWN_MAX",
+    "VALUE_COUNT_MAX",
     "cut",
 ]
 
@@ -28,8 +36,29 @@ DEFAULT_CASE_TIMEOUT_S = 60.0
 #: The most ``--case-timeout`` may be (a day), wherever a case's budget is given: the command line, the pytest
 #: plugin, a reproduce command that replay reads.
 CASE_TIMEOUT_MAX_S = 86_400.0
-#: Characters kept of any text a policy gives (a reason, an owner, an error it raises), and of its revision.
+#: Characters kept of any text a policy gives (a reason, an owner, an error it raises).
 STRING_MAX = 2000
+#: Characters kept of where a policy raised its error, said after it (a module's dotted name and a function's are
+#: not bounded).
+PLACE_MAX = 300
+#: The longest name (a policy's, a scenario's: lower-case letters, digits, ``_`` and ``-``) and revision (a
+#: policy's, a scenario's): each goes into every case report and reproduce line, and names go into file names.
+NAME_MAX = REVISION_MAX = 64
+#: Other counts from the command line (``check --seed-count``, ``--concurrency``, ``explore --swarm``, a
+#: ``--shard``'s count) and the pytest plugin's ``--harness-seed-count``: far above use, far below harm.
+COUNT_MAX = 10_000
+#: Seeds per schedule of ``harness explore --seed-count``: each multiplies every schedule's cases.
+EXPLORE_SEED_COUNT_MAX = 100
+#: Largest scenario file read, in bytes (1 MiB). The shipped scenarios are under 4 KB; a finding written by
+#: ``harness explore`` is a scenario plus a few faults. The file is refused before it is parsed. Its aliases may
+#: not unfold it into more characters of text than this either.
+FILE_SIZE_MAX_BYTES = 1_048_576
+#: Deepest nesting of lists and mappings in a scenario file (the top-level mapping is depth 1). A scenario needs
+#: 5 (an operator event's trigger); Python's own stack, which the YAML composer and pydantic use, holds about 1,000.
+NESTING_DEPTH_MAX = 50
+#: Most values (scalars, lists, mappings) in one scenario file, an alias counting as every value it repeats. The
+#: shipped scenarios hold under 100; this bounds the time spent parsing and validating a file.
+VALUE_COUNT_MAX = 10_000
 #: Timeline entries drawn in one timeline picture; the rest are counted in its title.
 TIMELINE_DRAWN_MAX = 200
 #: The failing cases report.html lists under each drawn timeline (the other cases of that policy, scenario and

@@ -20,6 +20,7 @@ from typing import Any, Literal, Protocol, Self, cast, runtime_checkable
 from pydantic import PrivateAttr
 
 from harness.errors import InputError, one_line, one_of
+from harness.limits import REVISION_MAX
 from harness.model import (
     COMMAND_TYPES,
     Action,
@@ -76,9 +77,6 @@ __all__ = [
     "builtin_policy_names",
     "load_policy",
 ]
-
-#: Characters of a policy revision (it is written into every case report and reproduce line).
-REVISION_MAX = 64
 
 #: What a read can answer: the target's durable result (applied, rejected, pending, absent, or unknown: an
 #: unavailable or inconclusive lookup, never evidence of absence), or a connector job's state (running, or

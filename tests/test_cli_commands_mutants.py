@@ -1764,7 +1764,7 @@ HELP = {
         "a fault or operator event a scenario declares fired in no case (the scenario tested nothing it "
         "claims to; the message names the scenario and the fault or event) 130 interrupted (Ctrl-C, SIGTERM): "
         "a run's folder is resumable with 'harness run --resume DIR' (a check is not: run it again) 141 the "
-        "program reading the output went away (as in 'harness list | head -1') explore: 0 no finding, 1 "
+        "program reading the output went away (as in 'harness list | true') explore: 0 no finding, 1 "
         "findings (each a runnable file) or harness errors on some schedules (a case over --case-timeout or a "
         "worker that died stops that policy's exploration of that template), 2 bad usage or input, 3 Polyaxon "
         "tracking failed, 4 a declared fault or operator event fired in no case of the template as written, "
@@ -1925,7 +1925,7 @@ def test_the_help_keeps_the_exit_statuses_one_per_line(capsys: pytest.CaptureFix
     assert (
         "\nExit statuses:\n  0  every case ran and was judged (whatever the outcomes: an incorrect policy is a " in out
     )
-    assert "\n  141 the program reading the output went away (as in 'harness list | head -1')\n" in out
+    assert "\n  141 the program reading the output went away (as in 'harness list | true')\n" in out
 
 
 def test_an_error_whose_causes_loop_is_judged_once_round_the_loop() -> None:

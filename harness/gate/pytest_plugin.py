@@ -132,15 +132,15 @@ def pytest_configure(config: pytest.Config) -> None:
     # Only now, and only when asked: loading the harness costs a fraction of a second.
     from harness.errors import InputError
     from harness.gate.repro import ReproFolder
-    from harness.limits import CASE_TIMEOUT_MAX_S
+    from harness.limits import CASE_TIMEOUT_MAX_S, COUNT_MAX
     from harness.run import load_grid
     from harness.run.files import check_new_or_empty
     from harness.run.plan import absolute
     from harness.scenario import list_scenarios
 
     count: int = config.getoption("harness_seed_count")
-    if not 1 <= count <= 10_000:
-        raise pytest.UsageError(f"--harness-seed-count {count} is outside 1..10000; fix: give a count in range")
+    if not 1 <= count <= COUNT_MAX:
+        raise pytest.UsageError(f"--harness-seed-count {count} is outside 1..{COUNT_MAX}; fix: give a count in range")
     budget: float = config.getoption("harness_case_timeout")
     if not 0 <= budget <= CASE_TIMEOUT_MAX_S:
         raise pytest.UsageError(

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, Strict, StrictBool
 
+from harness.limits import NAME_MAX, REVISION_MAX
 from harness.model import Artifact, Frozen
 
 __all__ = [
@@ -29,11 +30,10 @@ __all__ = [
     "derived_revision",
 ]
 
-#: Names that end up in file paths and Polyaxon run names: lower case, digits, ``_`` and ``-`` only.
-SAFE_NAME = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+#: Names that end up in file paths and Polyaxon run names: lower case, digits, ``_`` and ``-`` only, ``NAME_MAX``
+#: characters at most.
+SAFE_NAME = rf"^[a-z0-9][a-z0-9_-]{{0,{NAME_MAX - 1}}}$"
 SafeName = Annotated[str, Field(pattern=SAFE_NAME)]
-#: The longest name and revision a scenario file may give (``SAFE_NAME``'s bound, and its revision's).
-NAME_MAX = REVISION_MAX = 64
 
 
 def _within_bound(text: str, ending: str, mark: str, least: int) -> str:

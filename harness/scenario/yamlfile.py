@@ -28,6 +28,8 @@ from yaml.reader import Reader
 from yaml.resolver import Resolver
 from yaml.scanner import Scanner
 
+from harness.limits import FILE_SIZE_MAX_BYTES, NESTING_DEPTH_MAX, VALUE_COUNT_MAX
+
 __all__ = [
     "FILE_SIZE_MAX_BYTES",
     "NESTING_DEPTH_MAX",
@@ -37,16 +39,6 @@ __all__ = [
     "shown",
 ]
 
-#: Largest scenario file read, in bytes (1 MiB). The shipped scenarios are under 4 KB; a finding written by
-#: ``harness explore`` is a scenario plus a few faults. The file is refused before it is parsed. Its aliases may
-#: not unfold it into more characters of text than this either.
-FILE_SIZE_MAX_BYTES = 1_048_576
-#: Deepest nesting of lists and mappings (the top-level mapping is depth 1). A scenario needs 5 (an operator
-#: event's trigger); Python's own stack, which the YAML composer and pydantic use, holds about 1,000.
-NESTING_DEPTH_MAX = 50
-#: Most values (scalars, lists, mappings) in one file, an alias counting as every value it repeats. The shipped
-#: scenarios hold under 100; this bounds the time spent parsing and validating a file.
-VALUE_COUNT_MAX = 10_000
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 

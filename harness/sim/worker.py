@@ -18,7 +18,7 @@ from typing import Any, Literal, assert_never
 import simpy
 from pydantic import ValidationError
 
-from harness.limits import cut
+from harness.limits import PLACE_MAX, cut
 from harness.model import Artifact, validated
 from harness.model.base import Frozen
 from harness.model.events import (
@@ -222,10 +222,6 @@ def _raised_at(exc: BaseException, policy: object) -> str:
         return ""
     module, line, function = (mine or places)[-1]
     return cut(f" (at line {line} of {module}, in {function})", PLACE_MAX)
-
-
-#: Characters kept of where a policy raised its error (a module's dotted name and a function's are not bounded).
-PLACE_MAX = 300
 
 
 class Worker:
