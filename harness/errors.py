@@ -69,8 +69,9 @@ LISTED_MAX = 12
 def one_of(given: str, known: Sequence[str], listed: str) -> str:
     """The fix for a name that is none of ``known``: ``did you mean X?`` when one is close to ``given`` (a typo),
     then the names themselves, a dozen at most (``listed`` says where to see more than that)."""
-    close = difflib.get_close_matches(given, known, n=1, cutoff=0.8)
-    mean = f"did you mean {close[0]}? Else use " if close else "use "
+    folded = {name.casefold(): name for name in known}  # Retry_New_Key is retry_new_key mistyped too
+    close = difflib.get_close_matches(given.casefold(), list(folded), n=1, cutoff=0.8)
+    mean = f"did you mean {folded[close[0]]}? Else use " if close else "use "
     if len(known) > LISTED_MAX:
         return f"{mean}one of the {len(known)} {listed}"
     return f"{mean}one of {', '.join(known) or '(none)'}"

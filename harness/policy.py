@@ -211,9 +211,10 @@ class Situation(Frozen):
     last: CommandResult | None = None
     #: Every command of this worker that was refused, oldest first.
     refusals: tuple[CommandResult, ...] = ()
-    #: How many commands this worker may still give, the one it is asked for now included: the scenario's
-    #: ``worker.command_count_max`` less those it gave (a ``Wait`` is one). At 1, the command returned now is its
-    #: last: a worker that spends them all before recording or escalating leaves its action abandoned. ``None``
+    #: How many commands may still be given for the action, the one asked for now included: the scenario's
+    #: ``worker.command_count_max`` less those given (a ``Wait`` is one), by every worker that recovers it (two
+    #: recovering side by side, or a crashed incarnation and the next, share it). At 1, the command returned now
+    #: is the last any of them gives: spent before the action is recorded or escalated, it is abandoned. ``None``
     #: in a Situation built by hand that does not say.
     commands_left: int | None = None
 
@@ -420,6 +421,12 @@ def load_policy(spec: str) -> Policy:
             f"policy '{where}': reading its name or revision raised {type(exc).__name__}: {one_line(exc)}; "
             "fix: make 'name' and 'revision' plain strings"
         ) from exc
+    returns = _never_a_command(policy.decide) if problem is None else None
+    if returns is not None:
+        raise PolicyError(
+            f"policy '{where}': its 'decide' returns {returns}, never a command; fix: make it a plain def that "
+            "returns the command (no async, no yield)"
+        )
     if problem is not None:
         raise PolicyError(
             f"policy '{where}': {problem} (a policy needs str 'name', str 'revision' and a 'decide(situation)' "
@@ -465,10 +472,23 @@ def _shape_problem(policy: object) -> str | None:
         return "its 'decide' is missing"
     if not callable(decide):
         return f"its 'decide' is {type(decide).__name__} {one_line(repr(decide), 40)}, not a method"
-    # Called, these return a coroutine or a generator, never a command: every case would fail the same way, with
-    # Python's own warning that a coroutine was never awaited beside it.
-    if inspect.iscoroutinefunction(decide) or inspect.isasyncgenfunction(decide):
-        return "its 'decide' is an async def: it returns a coroutine, never a command (make it a plain def)"
-    if inspect.isgeneratorfunction(decide):
-        return "its 'decide' yields: it returns a generator, never a command (return the command instead)"
+    return None
+
+
+def _never_a_command(decide: object) -> str | None:
+    """What a ``decide`` returns instead of a command when it is an ``async def`` or yields (``a coroutine``), or
+    None: called, it would fail every case the same way, with Python's own warning that a coroutine was never
+    awaited beside it. A wrapped function (``functools.wraps``) and an object whose ``__call__`` is one are read
+    as what they call."""
+    try:
+        inner = inspect.unwrap(decide)  # type: ignore[arg-type]
+    except ValueError:  # a loop of wrappers: read as it is
+        inner = decide
+    for function in (inner, getattr(inner, "__call__", None)):  # noqa: B004 (its __call__ is read, not called)
+        if inspect.isasyncgenfunction(function):
+            return "an async generator"
+        if inspect.iscoroutinefunction(function):
+            return "a coroutine"
+        if inspect.isgeneratorfunction(function):
+            return "a generator"
     return None

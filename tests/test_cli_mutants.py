@@ -524,8 +524,9 @@ def test_a_fault_that_fired_in_no_case_is_said_with_its_fix_and_exits_4(
     assert cli._ran(_args(), _summary(tmp_path, coverage=(never, once)), None) == cli.EXIT_COVERAGE
     assert capsys.readouterr().err == (
         "harness: scenario s declares fault response_lost n=2, which fired in no case of this run (its site was "
-        "reached in 0 cases); fix: run beside this run's policies one that gets there (none did: a policy that "
-        "never sends the request or read it names meets no fault on it), or make the fault reachable\n"
+        "reached in 0 cases); fix: run beside these policies one that gets there (none did: a policy that never "
+        "does what the fault waits for, a second request or a read, say, never meets it), or make the fault "
+        "reachable\n"
     )
 
 

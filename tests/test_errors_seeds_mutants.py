@@ -390,6 +390,10 @@ def test_a_name_close_to_a_known_one_is_asked_about_first() -> None:
         "did you mean lost_response? Else use one of lost_response, request_lost, stale_claim"
     )
     assert one_of("request_lsot", known, "x").startswith("did you mean request_lost? ")
+    # Case is no typo's measure: the name is given as it is known.
+    assert one_of("Lost_Respons", known, "x").startswith("did you mean lost_response? ")
+    assert one_of("LOST_RESPONSE", ["lost_response", "Other_Name"], "x").startswith("did you mean lost_response? ")
+    assert one_of("other_nam", ["lost_response", "Other_Name"], "x").startswith("did you mean Other_Name? ")
 
 
 def test_a_name_close_to_none_gets_only_the_choices() -> None:

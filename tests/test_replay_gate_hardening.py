@@ -304,19 +304,20 @@ def test_a_case_of_a_users_policy_replays_from_any_folder(
     out = tmp_path / "run"
     args = ["--policy", "mine_replayed:BLIND", "--scenario", "lost_response", "--seed-count", "2"]
     main(["run", *args, "--out", str(out), "--tracking", "none", "--no-report", "--records", records, "--quiet"])
-    if records == "full":
-        case = str(next(out.rglob("recovery.json")))
-    else:
-        case = f"{next(out.rglob('records-*.jsonl.gz'))}#seed-1"
+    file = next(out.rglob("recovery.json" if records == "full" else "records-*.jsonl.gz"))
+    mark = "" if records == "full" else "#seed-1"
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    again = subprocess.run(
-        [sys.executable, "-m", "harness", "replay", case],
-        cwd=elsewhere,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
-    )
-    assert again.returncode == 0, again.stderr
-    assert "replayed: the same as recorded" in again.stdout
+    # From another folder by its whole path, and from its own folder by its name alone (the run's folder is
+    # found above the file as it lies, not above the words given).
+    for where, case in ((elsewhere, f"{file}{mark}"), (file.parent, f"{file.name}{mark}")):
+        again = subprocess.run(
+            [sys.executable, "-m", "harness", "replay", case],
+            cwd=where,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        )
+        assert again.returncode == 0, again.stderr
+        assert "replayed: the same as recorded" in again.stdout

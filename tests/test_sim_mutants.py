@@ -9,6 +9,11 @@ holds. None of them names the outcome of a shipped scenario.
 from __future__ import annotations
 
 import functools
+import os
+import sys
+import types
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -1063,27 +1068,27 @@ def test_the_history_stamps_the_first_record_with_the_time_it_happens_whenever_t
 # -- where a policy raised its error (worker._raised_at) -------------------------------------------------------
 
 
-def _namespace(module: str, source: str) -> dict[str, Any]:
-    """The globals of code run as module ``module`` (its frames name it so), with the functions ``source`` defines."""
-    space: dict[str, Any] = {"__name__": module}
-    exec(compile(source, f"<{module}>", "exec"), space)
-    return space
+@pytest.fixture
+def modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[str, str], Any]:
+    """Write a module of the user's (a real file, as a policy's is) and import it; every one is let go after."""
+    import importlib
 
+    monkeypatch.syspath_prepend(str(tmp_path))
 
-_LIBRARY = _namespace("otherlib.parse", "def parse(text):\n    return int(text)\n")
-_OWN = _namespace(
-    "mine.policy",
-    "class Mine:\n"
-    "    name, revision = 'mine', '1'\n"
-    "    def decide(self, situation):\n"
-    "        return helper(situation)\n",
-)
-_OWN_HELPER = _namespace(
-    "mine.helpers",
-    "def helper(situation):\n    x = 1\n    return parse('not a number')\n",
-)
-_OWN_HELPER["parse"] = _LIBRARY["parse"]
-_OWN["helper"] = _OWN_HELPER["helper"]
+    def write(name: str, source: str) -> Any:
+        path = tmp_path.joinpath(*name.split("."))
+        for package in list(path.parents)[: name.count(".")]:
+            package.mkdir(parents=True, exist_ok=True)
+            (package / "__init__.py").touch()
+        path.with_suffix(".py").write_text(source)
+        parts = name.split(".")
+        for n in range(1, len(parts) + 1):  # absent before, absent after: the modules are let go after the test
+            monkeypatch.setitem(sys.modules, ".".join(parts[:n]), None)
+            del sys.modules[".".join(parts[:n])]
+        module = importlib.import_module(name)
+        return module
+
+    return write
 
 
 def _raised(policy: object, call: Any) -> str:
@@ -1098,44 +1103,99 @@ def _raised(policy: object, call: Any) -> str:
     raise AssertionError("it did not raise")
 
 
-def test_a_policy_error_is_said_at_the_innermost_line_of_the_policys_own_package() -> None:
-    """Its own helper's line (mine.helpers, line 3), the innermost of its package, not the library's line that
-    raised (otherlib.parse, line 2), nor its decide's (mine.policy, line 4)."""
-    policy = _OWN["Mine"]()
-    said = _raised(policy, lambda: policy.decide(None))
-    assert (
-        said
-        == "ValueError: invalid literal for int() with base 10: 'not a number' (at line 3 of mine.helpers, in helper)"
+def test_a_policy_error_is_said_at_the_innermost_line_of_the_policys_own_package(modules: Any) -> None:
+    """Its own helper's line (mine.helpers, line 4), the innermost of its package: not the standard library's line
+    that raised (json's), nor its decide's (mine.policy, line 5)."""
+    modules("mine.helpers", "import json\n\ndef helper():\n    return json.loads('{bad')\n")
+    own = modules(
+        "mine.policy",
+        "from mine.helpers import helper\n\nclass Mine:\n    def decide(self, situation):\n        return helper()\n",
     )
+    policy = own.Mine()
+    said = _raised(policy, lambda: policy.decide(None))
+    assert said.startswith("JSONDecodeError: ")
+    assert said.endswith(" (at line 4 of mine.helpers, in helper)")
 
 
-def test_an_error_raised_outside_the_policys_package_is_said_at_the_innermost_line_outside_the_harness() -> None:
-    """A policy whose own package has no frame in the traceback (its decide is another package's function): the
-    innermost line that is not the harness's."""
-    stand_in = _namespace("elsewhere", "class Other:\n    pass\n")["Other"]()
-    said = _raised(stand_in, lambda: _OWN_HELPER["helper"](None))
-    assert said.endswith(" (at line 2 of otherlib.parse, in parse)")
+def test_the_package_is_the_one_decide_is_defined_in(modules: Any) -> None:
+    """A class used as the policy itself (its decide static): its type is ``type``, of builtins, yet its own lines
+    are found, as are those of an object whose decide is a function of the user's package."""
+    own = modules("clspol", "class Pol:\n    @staticmethod\n    def decide(situation):\n        return {}['k']\n")
+    other = modules("elsewhere", "x = 1\n")
+    assert _raised(own.Pol, lambda: own.Pol.decide(None)) == "KeyError: 'k' (at line 4 of clspol, in decide)"
+    namespace = types.SimpleNamespace(decide=own.Pol.decide)
+    assert _raised(namespace, lambda: namespace.decide(None)).endswith("(at line 4 of clspol, in decide)")
+    assert other.x == 1
 
 
-def test_the_harness_s_own_frames_are_never_the_place() -> None:
-    """An error the harness raised about what the policy returned has no place of the policy's; a module whose
-    name only begins with "harness" is not the harness."""
+def test_outside_the_policys_package_the_innermost_line_of_the_users_other_code_is_said(modules: Any) -> None:
+    """A decide that is no function of a package (a partial of one) has no package of its own: the innermost line
+    of the user's other code is said."""
+    util = modules("pb.util", "def fail(situation):\n    raise KeyError('k')\n")
+    partial = functools.partial(util.fail)
+    stand_in = types.SimpleNamespace(decide=partial)
+    assert _raised(stand_in, lambda: partial(None)) == "KeyError: 'k' (at line 2 of pb.util, in fail)"
+
+
+def test_the_harness_s_the_standard_library_s_and_made_code_s_frames_are_never_the_place(modules: Any) -> None:
+    """An error the harness raised about what the policy returned has no place of the policy's; nor one raised in
+    the standard library the policy was given as its decide; code made at run time (a frozen dataclass's
+    __setattr__, whose lines are not the module's) is passed over for the policy's own line that called it; a
+    module whose name only begins with "harness" is not the harness."""
     from harness.model import validated
 
     said = _raised(object(), functools.partial(validated, None))
     assert said.startswith("TypeError: ") and " (at line" not in said
-    lookalike = _namespace("harnessed.pol", "def fail():\n    raise KeyError('k')\n")
-    assert _raised(object(), lookalike["fail"]) == "KeyError: 'k' (at line 2 of harnessed.pol, in fail)"
+    import json
+
+    given_json = types.SimpleNamespace(decide=json.loads)
+    said = _raised(given_json, functools.partial(json.loads, "{bad"))
+    assert said.startswith("JSONDecodeError: ") and " (at line" not in said
+    frozen = modules(
+        "frozenpol",
+        "import dataclasses\n\n@dataclasses.dataclass(frozen=True)\nclass Pol:\n    tries: int = 0\n\n"
+        "    def decide(self, situation):\n        self.tries = 1\n",
+    )
+    policy = frozen.Pol()
+    said = _raised(policy, lambda: policy.decide(None))
+    assert said == "FrozenInstanceError: cannot assign to field 'tries' (at line 8 of frozenpol, in decide)"
+    lookalike = modules("harnessed.pol", "def fail():\n    raise KeyError('k')\n")
+    assert _raised(object(), lookalike.fail) == "KeyError: 'k' (at line 2 of harnessed.pol, in fail)"
 
 
-def test_a_frame_of_code_run_without_a_module_name_is_passed_over() -> None:
+def test_a_frame_of_code_run_without_a_module_name_is_passed_over(tmp_path: Path) -> None:
     nameless: dict[str, Any] = {}
-    exec(compile("def fail():\n    raise KeyError('k')\n", "<none>", "exec"), nameless)
+    exec(compile("def fail():\n    raise KeyError('k')\n", str(tmp_path / "nameless.py"), "exec"), nameless)
     assert _raised(object(), nameless["fail"]) == "KeyError: 'k'"
 
 
-def test_a_long_place_is_cut_as_every_text_of_a_policy_is() -> None:
-    module = "m" * 400
-    said = _raised(object(), _namespace(module, "def fail():\n    raise KeyError('k')\n")["fail"])
+def test_a_package_is_named_only_by_text() -> None:
+    """A class whose __module__ is not text (None, set by hand) names no package, and the error is still said."""
+    from harness.sim.worker import _package_of
+
+    odd = type("Odd", (), {"__module__": None})
+    assert _package_of(odd) is None and _package_of(odd()) is None
+    assert _package_of(_package_of) == "harness" and _package_of(Path) == "pathlib"
+    assert _package_of(types.SimpleNamespace(__module__="")) is None
+    said = _raised(odd(), lambda: {}["k"])  # said at the innermost line of the user's code: this test's
+    assert said.startswith("KeyError: 'k' (at line ") and said.endswith(f" of {__name__}, in <lambda>)")
+
+
+def test_the_library_folders_hold_the_standard_library_and_installed_packages() -> None:
+    import json
+
+    import pydantic
+
+    from harness.sim.worker import _library_folders
+
+    folders = _library_folders()
+    assert json.__file__.startswith(folders) and pydantic.__file__.startswith(folders)
+    assert all(folder.endswith(os.sep) for folder in folders)
+    assert not __file__.startswith(folders)
+
+
+def test_a_long_place_is_cut_as_every_text_of_a_policy_is(modules: Any) -> None:
+    module = f"{'m' * 200}.{'n' * 200}"
+    said = _raised(object(), modules(module, "def fail():\n    raise KeyError('k')\n").fail)
     place = f" (at line 2 of {module}, in fail)"
     assert said == "KeyError: 'k'" + place[:300] + f"...[cut: {len(place) - 300} more characters]"

@@ -131,8 +131,8 @@ class FaultCoverage:
             # No policy of the run got there: a cautious policy that never sends a second request meets no fault
             # on it, and is not at fault; the scenario tests it only beside one that does.
             return (
-                "fix: run beside this run's policies one that gets there (none did: a policy that never sends the "
-                "request or read it names meets no fault on it), or make the fault reachable"
+                "fix: run beside these policies one that gets there (none did: a policy that never does what the "
+                "fault waits for, a second request or a read, say, never meets it), or make the fault reachable"
             )
         if self.kind == "fault":
             return "fix: make the fault reachable, or run a policy that reaches it"

@@ -204,7 +204,7 @@ def _look_where_run_began(path: Path) -> None:
     """A user's policy (``package.module:attr``) imports as it did when the run that wrote the case began, as
     ``--resume`` imports it: the folder that run was started in (its request file, in the run's folder, a few
     levels above the case's) goes on the import path, after every other place, so that it shadows nothing."""
-    for folder in path.parents[:RUN_DEPTH]:
+    for folder in path.absolute().parents[:RUN_DEPTH]:
         if (folder / REQUEST).is_file():
             began_in = Request.folder(folder)
             if began_in is not None and began_in not in sys.path and Path(began_in).is_dir():

@@ -11,6 +11,9 @@ connection is closed and its observations are lost: its replacement knows only w
 
 from __future__ import annotations
 
+import functools
+import os
+import sysconfig
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any, Literal, assert_never
@@ -206,22 +209,48 @@ def _policy_error(exc: Exception, policy: object) -> str:
 
 def _raised_at(exc: BaseException, policy: object) -> str:
     """Where the policy's code raised ``exc``: `` (at line N of MODULE, in FUNCTION)``, the innermost line of the
-    policy's own package (its call into a library, not the library's line), else the innermost outside the harness;
-    nothing for an error the harness raised about what the policy returned. Named by module, not by file, so that
-    the record is the same wherever the project lies."""
-    own = type(policy).__module__.partition(".")[0]
-    places: list[tuple[str, int, str]] = []
+    policy's own package (the one its ``decide`` is defined in: its call into a library, not the library's line),
+    else the innermost line of other code of the user's (neither the harness's, nor the standard library's, nor an
+    installed package's); nothing when there is none (an error the harness raised about what the policy returned,
+    or one raised in a library the policy was given as its ``decide``). Code made at run time (a dataclass's
+    generated methods) has no line of its own and is passed over. Named by module, not by file, so that the record
+    is the same wherever the project lies."""
+    own = _package_of(getattr(policy, "decide", None)) or _package_of(
+        policy if isinstance(policy, type) else type(policy)
+    )
+    mine: list[tuple[str, int, str]] = []
+    users: list[tuple[str, int, str]] = []
     frame = exc.__traceback__
     while frame is not None:
+        code = frame.tb_frame.f_code
         module = frame.tb_frame.f_globals.get("__name__")
-        if isinstance(module, str) and module.partition(".")[0] != "harness":
-            places.append((module, frame.tb_lineno, frame.tb_frame.f_code.co_name))
+        file = code.co_filename
+        if isinstance(module, str) and not file.startswith(("<", *_library_folders())):
+            package = module.partition(".")[0]
+            place = (module, frame.tb_lineno, code.co_name)
+            if package == own:
+                mine.append(place)
+            elif package != "harness":
+                users.append(place)
         frame = frame.tb_next
-    mine = [place for place in places if place[0].partition(".")[0] == own]
-    if not (mine or places):
+    if not (mine or users):
         return ""
-    module, line, function = (mine or places)[-1]
+    module, line, function = (mine or users)[-1]
     return cut(f" (at line {line} of {module}, in {function})", PLACE_MAX)
+
+
+def _package_of(thing: object) -> str | None:
+    """The top-level package of the module ``thing`` (a function, a class) was defined in, if it says as text."""
+    module = getattr(thing, "__module__", None)
+    return module.partition(".")[0] or None if isinstance(module, str) else None
+
+
+@functools.cache
+def _library_folders() -> tuple[str, ...]:
+    """The folders of the standard library and of installed packages: code there is no policy author's."""
+    paths = sysconfig.get_paths()
+    folders = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
+    return tuple(sorted(os.path.join(folder, "") for folder in folders))
 
 
 class Worker:
