@@ -138,6 +138,13 @@ POLICIES = textwrap.dedent(
 
     ASYNC, ASYNC_GEN, YIELDS = Async(), AsyncGen(), Yields()
     WRAPPED_ASYNC, CALLABLE_ASYNC, STATIC_ASYNC = WrappedAsync(), CallableAsync(), StaticAsync()
+
+    class LoopedAsync:
+        name, revision = "loopedasync", "1"
+        async def decide(self, situation):
+            return LookUp()
+    LoopedAsync.decide.__wrapped__ = LoopedAsync.decide
+    LOOPED_ASYNC = LoopedAsync()
     """
 )
 
@@ -282,6 +289,7 @@ def test_a_class_whose_decide_is_static_is_a_policy_as_it_is(policies: Path) -> 
         ("WRAPPED_ASYNC", "a coroutine"),
         ("CALLABLE_ASYNC", "a coroutine"),
         ("STATIC_ASYNC", "a coroutine"),
+        ("LOOPED_ASYNC", "a coroutine"),  # a loop of wrappers: read as it is
     ],
 )
 def test_a_decide_that_never_returns_a_command_is_refused_when_the_policy_loads(

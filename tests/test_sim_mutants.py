@@ -1128,6 +1128,16 @@ def test_the_package_is_the_one_decide_is_defined_in(modules: Any) -> None:
     assert other.x == 1
 
 
+def test_the_policys_own_line_is_said_over_a_deeper_line_of_the_users_other_code(modules: Any) -> None:
+    """The package is the one decide is defined in (here a function given to a namespace, whose own type is of
+    ``types``): its line, not the deeper one of another package of the user's that it called."""
+    util = modules("pc.util", "def fail():\n    raise KeyError('k')\n")
+    own = modules("mine2.policy", "from pc.util import fail\n\ndef decide(situation):\n    return fail()\n")
+    namespace = types.SimpleNamespace(decide=own.decide)
+    assert _raised(namespace, lambda: namespace.decide(None)) == "KeyError: 'k' (at line 4 of mine2.policy, in decide)"
+    assert _raised(object(), util.fail) == "KeyError: 'k' (at line 2 of pc.util, in fail)"
+
+
 def test_outside_the_policys_package_the_innermost_line_of_the_users_other_code_is_said(modules: Any) -> None:
     """A decide that is no function of a package (a partial of one) has no package of its own: the innermost line
     of the user's other code is said."""

@@ -215,9 +215,7 @@ def _raised_at(exc: BaseException, policy: object) -> str:
     or one raised in a library the policy was given as its ``decide``). Code made at run time (a dataclass's
     generated methods) has no line of its own and is passed over. Named by module, not by file, so that the record
     is the same wherever the project lies."""
-    own = _package_of(getattr(policy, "decide", None)) or _package_of(
-        policy if isinstance(policy, type) else type(policy)
-    )
+    own = _package_of(getattr(policy, "decide", None))  # a class policy's static decide, a namespace's function
     mine: list[tuple[str, int, str]] = []
     users: list[tuple[str, int, str]] = []
     frame = exc.__traceback__
