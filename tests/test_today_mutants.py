@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from test_explore_run_mutants import _finding as _stand_in
 
 from harness.explore import finding_yaml
 from harness.explore.schedule import Schedule, element
@@ -146,20 +147,8 @@ def test_replaying_a_case_of_a_shipped_policy_puts_nothing_on_the_path(tmp_path:
 
 
 def _finding(**changes: Any) -> Finding:
-    values: dict[str, Any] = {
-        "policy": "retry_new_key",
-        "policy_spec": "retry_new_key",
-        "policy_revision": "3",
-        "scenario": "lost_response",
-        "scenario_spec": "lost_response",
-        "properties": ("no_duplicate_effect",),
-        "outcome": "incorrect",
-        "seed": 5,
-        "schedule": Schedule((element("fault", {"boundary": "request_lost", "nth": 2}),)),
-        "first_seen": 0,
-        "error": None,
-    }
-    return Finding(**{**values, **changes})
+    """The explore-run tests' stand-in finding, with one fault in its schedule."""
+    return _stand_in(Schedule((element("fault", {"boundary": "request_lost", "nth": 2}),)), **changes)
 
 
 def test_a_finding_of_a_users_policy_names_the_folder_its_module_came_from_last_in_reproduces(
