@@ -254,7 +254,9 @@ def test_a_worker_never_acts_on_ctrl_c_from_its_first_instruction() -> None:
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     first, kept, serving = json.loads(done.stdout)
-    assert first in ([True, False], [False, True])  # blocked as it imports, or ignored once it serves
+    # Blocked as it imports, ignored once it serves, or both in the instant between (it ignores SIGINT, then lets
+    # it in): never neither, a worker a Ctrl-C would act on.
+    assert first in ([True, False], [True, True], [False, True])
     assert kept is True and serving == [False, True]  # the parent as it was; the worker ignores it, let in
 
 
