@@ -380,6 +380,7 @@ _WITH_RESUME = frozenset({"command", "resume", "no_report", "junit", "quiet"})
 
 def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from harness.gate.junit import check_junit_path
+    from harness.policy import look_in
     from harness.run.folder import Request, claim
     from harness.run.grid import Ended, RunInterrupted, begin, begun_as, resume_grid
     from harness.run.plan import UsageError
@@ -409,10 +410,8 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
                 raise
             except KeyboardInterrupt:  # while it planned its grid again: its request stays, as resumable as it was
                 raise RunInterrupted(args.resume) from None
-        started_in = Request.folder(args.resume)
-        if started_in is not None and started_in not in sys.path:
-            # A user's policy (package.module:attr) imports as it did when the run began, from wherever it resumes.
-            sys.path.append(started_in)
+        # A user's policy (package.module:attr) imports as it did when the run began, from wherever it resumes.
+        look_in(Request.folder(args.resume))
         # The JUnit path the run began with is checked again too: it is written when the run completes, and a
         # file put there meanwhile (or a path edited into the manifest) is not to be written over.
         junit = args.junit or begun_as(args.resume)[1].junit

@@ -76,6 +76,7 @@ __all__ = [
     "Wait",
     "builtin_policy_names",
     "load_policy",
+    "look_in",
 ]
 
 #: What a read can answer: the target's durable result (applied, rejected, pending, absent, or unknown: an
@@ -351,6 +352,14 @@ def import_root(spec: str) -> Path | None:
         return Path(places[0]).absolute().parent
     file = getattr(module, "__file__", None)
     return Path(file).absolute().parent if file else None
+
+
+def look_in(folder: str | None) -> None:
+    """Put ``folder``, where a user's policy (``package.module:attr``) was imported from when its cases ran, on the
+    import path: last, so that it shadows nothing; not when it is there already, or is no folder (any more). A
+    worker process started after it is given the same path."""
+    if folder is not None and folder not in sys.path and Path(folder).is_dir():
+        sys.path.append(folder)
 
 
 def load_policy(spec: str) -> Policy:

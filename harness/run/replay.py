@@ -33,7 +33,7 @@ from harness.check.registry import PROPERTIES
 from harness.errors import InputError
 from harness.limits import CASE_TIMEOUT_MAX_S, DEFAULT_CASE_TIMEOUT_S
 from harness.model import REQUEST, CaseReport, record_ref
-from harness.policy import PolicyError
+from harness.policy import PolicyError, look_in
 from harness.present.shape import MalformedCase, checked_case
 from harness.run.case import failed_report, run_case
 from harness.run.files import record_line, recovery_json
@@ -206,9 +206,7 @@ def _look_where_run_began(path: Path) -> None:
     levels above the case's) goes on the import path, after every other place, so that it shadows nothing."""
     for folder in path.absolute().parents[:RUN_DEPTH]:
         if (folder / REQUEST).is_file():
-            began_in = Request.folder(folder)
-            if began_in is not None and began_in not in sys.path and Path(began_in).is_dir():
-                sys.path.append(began_in)
+            look_in(Request.folder(folder))
             return
 
 
@@ -346,10 +344,7 @@ def _replay_scenario(path: Path, supervised: bool) -> Replay:
             f"{path}: field 'reproduces.properties': '{unknown[0]}' is no property the checker judges (it judges "
             f"{', '.join(PROPERTY_NAMES)}); {mend}"
         )
-    if wanted.policy_path is not None and wanted.policy_path not in sys.path and Path(wanted.policy_path).is_dir():
-        # Where the case ran, a user's policy module was imported from there (a test file's folder, on pytest's
-        # path): after every other place, so that it shadows nothing. A worker process is given the same path.
-        sys.path.append(wanted.policy_path)
+    look_in(wanted.policy_path)  # where the case ran, its policy was imported from there (a test file's folder)
     try:
         (case,) = load_grid([wanted.policy], [str(path)], [wanted.seed]).cases
     except PolicyError as exc:
