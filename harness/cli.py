@@ -17,6 +17,7 @@ import shlex
 import signal
 import sys
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -336,7 +337,9 @@ def _parser(defaults: bool = True) -> argparse.ArgumentParser:
     )
     _force_concurrency(check)
     _case_timeout(check, "a failure of the gate (a harness error)")
-    check.add_argument("--quiet", action="store_true", help="no progress lines while exploring")
+    check.add_argument(
+        "--quiet", action="store_true", help="no progress lines (every 10 s of a long check, and while exploring)"
+    )
     replay = sub.add_parser(
         "replay", help="re-run a recorded case (recovery.json or a finding) and check it is the same"
     )
@@ -361,7 +364,13 @@ def _parser(defaults: bool = True) -> argparse.ArgumentParser:
         help="write the page to FILE (and heatmap.png beside it) instead of RUN_DIR/report.html; nothing is written "
         "into RUN_DIR (a read-only run folder, say): timelines not drawn there yet are drawn into the page alone",
     )
-    sub.add_parser("list", help="show policies, scenarios and fault boundaries")
+    listing = sub.add_parser("list", help="show policies, scenarios and fault boundaries")
+    listing.add_argument(
+        "--scenario",
+        action="append",
+        metavar="NAME|PATH",
+        help="show only this scenario, loaded as a run loads it: a file of yours is checked (repeatable)",
+    )
     schema = sub.add_parser("schema", help="print the JSON Schema of recovery.json")
     schema.add_argument("--out", type=_path, metavar="FILE", help="write it to FILE instead")
     view = sub.add_parser("view", help="browse a run's Polyaxon runs in the Polyaxon UI (haupt viewer)")
@@ -555,9 +564,18 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Callable[[], None] | None]:
     return Plan(plan.cells, concurrency), note if args.concurrency or args.polyaxonfile else None
 
 
+def cores_here() -> int:
+    """The cores this process may run on: its CPU affinity (``taskset``, a container's cpuset), which a CI runner
+    often holds below the machine's cores, else the machine's (one when unknown)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    if affinity is not None:
+        return len(affinity(0)) or 1
+    return os.cpu_count() or 1
+
+
 def _within_cores(asked: int, force: bool, said: str = "--concurrency") -> tuple[int, Callable[[], None] | None]:
     """At most one process per core, unless forced; with what to say when it was lowered."""
-    cores = os.cpu_count() or 1
+    cores = cores_here()
     if asked <= cores or force:
         return asked, None
 
@@ -764,6 +782,22 @@ class _ReadingLines:
         print(line + ("; writing report.html" if done else ""), file=sys.stderr)
 
 
+class _CheckProgress:
+    """How far a check's cases have got, on stderr every ``EVERY_S`` seconds of a long check (a CI job that
+    prints nothing for ten minutes is often stopped as hung): nothing for a check that ends sooner."""
+
+    EVERY_S = 10.0
+
+    def __init__(self) -> None:
+        self._said = time.monotonic()
+
+    def __call__(self, progress: Progress, job: CellJob, result: CellResult) -> None:
+        now = time.monotonic()
+        if now - self._said >= self.EVERY_S and progress.cases_done < progress.cases:
+            self._said = now
+            print(f"check: {_sweep(progress)}", file=sys.stderr, flush=True)
+
+
 def _sweep(progress: Progress) -> str:
     """``12,000 of 1,000,000 cases, 3,912 cases/s, about 4 min 13 s left``: how a long run is going."""
     said = f"{progress.cases_done:,} of {progress.cases:,} cases"
@@ -790,7 +824,7 @@ def _force_concurrency(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--force-concurrency",
         action="store_true",
-        help="use --concurrency as given even when it is more than the machine's cores",
+        help="use --concurrency as given even when it is more than the cores this process may use",
     )
 
 
@@ -937,7 +971,12 @@ def _check(args: argparse.Namespace) -> int:
         concurrency=concurrency,
         case_timeout_s=args.case_timeout or None,
     )
-    summary = check_policy(args.policy[0], options, progress=None if args.quiet else _explore_progress)
+    summary = check_policy(
+        args.policy[0],
+        options,
+        progress=None if args.quiet else _explore_progress,
+        cases_progress=None if args.quiet else _CheckProgress(),
+    )
     unwritten = None
     if args.junit:  # before printing: a reader that stops early ('| head') ends the printing
         try:
@@ -1019,7 +1058,7 @@ def _report(run_dir: Path, out: Path | None = None) -> int:
 
     def draw(paths: Sequence[Path]) -> None:
         print(f"drawing {len(paths)} {'timeline' if len(paths) == 1 else 'timelines'}...", file=sys.stderr)
-        draw_timelines(paths, os.cpu_count() or 1)
+        draw_timelines(paths, cores_here())
 
     if out is not None and out.suffix.lower() not in (".html", ".htm"):
         raise UsageError(
@@ -1053,20 +1092,38 @@ def _report(run_dir: Path, out: Path | None = None) -> int:
     return EXIT_OK
 
 
-def _list() -> int:
+def _list(scenarios: Sequence[str] | None = None) -> int:
+    """Every shipped policy, scenario and boundary; with ``scenarios``, only those scenarios, each loaded as a run
+    loads it (a file of the user's is checked: one line naming the field and the fix if it does not load)."""
     from harness.policy import builtin_policy_names, load_policy
-    from harness.scenario import BOUNDARIES, list_scenarios, scenario_cases
+    from harness.run.plan import absolute
+    from harness.scenario import (
+        BOUNDARIES,
+        is_scenario_path,
+        list_scenarios,
+        load_scenario,
+        resolve_scenario,
+        scenario_cases,
+    )
 
     # Every line made before any is printed: a policy or scenario file that does not load ends the listing in its
     # one-line error, not after half of it.
-    lines = ["policies:"]
-    lines += [f"  {name} (revision {load_policy(name).revision})" for name in builtin_policy_names()]
+    lines = [] if scenarios else ["policies:"]
+    if not scenarios:
+        lines += [f"  {name} (revision {load_policy(name).revision})" for name in builtin_policy_names()]
     lines.append("scenarios:")
-    for name in list_scenarios():
+    for name in [absolute(s) for s in scenarios] if scenarios else list_scenarios():
         cases = scenario_cases(name)
         variants = f"; {len(cases)} cases: {', '.join(spec for spec, _ in cases)}" if len(cases) > 1 else ""
-        lines.append(f"  {name} (revision {cases[0][1].revision}{variants})")
-        lines.append(f"      {_first_sentence(cases[0][1].description)}")
+        scenario = cases[0][1]
+        # A file of the user's by the name it gives itself, and where it is.
+        shown = f"{load_scenario(resolve_scenario(name)).name}" if is_scenario_path(name) else name
+        where = f" in {name}" if is_scenario_path(name) else ""
+        lines.append(f"  {shown} (revision {scenario.revision}{variants}){where}")
+        lines.append(f"      {_first_sentence(scenario.description)}")
+    if scenarios:
+        print("\n".join(lines))
+        return EXIT_OK
     lines.append("fault boundaries:")
     for boundary, cls in BOUNDARIES.items():
         doc = " ".join((cls.__doc__ or "").split()).replace("``", "")  # the docstring's markup, not for a terminal
@@ -1247,7 +1304,7 @@ def _command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if args.command == "run":
         return _run(args, argv)
     if args.command == "list":
-        return _list()
+        return _list(getattr(args, "scenario", None))
     if args.command == "view":
         from harness.plx.viewer import view
 

@@ -66,6 +66,20 @@ def one_line(text: object, limit: int = 200) -> str:
 LISTED_MAX = 12
 
 
+def nearly(given: str, known: Sequence[str]) -> str | None:
+    """The one of ``known`` that ``given`` nearly spells, if any: close to it (difflib's ratio 0.8 or more), or,
+    for a name too short for a ratio to tell, the only one it begins (``at`` for ``at_s``: a unit left off) or the
+    only one of the same letters in another order (``nht`` for ``nth``)."""
+    close = difflib.get_close_matches(given, known, n=1, cutoff=0.8)
+    if close:
+        return close[0]
+    for alike in (lambda name: len(given) >= 2 and name.startswith(given), lambda name: sorted(name) == sorted(given)):
+        found = [name for name in known if alike(name)]
+        if len(found) == 1:
+            return found[0]
+    return None
+
+
 def one_of(given: str, known: Sequence[str], listed: str) -> str:
     """The fix for a name that is none of ``known``: ``did you mean X?`` when one is close to ``given`` (a typo),
     then the names themselves, a dozen at most (``listed`` says where to see more than that)."""

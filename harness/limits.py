@@ -21,6 +21,7 @@ __all__ = [
     "REVISION_MAX",
     "SEED_COUNT_MAX",
     "STRING_MAX",
+    "TEXT_MAX",
     "TIMELINE_DRAWN_MAX",
     "VALUE_COUNT_MAX",
     "cut",
@@ -38,6 +39,10 @@ DEFAULT_CASE_TIMEOUT_S = 60.0
 CASE_TIMEOUT_MAX_S = 86_400.0
 #: Characters kept of any text a policy gives (a reason, an owner, an error it raises).
 STRING_MAX = 2000
+#: The longest text a scenario gives the world (an operation, a target, a model, a digest, an owner, a reason):
+#: each is copied into every record that names it, so a 50,000-character model made a case's recovery.json 1.2
+#: MB. An OCI reference with its sha256 digest fits in 256.
+TEXT_MAX = 256
 #: Characters kept of where a policy raised its error, said after it (a module's dotted name and a function's are
 #: not bounded).
 PLACE_MAX = 300

@@ -12,7 +12,8 @@ dispatch without a valid revision, approval and claim, uncertainty waited out an
 Revision 2 (from what ``harness explore`` found): the connector's "no record" no longer makes a same-key
 retry safe by itself. Revision 3: as ``reconcile_and_reauthorize`` revision 5, no retry on an absence read before
 the target's reads caught up with the last attempt. Revision 4: as its revision 6, they catch up with an attempt
-only after it may last have reached the target, not after it was sent.
+only after it may last have reached the target, not after it was sent. Revision 5: as its revision 7, the last
+command the budget allows escalates, unless it records the action.
 """
 
 from __future__ import annotations
@@ -23,13 +24,13 @@ from policies.reconcile_and_reauthorize import ReconcileAndReauthorize
 
 class FollowAndInspect(ReconcileAndReauthorize):
     name = "follow_and_inspect"
-    revision = "4"
+    revision = "5"
 
-    def decide(self, situation: Situation) -> Command:
+    def next_command(self, situation: Situation) -> Command:
         if situation.contract.via != "connector" or situation.recorded or situation.escalated:
-            return super().decide(situation)
+            return super().next_command(situation)
         if situation.observed_receipts():
-            return super().decide(situation)
+            return super().next_command(situation)
         job = self._latest_job(situation)
         last = situation.attempts[-1] if situation.attempts else None
         unanswered = last is not None and last.observation != "response"
@@ -38,7 +39,7 @@ class FollowAndInspect(ReconcileAndReauthorize):
             return FollowJob()
         if job is not None and job.effect == "running" and situation.time_left_s > self.escalate_margin_s:
             return FollowJob()
-        return super().decide(situation)
+        return super().next_command(situation)
 
     def _latest_job(self, situation: Situation) -> LookupView | None:
         """The last follow of the job since the last attempt was sent."""

@@ -20,7 +20,9 @@ effect yet, and after an uncertain reply a mutation must wait until a read has t
 what ``harness explore`` found near the scenarios of a third review): the reads catch up with an attempt only
 after it may last have reached the target (when its reply came back, or, with none, when the target stopped
 accepting it), not after it was sent: a request late on the way, applied within the lag before a read, went
-unseen, and a same-key retry outlived its window, or followed a do-not-replay error unsettled.
+unseen, and a same-key retry outlived its window, or followed a do-not-replay error unsettled. Revision 7 (from a
+scenario author's review): the command its action's budget has room for last is an escalation, unless it records
+the action: a worker that waited and read until the budget ran out left the action abandoned.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ Decision = Literal[
     "record_observed_effect", "record_rejection", "wait_or_escalate", "retry_same_action", "hold_dispatch"
 ]
 Effect = Literal["applied", "rejected", "pending", "absent", "unknown"]
+#: The commands after which the action is accounted for, or (``Stop``) already was.
+ACCOUNTED_FOR_BY = (RecordEffect, RecordRejection, RecordAbsent, Escalate, Stop)
 
 
 def recovery_decision(
@@ -67,7 +71,7 @@ def recovery_decision(
 
 class ReconcileAndReauthorize:
     name = "reconcile_and_reauthorize"
-    revision = "6"
+    revision = "7"
     #: Time between lookups while the result is pending or unknown.
     wait_s = 10.0
     #: Escalate while at least this much time is left before the deadline.
@@ -108,6 +112,15 @@ class ReconcileAndReauthorize:
         return last_sent + contract.request_validity_s <= situation.now_s + contract.dedupe_window_s
 
     def decide(self, situation: Situation) -> Command:
+        """The next command; the last one the action's command budget allows accounts for it (escalates,
+        unless it records what was found)."""
+        command = self.next_command(situation)
+        if situation.commands_left == 1 and not isinstance(command, ACCOUNTED_FOR_BY):
+            return Escalate(reason="the action's command budget has room for one command more")
+        return command
+
+    def next_command(self, situation: Situation) -> Command:
+        """What to do next, the command budget aside."""
         if situation.recorded is not None:
             return Stop(reason=f"accounted for as {situation.recorded}")
         if situation.escalated:

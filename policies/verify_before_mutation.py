@@ -8,7 +8,8 @@ never accepted as a weaker success, and a user's stop stays a stop (nothing more
 absence may be followed by sending the same call again, under the same request UUID, after a claim. Revision 2:
 as ``reconcile_and_reauthorize`` revision 5, no retry on an absence read before the target's reads caught up with
 the last attempt. Revision 3: as its revision 6, they catch up with a call only after it reached the tool server
-(when its error came back), not after it was sent.
+(when its error came back), not after it was sent. Revision 4: as its revision 7, the last command the budget
+allows escalates, unless it records the action.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from policies.reconcile_and_reauthorize import ReconcileAndReauthorize
 
 class VerifyBeforeMutation(ReconcileAndReauthorize):
     name = "verify_before_mutation"
-    revision = "3"
+    revision = "4"
     read_command: Command = VerifyOutcome()
     read_source = "verify"
 

@@ -687,6 +687,14 @@ class NoValidityReachedBySend(_FollowVariant):
         return super().reached_by_s(situation.model_copy(update={"contract": at_once}))
 
 
+class IgnoresCommandBudget(_Variant):
+    """Waits and reads until the runtime's command budget stops it (revision 6's bug): its last command is
+    another wait or read instead of an escalation, so the action is left unaccounted for."""
+
+    def decide(self, situation: Situation) -> Command:
+        return self.next_command(situation)
+
+
 @dataclass(frozen=True)
 class Catch:
     """Where a variant must be caught: the scenario, and the property whose verdict must be false."""
@@ -698,13 +706,13 @@ class Catch:
 
 CORPUS: tuple[Catch, ...] = (
     Catch(NeverEscalates("never_escalates"), "uncertain_lookup", "abandoned_actions"),
+    Catch(IgnoresCommandBudget("ignores_command_budget"), "step_budget_while_unsure", "abandoned_actions"),
     Catch(TrustsAnyReceipt("trusts_any_receipt"), "foreign_receipt", "mismatched_records"),
     Catch(ComparesKeyOnly("compares_key_only"), "foreign_receipt", "mismatched_records"),
     Catch(WindowAtRetryOnly("window_at_retry_only"), "late_original_past_window", "duplicate_effects"),
     Catch(RecordsAbsenceAtOnce("records_absence_at_once"), "absent_then_late_original", "false_records"),
     Catch(IgnoresLookupLag("ignores_lookup_lag"), "stale_lookup_after_cancel", "false_records"),
     Catch(RetriesWithoutClaim("retries_without_claim"), "newer_write_held", "unauthorized_dispatches"),
-    Catch(RepeatsRefusedClaims("repeats_refused_claims"), "newer_write_held", "abandoned_actions"),
     Catch(WritesUnguarded("writes_unguarded"), "two_recoverers", "duplicate_records"),
     Catch(RetriesUnderNewKey("retries_under_new_key"), "late_original_in_window", "duplicate_effects"),
     Catch(GivesUpWhenHeld("gives_up_when_held"), "fenced_late_original", "abandoned_actions"),
@@ -752,7 +760,6 @@ CORPUS: tuple[Catch, ...] = (
     Catch(WaitsForQuietPastMargin("waits_for_quiet_past_margin"), "quiet_at_deadline", "abandoned_actions"),
     Catch(RefusedReplyAsAbsent("refused_reply_as_absent"), "refused_retry_after_late_original", "false_records"),
     Catch(FencedAbsenceFinal("fenced_absence_final"), "fenced_stale_lookup_after_cancel", "false_records"),
-    Catch(WakesShortOfFinal("wakes_short_of_final"), "connector_unstarted_lagging_lookup", "abandoned_actions"),
     Catch(WaitsForTheMoment("waits_for_the_moment"), "connector_unstarted_lagging_lookup", "abandoned_actions"),
     Catch(FollowsForever("follows_forever"), "connector_new_operation_pending", "abandoned_actions"),
     Catch(AssumesDeathFollowed("assumes_death_followed"), "connector_down_when_followed", "abandoned_actions"),
@@ -780,7 +787,6 @@ CORPUS: tuple[Catch, ...] = (
         "duplicate_effects",
     ),
     Catch(SkipsUnknownSent("skips_unknown_sent"), "crash_original_short_window_lagging", "duplicate_effects"),
-    Catch(CaughtUpAtReach("caught_up_at_reach"), "lost_reply_long_lag", "abandoned_actions"),
     # Hidden (found only by exploring newer_write_held at depth 2) until quiet_just_before_deadline was shipped.
     Catch(EscalatesAtTheDeadline("escalates_at_the_deadline"), "quiet_just_before_deadline", "abandoned_actions"),
     # Found by mutating the safe policies and exploring the survivors at depth 1 (tests/MUTANTS.md, twenty-sixth
@@ -804,6 +810,19 @@ CORPUS: tuple[Catch, ...] = (
 MASKED: tuple[Catch, ...] = (
     Catch(DatesDeathFromSend("dates_death_from_send"), "connector_dead_job_lag_before_effect", "duplicate_effects"),
     Catch(DeathIgnoresLag("death_ignores_lag"), "connector_dead_job_lag_before_effect", "duplicate_effects"),
+)
+
+
+#: Variants that spin (ask again for a refused claim, wake short of the moment they wait for, read again behind
+#: a lagging target) until their command budget's last command: caught here through ``abandoned_actions`` until
+#: the correct policy's last command became an escalation (reconcile revision 7, from a scenario author's
+#: review). They now end escalated where the correct policy ends correct: wasteful, never unsafe, so no property
+#: is false; the measures show the spin (``refusals``, ``reads``). Were a shipped case to catch one again, it
+#: would move back to CORPUS.
+SPENT: tuple[Catch, ...] = (
+    Catch(RepeatsRefusedClaims("repeats_refused_claims"), "newer_write_held", "abandoned_actions"),
+    Catch(WakesShortOfFinal("wakes_short_of_final"), "connector_unstarted_lagging_lookup", "abandoned_actions"),
+    Catch(CaughtUpAtReach("caught_up_at_reach"), "lost_reply_long_lag", "abandoned_actions"),
 )
 
 
@@ -834,7 +853,7 @@ UNSEEN: tuple[ReconcileAndReauthorize, ...] = (
     NoValidityReachedBySend("no_validity_reached_by_send"),
 )
 
-_BY_NAME = {v.policy.name: v.policy for v in (*CORPUS, *MASKED, *HIDDEN)} | {v.name: v for v in UNSEEN}
+_BY_NAME = {v.policy.name: v.policy for v in (*CORPUS, *MASKED, *SPENT, *HIDDEN)} | {v.name: v for v in UNSEEN}
 
 
 def __getattr__(name: str) -> ReconcileAndReauthorize:

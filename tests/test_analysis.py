@@ -508,6 +508,39 @@ def test_two_copies_of_a_run_under_one_folder_count_as_duplicates(tmp_path: Path
     assert len(apart) == 3 and apart.attrs["duplicates"] == 3
 
 
+@pytest.mark.parametrize("records", ["full", "compact"])
+def test_one_cell_asked_for_by_name_and_by_path_loads_as_one_run_not_a_conflict(tmp_path: Path, records: str) -> None:
+    """A Polyaxon user's review: a cell run once as ``--scenario lost_response`` and once by the file's path
+    differed only in the reproduce command, and the loader called them a conflict and counted each case twice.
+    A case's reproduce command says how the run was asked for, not what it showed: they are duplicates. Another
+    result under the same identity is still a conflict."""
+    common = (
+        "--policy",
+        "retry_new_key",
+        "--seed-count",
+        "3",
+        "--tracking",
+        "none",
+        "--no-report",
+        "--records",
+        records,
+    )
+    path = str(SCENARIO_DIR / "lost_response.yaml")
+    assert run_into(tmp_path / "by_name", "--scenario", "lost_response", *common) == 0
+    assert run_into(tmp_path / "by_path", "--scenario", path, *common) == 0
+    both = load([tmp_path / "by_name", tmp_path / "by_path"])
+    assert (len(both), both.attrs["duplicates"], both.attrs["conflicts"]) == (3, 3, [])
+    assert set(both["reproduce"]) == {
+        f"python -m harness run --policy retry_new_key --scenario lost_response --seed {n}" for n in (1, 2, 3)
+    }
+    changed = next((tmp_path / "by_path").rglob("recovery.json"))
+    text = changed.read_text()
+    changed.write_text(text.replace('"dispatches": 2', '"dispatches": 3', 1))
+    assert '"dispatches": 3' in changed.read_text()
+    again = load([tmp_path / "by_name", tmp_path / "by_path"])
+    assert len(again.attrs["conflicts"]) == 1 and "other results" in again.attrs["conflicts"][0].reason
+
+
 def test_a_case_with_text_the_json_writer_refuses_still_loads(tmp_path: Path) -> None:
     """A recovery.json holding a lone surrogate (valid JSON, which pydantic's parser refuses and the standard
     library reads) is a case all the same: its copy is known by its bytes."""

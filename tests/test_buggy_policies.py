@@ -4,11 +4,15 @@ every shipped schedule, and exploration from the named shipped scenario finds on
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import replace
+
 import pytest
 from buggy_policies import (
     CORPUS,
     HIDDEN,
     MASKED,
+    SPENT,
     UNSEEN,
     Catch,
     CaughtUpFromSend,
@@ -98,6 +102,66 @@ def test_a_masked_variant_is_judged_as_the_correct_policy_where_it_was_caught(ma
     policy does, its property true (caught there again, it belongs back in CORPUS)."""
     correct = check(simulate(CASES[masked.scenario], load_policy("follow_and_inspect"), seed).evidence)
     assert judged(masked, seed) == (correct.outcome, "true")
+
+
+@pytest.mark.parametrize("spent", SPENT, ids=[s.policy.name for s in SPENT])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_variant_that_spins_until_its_budget_escalates_where_the_correct_policy_ends_correct(
+    spent: Catch, seed: int
+) -> None:
+    """Where it was caught spending its last command on one more wait or read, the variant now escalates with
+    it: every property true, the case escalated where the correct policy's is correct, and the spin in the
+    evidence (one action given every command of its budget, where the correct policy needs under a quarter)."""
+    scenario = CASES[spent.scenario]
+    variant, correct = (simulate(scenario, p, seed).evidence for p in (spent.policy, load_policy(SAFE[0])))
+    assert (check(variant).outcome, set(check(variant).checks.values())) == ("escalated", {"true"})
+    assert check(correct).outcome == "correct"
+    spun, needed = (
+        max(Counter(e.action_id for e in ev.history if isinstance(e, CommandGiven)).values())
+        for ev in (variant, correct)
+    )
+    assert spun == scenario.worker.command_count_max > 4 * needed, (spun, needed)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_duplicate_only_the_wire_shows_is_caught_under_a_hidden_ledger(seed: int) -> None:
+    """Reading an unanswered lookup as absent retries a73 into a service without deduplication whose ledger the
+    checker cannot read: caught through duplicate_effects by the two "applied" replies alone (without them the
+    property is unknown and the case unresolved), while the correct policies escalate, every property true."""
+    scenario = CASES["hidden_ledger_late_reply"]
+    variant = next(c.policy for c in CORPUS if c.policy.name == "reconcile_unknown_lookup_as_absent")
+    evidence = simulate(scenario, variant, seed).evidence
+    judgement = check(evidence)
+    assert (judgement.outcome, judgement.checks["duplicate_effects"]) == ("incorrect", "false")
+    witnesses = [a.witnesses for a in judgement.anomalies if a.kind == "duplicate_effect"]
+    by_index = {e.index: e for e in evidence.history}
+    assert len(witnesses) == 1 and {by_index[i].event for i in witnesses[0]} == {"receive", "undeliverable"}
+    wireless = replace(
+        evidence, history=tuple(e for e in evidence.history if e.event not in ("receive", "undeliverable"))
+    )
+    assert check(wireless).checks["duplicate_effects"] == "unknown"
+    for safe in SAFE:
+        correct = check(simulate(scenario, load_policy(safe), seed).evidence)
+        assert (correct.outcome, set(correct.checks.values())) == ("escalated", {"true"}), safe
+
+
+def test_the_last_command_the_budget_allows_accounts_for_the_action() -> None:
+    """At one command left the correct policy escalates what it would have waited or read for, and records what
+    it would have recorded; with two left it waits or reads as before."""
+    policy = load_policy("reconcile_and_reauthorize")
+    spec, seed = "step_budget_while_unsure", 1
+    given = [e.command for e in simulate(CASES[spec], policy, seed).evidence.history if isinstance(e, CommandGiven)]
+    assert [c.kind for c in given] == ["look_up", "wait", "look_up", "wait", "look_up", "escalate"]
+    recording = simulate(CASES["lost_response"], policy, seed).evidence.history
+    kinds = [e.command.kind for e in recording if isinstance(e, CommandGiven)]
+    budget = len(kinds) - kinds[::-1].index("record_effect")  # the record is the last command but a stop
+    tight = CASES["lost_response"].model_copy(
+        update={"worker": CASES["lost_response"].worker.model_copy(update={"command_count_max": budget})}
+    )
+    tight_kinds = [
+        e.command.kind for e in simulate(tight, policy, seed).evidence.history if isinstance(e, CommandGiven)
+    ]
+    assert tight_kinds == kinds[:budget] and tight_kinds[-1] == "record_effect"
 
 
 @pytest.mark.parametrize("hidden", HIDDEN, ids=[h.policy.name for h in HIDDEN])

@@ -41,6 +41,37 @@ def test_an_unknown_property_makes_the_verdict_unknown_and_the_case_unresolved()
     assert HIDDEN in judgement.unknown["duplicate_effects"]
 
 
+def test_two_applied_replies_under_different_receipts_witness_a_duplicate_the_hidden_ledger_cannot() -> None:
+    """Without the ledger, two dispatches the destination answered ``applied`` under r1 (unheard: the caller had
+    stopped waiting) and r2 took effect twice at least: duplicate_effects is false, its count null with the
+    reason, witnessed by each receipt's first reply. The same receipt twice (a replay), an answer that is not
+    ``applied``, or two receipts from lookups (which may name another action's) witness nothing: unknown."""
+
+    def judged(*replies: str) -> tuple[str, object, list[tuple[int, ...]]]:
+        ev = history(OPENING + "\n".join([dispatch(0.0, 1), dispatch(15.0, 2), *replies]), visible=False)
+        found = run("duplicate_effects", ev)
+        return check(ev).checks["duplicate_effects"], found.value, [a.witnesses for a in found.anomalies]
+
+    unheard = reply(20.5, 1, "applied", "r1").replace(" receive ", " undeliverable ")
+    assert judged(reply(15.5, 2, "applied", "r2"), unheard, reply(21, 2, "applied", "r2")) == ("false", None, [(6, 7)])
+    assert (
+        "2 receipts (r2, r1)"
+        in run(
+            "duplicate_effects",
+            history(
+                OPENING + "\n".join([dispatch(0.0, 1), dispatch(15.0, 2), reply(15.5, 2, "applied", "r2"), unheard]),
+                visible=False,
+            ),
+        )
+        .anomalies[0]
+        .detail
+    )
+    assert judged(reply(15.5, 2, "applied", "r1"), unheard) == ("unknown", None, [])
+    assert judged(reply(15.5, 2, "rejected", "r2"), unheard) == ("unknown", None, [])
+    looked = [reply(16, n, "applied", f"r{n}", kind="lookup") for n in (1, 2)]
+    assert judged(*looked) == ("unknown", None, [])
+
+
 def test_a_measure_never_votes_against_the_case() -> None:
     """A measure's result is ``true`` whenever its value is known, whatever the value (here non-zero counts and a
     false flag), and ``unknown`` only when its value is; only properties are ``checks``."""
@@ -116,10 +147,13 @@ def test_a_dispatch_exactly_at_approval_expiry_is_unauthorized() -> None:
 
 def test_a_dispatch_after_its_own_approval_was_revoked_is_unauthorized() -> None:
     """Revoking the action's approval (apr-17) makes a later dispatch unauthorized; revoking another does not."""
-    for event in ("approval_revoked approval_id=apr-17 reason=x", "approval_expired approval_id=apr-17"):
+    for event, said in (
+        ("approval_revoked approval_id=apr-17 reason=x", "was revoked"),
+        ("approval_expired approval_id=apr-17", "ran out"),  # as the timeline says: approval_expired
+    ):
         found = run("unauthorized_dispatches", history(OPENING + f"1 controller {event}\n" + dispatch(2.0, 1)))
         assert found.value == 1 and found.anomalies[0].witnesses == (5, 4)
-        assert "revoked" in found.anomalies[0].detail
+        assert found.anomalies[0].detail.endswith(f"sent after the approval {said}")
     other = history(OPENING + "1 controller approval_revoked approval_id=apr-99 reason=x\n" + dispatch(2.0, 1))
     assert run("unauthorized_dispatches", other).value == 0
 
@@ -306,6 +340,31 @@ def test_a_completion_after_a_cancellation_is_wrong_and_leaves_the_task_incomple
     )
     assert run("wrong_revision_completions", after).value == 0
     assert run("task_completed", after).value is True
+
+
+def test_a_later_effect_with_other_arguments_on_the_target_undoes_the_completion() -> None:
+    """A stale m8 request applied on the target after m7's completing effect leaves the task incomplete, before
+    or after the completion was recorded; a later effect of the same arguments, or on another target, does not.
+    (A scenario author's review: a stale retry of m7 applied after m9 completed the task left it "completed".)"""
+
+    def later(at: float, model: str, target: str = "staging/fraud") -> str:
+        return (
+            f"{at} destination applied receipt_id=r9 idempotency_key=x execution_id=x-1 operation=activate "
+            f"target={target} model={model} digest=d7"
+        )
+
+    def completed_with(effect: str, record_first: bool) -> object:
+        steps = [dispatch(0.0, 1), applied(0.5, 1, "r1")]
+        ending = [recorded(15, "r1"), completed(15)]
+        return run(
+            "task_completed",
+            history(OPENING + "\n".join([*steps, *ending, effect] if record_first else [*steps, effect, *ending])),
+        ).value
+
+    assert completed_with(later(16, "m8"), record_first=True) is False
+    assert completed_with(later(1.0, "m8"), record_first=False) is False
+    assert completed_with(later(16, "m7"), record_first=True) is True
+    assert completed_with(later(16, "m8", target="prod/other"), record_first=True) is True
 
 
 def test_task_completed_is_unknown_with_a_reason_when_it_cannot_be_decided() -> None:
@@ -543,6 +602,8 @@ WORDS = [
      "a73-x1: the approval is bound to another revision, operation, target or artifact"),
     ("unauthorized_dispatches", OPENING + "1 controller approval_revoked approval_id=apr-17 reason=x\n" + dispatch(2.0, 1),
      True, "a73-x1: sent after the approval was revoked"),
+    ("unauthorized_dispatches", OPENING + "1 controller approval_expired approval_id=apr-17\n" + dispatch(2.0, 1),
+     True, "a73-x1: sent after the approval ran out"),
     ("unauthorized_dispatches", _lines(*_LINES[:3], dispatch(1.0, 1)), True, "a73-x1: sent without a successful claim"),
     ("unauthorized_dispatches", OPENING.replace("a73 revision=17 ok", "a73 revision=16 ok") + dispatch(1.0, 1), True,
      "a73-x1: the claim was made against another revision"),

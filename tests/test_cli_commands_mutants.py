@@ -397,7 +397,7 @@ def test_each_command_calls_its_own_function_with_its_arguments(
     elif called in ("_explore", "_check", "_schema"):
         assert given[0].command == words[0] and len(given) == 1
     else:
-        assert given == ()
+        assert given == (None,)  # no --scenario: every shipped one
 
 
 def test_view_is_called_with_its_folder_and_port(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -473,6 +473,27 @@ def test_list_names_policies_scenarios_with_their_variants_and_the_first_sentenc
     )
 
 
+def test_list_of_a_scenario_shows_it_alone_and_checks_a_file_of_yours(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A scenario author's review: the only way to check a file of their own was to run it. ``list --scenario``
+    loads each as a run does and shows it alone (a file by the name it gives itself, and where it is); a file
+    that does not load is the run's one-line error, exit 2, and nothing is listed."""
+    from conftest import SCENARIO_DIR
+
+    mine = tmp_path / "mine.yaml"
+    mine.write_text((SCENARIO_DIR / "request_lost.yaml").read_text().replace("name: request_lost", "name: mine"))
+    assert cli.main(["list", "--scenario", str(mine), "--scenario", "lost_response"]) == 0
+    lines = _out(capsys)[0].splitlines()
+    assert lines[0] == "scenarios:" and lines[1] == f"  mine (revision 1) in {mine}"
+    assert lines[2].startswith("      The first dispatch of a73 is lost") and lines[3] == "  lost_response (revision 1)"
+    assert len(lines) == 5
+    mine.write_text(mine.read_text().replace("nth: 1}", "nth: 1, nht: 2}"))
+    assert cli.main(["list", "--scenario", str(mine)]) == 2
+    out, err = _out(capsys)
+    assert out == "" and "field 'faults.0.nht'" in err and "rename it 'nth'" in err
+
+
 def test_list_of_the_shipped_ones_names_every_policy_scenario_and_boundary(capsys: pytest.CaptureFixture[str]) -> None:
     from harness.policy import builtin_policy_names
     from harness.scenario import BOUNDARIES, list_scenarios
@@ -481,7 +502,7 @@ def test_list_of_the_shipped_ones_names_every_policy_scenario_and_boundary(capsy
     lines = _out(capsys)[0].splitlines()
     assert lines[0] == "policies:" and lines[1 : 1 + len(builtin_policy_names())] == [
         f"  {name} (revision {r})"
-        for name, r in zip(builtin_policy_names(), ("4", "6", "1", "1", "1", "3"), strict=True)
+        for name, r in zip(builtin_policy_names(), ("5", "7", "1", "1", "1", "4"), strict=True)
     ]
     assert len(lines) == 3 + len(builtin_policy_names()) + 2 * len(list_scenarios()) + len(BOUNDARIES)
     assert "  request_lost (wire): The dispatch is lost in the transport before it reaches the destination" in lines
@@ -666,7 +687,7 @@ def page(monkeypatch: pytest.MonkeyPatch) -> _Page:
     module.write_report = fake.write_report  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "harness.present.html_report", module)
     monkeypatch.setattr(pictures, "draw_timelines", fake.draw_timelines)
-    monkeypatch.setattr(os, "cpu_count", lambda: 3)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(3)))
     return fake
 
 
@@ -691,6 +712,7 @@ def test_report_writes_the_page_of_a_folder_drawing_its_timelines_and_saying_its
     assert (run_dir, out, draw is not None, type(progress)) == (run, None, True, cli._ReadingLines)
     assert page.drawn == [((run / "a.json",), 3), ((run / "a.json", run / "b.json"), 3)]
     page.calls.clear()
+    monkeypatch.delattr(os, "sched_getaffinity")
     monkeypatch.setattr(os, "cpu_count", lambda: None)
     assert cli.main(["report", str(run)]) == 0
     assert page.drawn[-1] == ((run / "a.json", run / "b.json"), 1)
@@ -856,7 +878,7 @@ def test_check_of_a_passing_policy_keeps_nothing_and_exits_0(
     words = ["check", "--policy", "reconcile_and_reauthorize", "--scenario", "lost_response", "--seed-count", "1"]
     assert cli.main(words) == 0
     assert _out(capsys) == (
-        "reconcile_and_reauthorize (revision 6): 1 of 1 cases correct or escalated\ncheck: passed\n",
+        "reconcile_and_reauthorize (revision 7): 1 of 1 cases correct or escalated\ncheck: passed\n",
         "",
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # its temporary folder went
@@ -869,8 +891,11 @@ class _Checks:
         self.summary = summary
         self.calls: list[tuple[str, CheckOptions, object]] = []
 
-    def __call__(self, policy: str, options: CheckOptions, progress: object = None) -> CheckSummary:
+    def __call__(
+        self, policy: str, options: CheckOptions, progress: object = None, cases_progress: object = None
+    ) -> CheckSummary:
         self.calls.append((policy, options, progress))
+        self.cases_progress = cases_progress
         return self.summary
 
 
@@ -883,7 +908,7 @@ def _gate(name: str, outcome: str = "correct", **more: Any) -> GateCase:
 def checks(monkeypatch: pytest.MonkeyPatch) -> _Checks:
     fake = _Checks(CheckSummary("p", "7", None, (_gate("s seed 1"),)))
     monkeypatch.setattr(runner, "check_policy", fake)
-    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(4)))
     return fake
 
 
@@ -1072,7 +1097,7 @@ explore_for_real = exploration.explore
 def explores(monkeypatch: pytest.MonkeyPatch) -> _Explores:
     fake = _Explores()
     monkeypatch.setattr(exploration, "explore", fake)
-    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(4)))
     return fake
 
 
@@ -1299,7 +1324,7 @@ def grids(monkeypatch: pytest.MonkeyPatch) -> _Grids:
 
     monkeypatch.setattr(run_module, "plan_cells", planned)
     monkeypatch.setattr(run_module, "run_grid", ran)
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(2)))
     return fake
 
 
@@ -1802,7 +1827,7 @@ HELP = {
         "lines --no-report skip report.html, heatmap.png and the timelines --case-timeout SECONDS wall-clock "
         "budget of one case; a case over it, or one whose worker process dies, is stopped and counted as a "
         "harness error (default 60; 0: no budget) --force-concurrency use --concurrency as given even when it "
-        "is more than the machine's cores --resume DIR complete a run that was stopped (killed, Ctrl-C, a "
+        "is more than the cores this process may use --resume DIR complete a run that was stopped (killed, Ctrl-C, a "
         "full disk): only what is missing is run, with the options it began with --junit FILE also write "
         "JUnit XML: one testcase per scenario x seed, a failure per case neither correct nor escalated (with "
         "a repro file under <out>/repro)"
@@ -1815,8 +1840,8 @@ HELP = {
         "shipped) --scenario NAME|PATH a template (repeatable; default: all shipped) --depth K combine up to "
         "K added elements (default 2) --swarm N random swarm schedules per template (default 20) --seed-count "
         "S seeds 1..S for every schedule, S up to 100 (default 1) --concurrency N processes side by side "
-        "(default 1) --force-concurrency use --concurrency as given even when it is more than the machine's "
-        "cores --shard I/N explore only shard I of N of every template's schedules (0-based) --out DIR output "
+        "(default 1) --force-concurrency use --concurrency as given even when it is more than the cores this "
+        "process may use --shard I/N explore only shard I of N of every template's schedules (0-based) --out DIR output "
         "folder (default: reports/runs/<run-id>) --tracking {offline,server,none} Polyaxon tracking: one run "
         "per (policy, scenario) explored, offline into <out>/polyaxon (default), pushed to the configured "
         "server as well, or none --project [OWNER/]NAME Polyaxon project for the runs (default: "
@@ -1833,10 +1858,10 @@ HELP = {
         "--explore also explore each scenario's schedules (as 'harness explore' at its defaults, at the same "
         "seeds) --junit FILE write JUnit XML to FILE --out DIR folder for cases and repro files (default: a "
         "new temporary folder) --concurrency N processes side by side (default 1) --force-concurrency use "
-        "--concurrency as given even when it is more than the machine's cores --case-timeout SECONDS "
+        "--concurrency as given even when it is more than the cores this process may use --case-timeout SECONDS "
         "wall-clock budget of one case; a case over it, or one whose worker process dies, is stopped and a "
-        "failure of the gate (a harness error) (default 60; 0: no budget) --quiet no progress lines while "
-        "exploring"
+        "failure of the gate (a harness error) (default 60; 0: no budget) --quiet no progress lines (every 10 s "
+        "of a long check, and while exploring)"
     ),
     "replay": (
         "usage: harness replay [-h] CASE positional arguments: CASE a recovery.json, a compact record "
@@ -1851,7 +1876,11 @@ HELP = {
         "nothing is written into RUN_DIR (a read- only run folder, say): timelines not drawn there yet are "
         "drawn into the page alone"
     ),
-    "list": ("usage: harness list [-h] options: -h, --help show this help message and exit"),
+    "list": (
+        "usage: harness list [-h] [--scenario NAME|PATH] options: -h, --help show this help message and exit "
+        "--scenario NAME|PATH show only this scenario, loaded as a run loads it: a file of yours is checked "
+        "(repeatable)"
+    ),
     "schema": (
         "usage: harness schema [-h] [--out FILE] options: -h, --help show this help message and exit --out "
         "FILE write it to FILE instead"

@@ -130,7 +130,7 @@ def test_a_parser_takes_its_prog_by_position_too(capsys: pytest.CaptureFixture[s
 def test_concurrency_above_the_cores_is_lowered_saying_so_unless_forced(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(cli.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(cli.os, "sched_getaffinity", lambda pid: set(range(2)))
     assert cli._within_cores(2, False) == (2, None)
     assert cli._within_cores(5, True) == (5, None)
     lowered, note = cli._within_cores(3, False)
@@ -143,6 +143,7 @@ def test_concurrency_above_the_cores_is_lowered_saying_so_unless_forced(
     assert note is not None
     note()
     assert capsys.readouterr().err.startswith("harness: concurrency (polyaxonfile) 4 is more than the 2 cores")
+    monkeypatch.delattr(cli.os, "sched_getaffinity")
     monkeypatch.setattr(cli.os, "cpu_count", lambda: None)  # unknown: one core
     assert cli._within_cores(2, False)[0] == 1
 
@@ -239,6 +240,24 @@ def test_a_progress_line_names_the_cell_as_the_table_does_and_its_spec_when_it_r
     cli._progress(progress, _job((1,)), phases)
     cli._progress(progress, _job((1,)), _result())
     assert capsys.readouterr().err.splitlines() == ["[1/9] pol x connector: correct 3", "[1/9] spec_p x spec_s: "]
+
+
+def test_a_long_check_says_how_far_its_cases_have_got_every_ten_seconds(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CI integrator's review: a check of 1,000 seeds printed its first line after 120 s, long enough for a CI
+    job's no-output timeout. A line every ten seconds while cases remain; none in a check that ends sooner."""
+    clock = [100.0]
+    monkeypatch.setattr(cli.time, "monotonic", lambda: clock[0])
+    said = cli._CheckProgress()
+    job, result = _job((1,)), _result(("p", "s", {"correct": 1}))
+    for at, done in ((109.9, 10), (110.0, 20), (115.0, 30), (120.0, 40), (200.0, 80)):
+        clock[0] = at
+        said(Progress(done, 80, done, 80, at - 100.0), job, result)
+    assert capsys.readouterr().err.splitlines() == [
+        "check: 20 of 80 cases, 2 cases/s, about 30 s left",
+        "check: 40 of 80 cases, 2 cases/s, about 20 s left",
+    ]
 
 
 def test_a_sweeps_progress_line_adds_the_cases_the_rate_and_the_time_left(capsys: pytest.CaptureFixture[str]) -> None:

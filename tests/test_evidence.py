@@ -306,9 +306,18 @@ def _starts_after_unapproved_change(scenario: Scenario) -> Scenario:
 
 
 def _adding(data: dict[str, typing.Any], fault: dict[str, typing.Any]) -> list[dict[str, typing.Any]]:
-    """The scenario's faults with ``fault`` added, unless it already declares it (a fault given twice is refused)."""
-    same = any(all(f.get(k) == v for k, v in fault.items()) for f in data["faults"])
-    return data["faults"] if same else [*data["faults"], fault]
+    """The scenario's faults with ``fault`` added, unless one it declares already takes that occurrence at that
+    boundary (a fault that could never fire is refused)."""
+
+    def takes(f: dict[str, typing.Any]) -> bool:
+        last = None if f.get("count", 1) is None else f.get("nth", 1) + f.get("count", 1) - 1
+        return (
+            f["boundary"] == fault["boundary"]
+            and f.get("nth", 1) <= fault["nth"]
+            and (last is None or fault["nth"] <= last)
+        )
+
+    return data["faults"] if any(takes(f) for f in data["faults"]) else [*data["faults"], fault]
 
 
 def _lagging(scenario: Scenario) -> Scenario:

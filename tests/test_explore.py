@@ -482,7 +482,7 @@ def test_a_declared_operator_event_that_never_acts_fails_the_run_and_is_noted_by
     doc["name"] = "quiet_operator"
     doc["operator"] = [
         {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "crashed", "nth": 1}}},
-        {"do": "expire_approval", "when": {"after": {"actor": "worker", "event": "timeout"}, "delay_s": 300}},
+        {"do": "expire_approval", "when": {"after": {"actor": "worker", "event": "timeout"}, "delay_s": 119}},
         {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "timeout", "nth": 1}}},
     ]
     path = tmp_path / "quiet_operator.yaml"
@@ -494,13 +494,13 @@ def test_a_declared_operator_event_that_never_acts_fails_the_run_and_is_noted_by
     said = "harness: scenario quiet_operator declares operator event"
     came = "which fired in no case of this run (its trigger came in"
     assert f"{said} request_cancel after=worker.crashed nth=1, {came} 0 cases); fix: give it a trigger" in err
-    assert f"{said} expire_approval after=worker.timeout nth=1 delay_s=300.0, {came} 2 cases)" in err
+    assert f"{said} expire_approval after=worker.timeout nth=1 delay_s=119.0, {came} 2 cases)" in err
     assert "request_cancel after=worker.timeout" not in err
     coverage = json.loads((out / "coverage.json").read_text())
     assert [(f["fault"], f["index"], f["fired"]) for f in coverage["faults"]] == [("response_lost", 0, 2)]
     assert [(e["event"], e["index"], e["reached"], e["fired"]) for e in coverage["operator_events"]] == [
         ("request_cancel after=worker.crashed nth=1", 1, 0, 0),
-        ("expire_approval after=worker.timeout nth=1 delay_s=300.0", 2, 2, 0),
+        ("expire_approval after=worker.timeout nth=1 delay_s=119.0", 2, 2, 0),
         ("request_cancel after=worker.timeout nth=1", 3, 2, 2),
     ]
     assert coverage["unfired"] == 2
@@ -520,7 +520,7 @@ def test_a_declared_operator_event_that_never_acts_fails_the_run_and_is_noted_by
     err = capsys.readouterr().err
     explored = "which fired in no case of the policies explored (its trigger came in"
     assert f"{said} request_cancel after=worker.crashed nth=1, {explored} 0 cases); fix: give it a trigger" in err
-    assert f"{said} expire_approval after=worker.timeout nth=1 delay_s=300.0, {explored} 1 case)" in err
+    assert f"{said} expire_approval after=worker.timeout nth=1 delay_s=119.0, {explored} 1 case)" in err
     # check --explore says the same of the template as written, and says that is what it judged: its findings'
     # schedules may fire the event, and a note "in no explored case" read as false beside them.
     gate = ["check", *args[:4], "--seed-count", "1", "--explore", "--quiet", "--out", str(tmp_path / "gx")]
@@ -533,7 +533,7 @@ def test_a_declared_operator_event_that_never_acts_fails_the_run_and_is_noted_by
     assert "request_cancel after=worker.timeout" not in err
     assert json.loads((ex / "explore.json").read_text())["unfired"] == [
         {"scenario": "quiet_operator", "event": "request_cancel after=worker.crashed nth=1"},
-        {"scenario": "quiet_operator", "event": "expire_approval after=worker.timeout nth=1 delay_s=300.0"},
+        {"scenario": "quiet_operator", "event": "expire_approval after=worker.timeout nth=1 delay_s=119.0"},
     ]
 
 

@@ -6,6 +6,7 @@ import errno
 import shlex
 import subprocess
 import sys
+import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -424,6 +425,33 @@ def test_pytest_plugin_fails_an_unsafe_policy_with_the_junit_text_and_passes_a_s
     assert bad.returncode == 4 and "ERROR: harness: unknown policy 'nosuch'; fix:" in bad.stderr
 
 
+def test_under_xdist_the_cases_run_once_and_their_coverage_notes_are_printed(tmp_path: Path) -> None:
+    """A CI integrator's review: with ``-n 2`` every worker ran every case (a policy that logs its decisions
+    logged twice as many), and the coverage section was gone. The first worker runs them, the other reads its
+    reports; the controller prints the notes; the shared folder is gone at the end; the items fail and pass as
+    without xdist."""
+    (tmp_path / "logpol.py").write_text(
+        "import os\nfrom policies.retry_same_key import POLICY as SAME\n\n\nclass P:\n"
+        "    name, revision = 'logpol', '1'\n\n    def decide(self, situation):\n"
+        f"        with open({str(tmp_path / 'decided.log')!r}, 'a') as log:\n"
+        "            log.write(f'{os.getpid()}\\n')\n        return SAME.decide(situation)\n\n\nPOLICY = P()\n"
+    )
+    uid = "feedc0de" * 4
+    args = ["-q", "--harness-policy", "logpol:POLICY", "--harness-scenario", "lost_response", "--harness-scenario",
+            "uncertain_lookup"]  # fmt: skip
+    counts, outputs = [], []
+    for extra in ([], ["-n", "2", "--testrunuid", uid]):
+        (tmp_path / "decided.log").unlink(missing_ok=True)
+        proc = pytest_in(tmp_path, *args, *extra)
+        assert proc.returncode == 1 and "3 failed, 3 passed" in proc.stdout, proc.stdout + proc.stderr
+        counts.append(len((tmp_path / "decided.log").read_text().splitlines()))
+        outputs.append(proc.stdout)
+    assert counts[0] == counts[1] > 0
+    for out in outputs:
+        assert "recovery harness: coverage" in out and "note: scenario uncertain_lookup declares fault" in out, out
+    assert not (Path(tempfile.gettempdir()) / f"harness-pytest-xdist-{uid}").exists()
+
+
 def test_the_plugin_refuses_an_empty_out_and_names_a_scenario_file_by_its_whole_path(tmp_path: Path) -> None:
     """`--harness-out ""` (an unset variable in a CI script) quietly put the repro files in a temporary folder,
     where the CI's upload of them found nothing; a scenario given by a relative path gave a command that ran only
@@ -584,7 +612,7 @@ def test_an_interrupted_check_says_to_run_it_again_not_to_resume_it_as_a_run(
 
     real = runner.run_grid
 
-    def stopped(plan: object, options: object) -> object:
+    def stopped(plan: object, options: object, progress: object = None) -> object:
         summary = real(plan, options)  # type: ignore[arg-type]
         raise RunInterrupted(summary.out)  # as the grid raises it on Ctrl-C, with cases on disk
 
@@ -620,7 +648,7 @@ def test_a_check_that_cannot_write_its_files_says_to_run_it_again(
     import harness.gate.runner as runner
     from harness.run.grid import RunNotWritten
 
-    def full(plan: object, options: Any) -> object:
+    def full(plan: object, options: Any, progress: object = None) -> object:
         (options.out / "cases").mkdir(parents=True)
         raise RunNotWritten(options.out, "No space left on device")
 
@@ -889,3 +917,34 @@ def test_a_policy_that_raises_in_a_passing_case_passes_and_is_said_to_have_raise
     # A policy that never raises gets no such note.
     assert main(["check", "--policy", "reconcile_and_reauthorize", "--scenario", "lost_response"]) == 0
     assert "raised in" not in capsys.readouterr().err
+
+
+def test_the_or_run_it_line_of_a_policy_imported_from_elsewhere_runs_where_the_check_ran(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CI integrator's review: a policy in a test file (imported by pytest from the suite's folder) failed with
+    "or run it: python -m harness run --policy test_inline:POLICY ...", which said "No module named 'test_inline'"
+    where the check ran. The line puts the policy's folder on PYTHONPATH when it is not the current folder, and
+    runs; a policy imported from the current folder keeps the plain command."""
+    suite, here = tmp_path / "suite", tmp_path / "here"
+    suite.mkdir()
+    here.mkdir()
+    (suite / "test_inline.py").write_text(
+        "from policies.retry_new_key import POLICY as NEW\n\n\nclass Inline:\n    name, revision = 'inline', '1'\n\n"
+        "    def decide(self, situation):\n        return NEW.decide(situation)\n\n\nPOLICY = Inline()\n"
+    )
+    monkeypatch.syspath_prepend(str(suite))
+    monkeypatch.chdir(here)
+    monkeypatch.setitem(sys.modules, "test_inline", None)  # gone again after the test, whatever it imports
+    del sys.modules["test_inline"]
+    with pytest.raises(PolicyDoesNotRecover) as failed:
+        assert_recovers("test_inline:POLICY", scenarios=["lost_response"], seeds=[1], out=tmp_path / "r")
+    line = next(x for x in str(failed.value).splitlines() if x.startswith("or run it: "))
+    assert line.startswith(f"or run it: PYTHONPATH={suite} python -m harness run --policy test_inline:POLICY "), line
+    proc = subprocess.run(["bash", "-c", line.removeprefix("or run it: ").replace("python", shlex.quote(sys.executable), 1)],
+                          cwd=here, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0 and "incorrect" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    monkeypatch.chdir(suite)
+    with pytest.raises(PolicyDoesNotRecover) as again:
+        assert_recovers("test_inline:POLICY", scenarios=["lost_response"], seeds=[1], out=tmp_path / "r2")
+    assert "\nor run it: python -m harness run --policy test_inline:POLICY " in str(again.value)

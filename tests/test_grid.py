@@ -712,6 +712,24 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         follow=("escalated", set()),
         verify=("escalated", set()),
     ),
+    # The ledger hidden: each retry's duplicate is witnessed by two "applied" replies alone.
+    "hidden_ledger_late_reply": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"duplicate_effects"}),
+        reconcile=("escalated", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
+    ),
+    # Six commands: the safe policies escalate with the last; the retries spend them and leave a73 abandoned.
+    "step_budget_while_unsure": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("abandoned", {"abandoned_actions"}),
+        reconcile=("escalated", set()),
+        new_key=("incorrect", {"abandoned_actions", "duplicate_effects"}),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
+    ),
 }
 
 

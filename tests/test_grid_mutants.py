@@ -1232,8 +1232,20 @@ def test_a_server_run_pushes_its_runs_and_says_what_was_sent(tmp_path: Path, mon
     assert tracking_note("server", "o/p", tmp_path, runs) == TrackingNote(True, "Polyaxon: 2 runs sent to project o/p")
     assert pushed == [(tmp_path / "polyaxon", ["a", "c"], "o/p")]
     answer = PushResult(("a",), "refused")
+    monkeypatch.setenv("POLYAXON_HOST", "http://127.0.0.1:9")
+    later = (
+        f"nothing local is lost: the runs are in {tmp_path / 'polyaxon'}; send them later (a server needs the "
+        f"project first: polyaxon project create --name=o/p): polyaxon ops push -p o/p --path {tmp_path / 'polyaxon'} -a"
+    )
+    assert tracking_note("server", "o/p", tmp_path, runs) == TrackingNote(
+        False, f"harness: could not send runs to Polyaxon (refused); 1 of 2 sent; {later}"
+    )
+    # A Polyaxon user's review: with no host set, the error said only "Connection refused" by localhost:8000.
+    monkeypatch.delenv("POLYAXON_HOST")
     assert tracking_note("server", "o/p", tmp_path, runs) == TrackingNote(
         False,
-        f"harness: could not send runs to Polyaxon (refused); 1 of 2 sent; nothing local is lost: the runs are in "
-        f"{tmp_path / 'polyaxon'}; send them later: polyaxon ops push -p o/p --path {tmp_path / 'polyaxon'} -a",
+        "harness: could not send runs to Polyaxon (refused; POLYAXON_HOST is not set: set it to the server's "
+        f"address); 1 of 2 sent; {later}",
     )
+    answer = PushResult(("a",), None)
+    assert tracking_note("server", "o/p", tmp_path, runs) == TrackingNote(True, "Polyaxon: 1 run sent to project o/p")

@@ -554,7 +554,7 @@ def test_concurrency_is_capped_at_the_cores_unless_forced(tmp_path: Path) -> Non
     proc = harness("run", "--scenario", "lost_response", "--policy", "stop_on_timeout", "--concurrency", "500",
                    "--tracking", "none", "--no-report", "--quiet", "--out", str(tmp_path / "run"))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert f"--concurrency 500 is more than the {os.cpu_count()} cores" in proc.stderr
+    assert f"--concurrency 500 is more than the {len(os.sched_getaffinity(0))} cores" in proc.stderr
 
 
 def test_a_polyaxonfile_concurrency_above_the_cores_is_lowered_saying_so(tmp_path: Path) -> None:
@@ -565,9 +565,9 @@ def test_a_polyaxonfile_concurrency_above_the_cores_is_lowered_saying_so(tmp_pat
     proc = harness("run", "--polyaxonfile", str(grid), "--seed-count", "1", "--tracking", "none", "--no-report",
                    "--quiet", "--out", str(tmp_path / "run"))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    said = f"harness: {grid}: matrix.concurrency 500 is more than the {os.cpu_count()} cores here; using"
+    said = f"harness: {grid}: matrix.concurrency 500 is more than the {len(os.sched_getaffinity(0))} cores here; using"
     assert proc.stderr.startswith(said), proc.stderr
-    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["concurrency"] == os.cpu_count()
+    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["concurrency"] == len(os.sched_getaffinity(0))
 
 
 @pytest.mark.parametrize("command", ["explore", "check"])
@@ -586,7 +586,7 @@ def test_explore_and_check_cap_concurrency_too(command: str, monkeypatch: pytest
 
     monkeypatch.setattr(harness.explore, "explore", spy)
     monkeypatch.setattr(harness.gate.runner, "check_policy", spy)
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     args = [command, "--policy", "retry_same_key", "--scenario", "lost_response", "--concurrency", "60"]
     assert main(args) == main([*args, "--force-concurrency"]) == EXIT_INTERRUPTED
     assert seen == [2, 60]

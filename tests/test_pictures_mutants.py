@@ -459,7 +459,8 @@ def test_the_lane_of_a_fault_is_the_side_of_its_boundary() -> None:
 
 def test_each_entry_is_labelled_by_what_it_says() -> None:
     """Rule: faults, commands, capped waits, requests and replies in words of their own; any other entry by its
-    name and those of its fields a reader needs, the ones not set left out, cut to 70 characters."""
+    name and those of its fields a reader needs, the ones not set left out, cut to 70 characters with ``...``
+    marking the cut (a scenario author's review read a label cut mid-word, with nothing to say so)."""
     label = pictures._label
     said = {e.index: label(e) for e in events(report("retry_same_key", "changed_task")["timeline"])}
     assert said == {
@@ -489,7 +490,7 @@ def test_each_entry_is_labelled_by_what_it_says() -> None:
         23: "reply dispatch #2: applied",
         24: "policy: record_effect",
         25: "effect_recorded model=m7 receipt_id=r1",
-        26: "task_not_completed revision=18 reason=historical effect: the receipt b",
+        26: "task_not_completed revision=18 reason=historical effect: the receip...",
         27: "policy: stop",
         28: "report claimed=completed",
     }
@@ -506,8 +507,10 @@ def test_each_entry_is_labelled_by_what_it_says() -> None:
     assert label(WaitCapped(action_id="a73", asked_s=10.25, waited_s=0.5)) == "wait capped: 0.5 s of 10.25 s asked"
     error = "ValueError: a reason\n  over   two lines " + "x" * 80
     assert label(PolicyFailed(action_id="a73", error=error)) == (
-        "policy_error error=ValueError: a reason over two lines " + "x" * 15
+        "policy_error error=ValueError: a reason over two lines " + "x" * 12 + "..."
     )
+    fits = "policy_error error=" + "y" * 51
+    assert label(PolicyFailed(action_id="a73", error="y" * 51)) == fits and len(fits) == 70
 
 
 def test_a_control_character_in_a_policys_text_is_drawn_escaped_not_warned_of() -> None:

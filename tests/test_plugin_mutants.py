@@ -306,10 +306,31 @@ def test_cases_that_could_not_run_fail_every_item_with_why(
     assert grids.calls[0][1].out is not None and not grids.calls[0][1].out.exists()
 
 
+def test_an_interrupted_run_of_the_cases_is_not_said_to_be_resumable(grids: Grids) -> None:
+    """A CI integrator's review: Ctrl-C printed "<folder> is resumable: python -m harness run --resume ...", a
+    folder the plugin had already removed. It stops with what to do instead, and the folder is gone. (Called
+    directly: pytester passes a KeyboardInterrupt on to the session running this test.)"""
+    from types import SimpleNamespace
+
+    from harness.gate import pytest_plugin
+
+    def stopped(plan: Plan, options: GridOptions) -> None:
+        assert options.out is not None and options.out.is_dir()
+        raise RunInterrupted(options.out)
+
+    grids.instead = stopped
+    config = SimpleNamespace(stash=pytest.Stash(), getoption=lambda name: 0.0)
+    with pytest.raises(KeyboardInterrupt) as stop:
+        pytest_plugin._reports(SimpleNamespace(config=config, items=[]))  # type: ignore[arg-type]
+    assert str(stop.value) == "interrupted; the harness's cases are not kept: run pytest again"
+    assert type(stop.value) is KeyboardInterrupt
+    assert grids.calls[0][1].out is not None and not grids.calls[0][1].out.exists()
+
+
 def test_a_case_the_harness_wrote_no_report_for_fails_its_item_with_its_command(
     pytester: pytest.Pytester, grids: Grids
 ) -> None:
-    def without_seed_2(plan: Plan, options: GridOptions) -> Any:
+    def without_seed_2(plan: Plan, options: GridOptions, progress: Any = None) -> Any:
         summary = run_grid(plan, options)
         assert options.out is not None
         for path in options.out.rglob("seed-2/recovery.json"):
@@ -350,7 +371,7 @@ def test_a_check_of_a_failing_policy_keeps_its_temporary_folder_and_judges_every
 ) -> None:
     calls: list[tuple[Plan, GridOptions]] = []
 
-    def noted(plan: Plan, options: GridOptions) -> Any:
+    def noted(plan: Plan, options: GridOptions, progress: Any = None) -> Any:
         calls.append((plan, options))
         return run_grid(plan, options)
 
@@ -378,7 +399,7 @@ def test_a_check_that_passes_leaves_nothing_behind_unless_given_a_folder(
     made: list[Path] = []
     real = runner.run_grid
 
-    def noted(plan: Plan, options: GridOptions) -> Any:
+    def noted(plan: Plan, options: GridOptions, progress: Any = None) -> Any:
         assert options.out is not None
         made.append(options.out)
         return real(plan, options)
@@ -431,7 +452,7 @@ def test_a_check_refuses_bad_seeds_before_anything_runs(supervised: Supervised) 
 def test_a_check_runs_every_shipped_scenario_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[Plan] = []
 
-    def noted(plan: Plan, options: GridOptions) -> Any:
+    def noted(plan: Plan, options: GridOptions, progress: Any = None) -> Any:
         seen.append(plan)
         raise RunNotWritten(Path("x"), "stop here")
 
@@ -447,7 +468,7 @@ def test_a_check_that_cannot_write_says_to_run_it_again(
 ) -> None:
     made: list[Path] = []
 
-    def full(plan: Plan, options: GridOptions) -> Any:
+    def full(plan: Plan, options: GridOptions, progress: Any = None) -> Any:
         assert options.out is not None
         options.out.mkdir(parents=True, exist_ok=True)
         made.append(options.out)
@@ -470,7 +491,7 @@ def test_a_check_that_cannot_write_says_to_run_it_again(
     assert type(failed.value) is RunFailed and failed.value.__cause__ is None and failed.value.__suppress_context__
     assert out.exists() is given
 
-    def no_room(plan: Plan, options: GridOptions) -> Any:
+    def no_room(plan: Plan, options: GridOptions, progress: Any = None) -> Any:
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(runner, "run_grid", no_room)
@@ -478,7 +499,7 @@ def test_a_check_that_cannot_write_says_to_run_it_again(
         check_policy(SAFE, replace(options, out=tmp_path / "d" if given else None))
     assert "(No space left on device); fix:" in str(failed.value)
 
-    def bare(plan: Plan, options: GridOptions) -> Any:
+    def bare(plan: Plan, options: GridOptions, progress: Any = None) -> Any:
         raise OSError(errno.EACCES, "")
 
     monkeypatch.setattr(runner, "run_grid", bare)
@@ -486,7 +507,7 @@ def test_a_check_that_cannot_write_says_to_run_it_again(
         check_policy(SAFE, replace(options, out=tmp_path / "e" if given else None))
     assert "files in" in str(failed.value) and f"({OSError(errno.EACCES, '')}); fix:" in str(failed.value)
 
-    def missing(plan: Plan, options: GridOptions) -> Any:
+    def missing(plan: Plan, options: GridOptions, progress: Any = None) -> Any:
         raise FileNotFoundError(errno.ENOENT, "No such file or directory")
 
     monkeypatch.setattr(runner, "run_grid", missing)
@@ -500,7 +521,7 @@ def test_an_interrupted_check_says_it_is_not_resumable(
 ) -> None:
     made: list[Path] = []
 
-    def stopped(plan: Plan, options: GridOptions) -> Any:
+    def stopped(plan: Plan, options: GridOptions, progress: Any = None) -> Any:
         assert options.out is not None
         options.out.mkdir(parents=True, exist_ok=True)
         made.append(options.out)

@@ -53,6 +53,17 @@ def test_every_cell_is_checked_against_the_component() -> None:
         check_polyaxonfile(polyaxonfile=str(FILES / "component.yaml"), params=cell, is_cli=False)
 
 
+def test_a_cell_writes_its_cases_into_the_jobs_outputs_which_outlive_it() -> None:
+    """A Polyaxon user's review: the component wrote its cases to /tmp in the container, which dies with the job,
+    so no grid study kept a recovery.json. It writes them under the run's outputs path (Polyaxon's documented
+    ``globals.run_outputs_path``), which the artifacts store keeps."""
+    from polyaxon.polyaxonfile import check_polyaxonfile
+
+    component = check_polyaxonfile(polyaxonfile=str(FILES / "component.yaml"), is_cli=False, to_op=False)
+    args = component.run.container.args
+    assert args[args.index("--out") + 1] == "{{ globals.run_outputs_path }}/run"
+
+
 def test_component_image_is_the_dockerfile_build() -> None:
     """The component runs the image the Dockerfile builds, tagged with this version."""
     image = yaml.safe_load((FILES / "component.yaml").read_text())["run"]["container"]["image"]

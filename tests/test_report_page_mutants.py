@@ -13,6 +13,7 @@ import base64
 import html
 import json
 import re
+import shutil
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -829,6 +830,27 @@ def test_the_runs_own_page_and_heatmap_are_the_runs_to_write_whatever_they_hold(
     other.unlink()
     (run / "heatmap.png").write_bytes(b"not drawn here")
     assert html_report.write_report(run, other) == other and (run / "heatmap.png").read_bytes() == b"heatmap:12"
+
+
+def test_a_folder_of_the_users_keeps_its_own_page_and_heatmap(run: Path, tmp_path: Path, drawn: Drawn) -> None:
+    """A Polyaxon user's review: ``harness report`` of a folder of theirs holding recovery.json files (no run
+    folder) wrote over their own report.html and heatmap.png, exit 0. Only a run folder's own are the run's to
+    write; elsewhere both are refused as anywhere else, and a page and a heatmap the harness made are written over."""
+    loose = tmp_path / "loose"
+    shutil.copytree(run / "cases", loose / "cases")
+    (loose / "report.html").write_text("<html>my own notes</html>")
+    with pytest.raises(ValueError, match=r"report\.html: exists and is not a report page the harness wrote"):
+        html_report.write_report(loose)
+    assert (loose / "report.html").read_text() == "<html>my own notes</html>"
+    (loose / "report.html").unlink()
+    (loose / "heatmap.png").write_bytes(b"my own picture")
+    with pytest.raises(ValueError, match="is not a heatmap the harness drew"):
+        html_report.write_report(loose)
+    assert (loose / "heatmap.png").read_bytes() == b"my own picture" and not (loose / "report.html").exists()
+    (loose / "heatmap.png").write_bytes(_marked_png())
+    assert html_report.write_report(loose) == loose / "report.html"
+    (loose / "heatmap.png").write_bytes(_marked_png())  # (the fixture's stand-in heatmap is not marked)
+    assert html_report.write_report(loose) == loose / "report.html"  # its own page, written again
 
 
 def test_reading_the_cases_reports_its_progress(run: Path) -> None:

@@ -130,30 +130,81 @@ def test_nothing_is_set_to_begin_at_or_after_the_recovery_deadline(tmp_path: Pat
         load_scenario(write(tmp_path, "lost_response", text))
 
 
+SHADOWED = "field 'faults.1': every occurrence it names is faults.0's too"
+
+
 def test_a_fault_declared_twice_is_refused(tmp_path: Path) -> None:
     """The same fault twice: the second could never fire (the first takes its occurrence), and the run said it
     fired in no case, "make the fault reachable", though it was reached. Refused at load, naming both, however
     the site is said (the scenario's own action named, phase every beside one of its phases)."""
     text = BASE + "  - {boundary: response_lost, nth: 1}\n"
     message = error_for(write(tmp_path, "lost_response", text))
-    assert "field 'faults.1': the same fault as faults.0, so it could never fire" in message and "fix: " in message
+    assert (
+        "field 'faults.1': every occurrence it names is faults.0's too, at the same boundary, so it could never fire"
+        in message
+        and "fix: " in message
+    )
     load_scenario(write(tmp_path, "lost_response", BASE + "  - {boundary: response_lost, nth: 2}\n"))
     # The same site said two ways: the scenario's own action named, and phase every beside one of its phases.
     named = BASE + "  - {boundary: response_lost, nth: 1, action_id: a73}\n"
-    assert "field 'faults.1': the same fault as faults.0" in error_for(write(tmp_path, "lost_response", named))
+    assert SHADOWED in error_for(write(tmp_path, "lost_response", named))
     crashes = (SCENARIO_DIR / "connector_crash_points.yaml").read_text()
     for phase in ("after_started", "every"):
         text = crashes + f"  - {{boundary: connector_crash, phase: {phase}}}\n"
-        assert "field 'faults.1': the same fault as faults.0" in error_for(
-            write(tmp_path, "connector_crash_points", text)
-        )
+        assert SHADOWED in error_for(write(tmp_path, "connector_crash_points", text))
     again = (
         crashes.replace("phase: every}", "phase: after_started}") + "  - {boundary: connector_crash, phase: every}\n"
     )
-    assert "field 'faults.1': the same fault as faults.0" in error_for(write(tmp_path, "connector_crash_points", again))
+    assert SHADOWED in error_for(write(tmp_path, "connector_crash_points", again))
     load_scenario(
         write(tmp_path, "connector_crash_points", crashes + "  - {boundary: connector_crash, phase: every, nth: 2}\n")
     )
+
+
+def test_a_fault_whose_occurrences_an_earlier_one_takes_is_refused(tmp_path: Path) -> None:
+    """A scenario author's review: occurrences 1 to 3 lost, then the 2nd lost again, loaded, and the run ended
+    "its site was reached; make the fault reachable". The first listed takes an occurrence whatever else the
+    second says (another delay), so a fault inside an earlier one's occurrences is refused; one that reaches past
+    them, or begins before them, fires there and loads."""
+    three = BASE.replace("{boundary: response_lost, nth: 1}", "{boundary: response_lost, nth: 1, count: 3}")
+    assert three != BASE
+    for inside in ("{boundary: response_lost, nth: 2}", "{boundary: response_lost, nth: 3}"):
+        assert SHADOWED in error_for(write(tmp_path, "lost_response", three + f"  - {inside}\n"))
+    every = BASE.replace("{boundary: response_lost, nth: 1}", "{boundary: response_lost, nth: 2, count: null}")
+    assert SHADOWED in error_for(write(tmp_path, "lost_response", every + "  - {boundary: response_lost, nth: 9}\n"))
+    delayed = "faults:\n  - {boundary: response_delayed, delay_s: 5}\n  - {boundary: response_delayed, delay_s: 20}\n"
+    assert SHADOWED in error_for(write(tmp_path, "lost_response", BASE.split("faults:")[0] + delayed))
+    for beside in (
+        "{boundary: response_lost, nth: 3, count: 2}",  # the 4th is its own
+        "{boundary: response_lost, nth: 4}",
+        "{boundary: request_lost, nth: 2}",  # another boundary
+    ):
+        load_scenario(write(tmp_path, "lost_response", three + f"  - {beside}\n"))
+    load_scenario(write(tmp_path, "lost_response", every + "  - {boundary: response_lost, nth: 1}\n"))
+
+
+def test_a_fault_past_the_last_request_an_action_can_make_is_refused(tmp_path: Path) -> None:
+    """The first dispatch and one request a command: an nth past 1 + worker.command_count_max could never fire
+    (nor could 10^23, which loaded before): refused with the bound; at the bound it loads."""
+    for nth, budget in (("66", ""), ("10", "worker: {command_count_max: 8}\n"), ("99999999999999999999999", "")):
+        text = BASE.replace("nth: 1}", f"nth: {nth}}}") + budget
+        message = error_for(write(tmp_path, "lost_response", text))
+        last = 9 if budget else 65
+        assert f"'faults.0.nth': {nth} is past the last request an action can make ({last}:" in message, message
+    load_scenario(write(tmp_path, "lost_response", BASE.replace("nth: 1}", "nth: 65}")))
+    load_scenario(
+        write(tmp_path, "lost_response", BASE.replace("nth: 1}", "nth: 9}") + "worker: {command_count_max: 8}\n")
+    )
+
+
+def test_an_event_whose_delay_alone_reaches_the_deadline_is_refused(tmp_path: Path) -> None:
+    """An event triggered by a record, delay_s at or past the deadline: it would act after the case is over
+    whenever its trigger comes. Refused; just under the deadline it loads."""
+    event = "operator:\n  - do: request_cancel\n    when: {after: {actor: worker, event: timeout}, delay_s: %s}\n"
+    message = error_for(write(tmp_path, "lost_response", BASE + event % "500"))
+    assert "'operator.0.when.delay_s': 500.0 s after its trigger is not before the recovery deadline" in message
+    assert "after its trigger" in error_for(write(tmp_path, "lost_response", BASE + event % "120"))
+    load_scenario(write(tmp_path, "lost_response", BASE + event % "119"))
 
 
 def test_unknown_scenario_name_lists_known_ones() -> None:

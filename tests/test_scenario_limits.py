@@ -13,6 +13,7 @@ import yaml
 from conftest import SCENARIO_DIR
 
 from harness.cli import main
+from harness.limits import TEXT_MAX
 from harness.scenario import (
     FILE_SIZE_MAX_BYTES,
     NESTING_DEPTH_MAX,
@@ -390,3 +391,27 @@ def test_libyaml_decides_what_is_yaml(tmp_path: Path) -> None:
     marked = BASE.replace("\naction_id:", "\n\ufeffaction_id:")
     assert "\ufeffaction_id" in yamlfile._load(yamlfile._BoundedLoader, marked)  # type: ignore[operator]
     assert "malformed YAML" in error_for(write(tmp_path, marked, "marked"))
+
+
+@pytest.mark.parametrize(
+    ("where", "old", "new"),
+    [
+        ("task.model", "model: m7", "model: {}"),
+        ("task.target", "target: staging/fraud", "target: {}"),
+        ("task.operation", "model: m7", "model: m7, operation: {}"),
+        ("task.digest", 'digest: "sha256:d7d7d7"', "digest: {}"),
+        ("owner", "action_id: a73", "action_id: a73\nowner: {}"),
+        ("operator.0.reason", "action_id: a73", "action_id: a73\noperator: [{{do: request_cancel, when: {{at_s: 1}}, reason: {}}}]"),
+        ("operator.0.model", "action_id: a73", "action_id: a73\noperator: [{{do: change_task, when: {{at_s: 1}}, model: {}, digest: d}}]"),
+        ("destination.reject_models.0", "action_id: a73", "action_id: a73\ndestination: {{reject_models: [{}]}}"),
+    ],
+)  # fmt: skip
+def test_text_the_world_copies_into_its_records_is_bounded(tmp_path: Path, where: str, old: str, new: str) -> None:
+    """A scenario author's review: a 50,000-character model loaded, and one case's recovery.json was 1.2 MB. Text
+    the scenario gives the world is copied into every record naming it, so it is bounded (``limits.TEXT_MAX``):
+    one character past it is refused, naming the field; at the bound it loads."""
+    assert old in BASE
+    at_bound = BASE.replace(old, new.format("x" * TEXT_MAX), 1)
+    load_scenario(write(tmp_path, at_bound))
+    message = error_for(write(tmp_path, BASE.replace(old, new.format("x" * (TEXT_MAX + 1)), 1)))
+    assert f"field '{where}': String should have at most {TEXT_MAX} characters; fix: shorten it" in message, message

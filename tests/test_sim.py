@@ -823,20 +823,22 @@ def test_a_case_ends_at_the_end_of_an_instant() -> None:
 
 def test_the_operator_counts_per_declared_event_whether_its_trigger_came_and_whether_it_acted() -> None:
     """Each declared event's (trigger came, acted), in the scenario's order: a trigger on a record no case makes,
-    a record made, a record made too few times, a record made whose delay outlasts the deadline, a time in the
-    run, and a record made whose delay ends exactly at the deadline."""
+    a record made, a record made too few times, a record made too late for its delay to end before the deadline,
+    a time in the run, and a record made whose delay ends exactly at the deadline. (A delay at or past the
+    deadline by itself is refused when the scenario loads: no record could come early enough.)"""
     base = shipped("lost_response").model_dump()
+    base["worker"]["dispatch_at_s"] = 0.5
     events: list[dict[str, Any]] = [
         {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "crashed"}}},
         {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "timeout"}}},
         {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "timeout", "nth": 2}}},
-        {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "start"}, "delay_s": 900}},
+        {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "timeout"}, "delay_s": 118}},
         {"do": "expire_approval", "when": {"at_s": 119}},
-        # The first record is at 0 s, so this one's moment is the deadline itself: too late to act.
-        {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "start"}, "delay_s": 120}},
+        # The worker starts at 0.5 s, so this one's moment is the deadline itself: too late to act.
+        {"do": "request_cancel", "when": {"after": {"actor": "worker", "event": "start"}, "delay_s": 119.5}},
     ]
     scenario = Scenario.model_validate({**base, "operator": events})
-    assert scenario.recovery_deadline_s == 120 and scenario.worker.dispatch_at_s == 0
+    assert scenario.recovery_deadline_s == 120 and scenario.worker.dispatch_at_s == 0.5
     result = simulate(scenario, load_policy("reconcile_and_reauthorize"), 1)
     assert result.operator_coverage == ((0, 0), (1, 1), (0, 0), (1, 0), (1, 1), (1, 0))
     # The events that acted left their records; the faults' coverage is its own.

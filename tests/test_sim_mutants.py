@@ -272,9 +272,10 @@ def test_a_recovering_worker_sees_when_its_approval_runs_out() -> None:
 
 def test_after_the_deadline_the_world_only_settles_what_is_in_flight() -> None:
     """Once every worker has ended and nothing is in flight, the simulation stops: an operator event set off
-    before the deadline to act long after it never happens (its trigger came; it did not act)."""
+    before the deadline to act after it never happens (its trigger came; it did not act). (A delay as long as the
+    deadline by itself is refused when the scenario loads: after the timeout, near 5 s, this one ends near 124 s.)"""
     scenario = shipped("lost_response")
-    late = scenario.recovery_deadline_s + 10.0
+    late = scenario.recovery_deadline_s - 1.0
     result = simulate(
         _scenario(
             "lost_response",

@@ -46,6 +46,15 @@ def test_a_run_without_polyaxon_runs_is_refused_with_its_fix(tmp_path: Path) -> 
     )
 
 
+def test_a_folder_that_does_not_exist_is_said_not_to(tmp_path: Path) -> None:
+    """A Polyaxon user's review: a mistyped folder was told it had no Polyaxon runs, as a --tracking none run is."""
+    with pytest.raises(ViewError) as caught:
+        viewer.view(tmp_path / "nope", 1)
+    assert (
+        str(caught.value) == f"{tmp_path / 'nope'}: no such folder; fix: give the folder of a run (reports/runs/<id>)"
+    )
+
+
 @pytest.mark.parametrize(
     ("text", "project"),
     [(None, DEFAULT_PROJECT), ("{", DEFAULT_PROJECT), ("[]", DEFAULT_PROJECT), ('{"project": ""}', DEFAULT_PROJECT),
@@ -229,6 +238,19 @@ def test_the_viewer_serves_the_runs_until_interrupted_and_leaves_nothing(
     assert process.terminated and process.waits == [None, 10]
     assert not home.exists()
     assert {sig: signal.getsignal(sig) for sig in before} == before
+
+
+def test_the_runs_polyaxon_folder_itself_is_served_as_its_run_is(
+    tracked: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Given ``RUN/polyaxon`` (the folder ``polyaxon ops push --path`` takes), the viewer looked in
+    ``RUN/polyaxon/polyaxon`` and said there were no runs: it serves that folder, under the run's project."""
+    process = _Viewer()
+    monkeypatch.setattr(viewer.subprocess, "Popen", process)
+    monkeypatch.setattr(viewer.urllib.request, "urlopen", _Health(0))
+    assert viewer.view(tracked / "polyaxon", 8123) == 0
+    assert process.command[-1] == str((tracked / "polyaxon").resolve())
+    assert "api/v1/acme/fraud/runs/" in capsys.readouterr().out
 
 
 def test_the_viewer_stops_on_a_signal_as_on_ctrl_c(tracked: Path, monkeypatch: pytest.MonkeyPatch) -> None:

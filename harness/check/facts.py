@@ -35,6 +35,7 @@ from harness.model.events import (
     Rejected,
     RejectionRecorded,
     ReplyReceived,
+    ReplyUndeliverable,
     StillInFlight,
     StillPending,
     TaskCompleted,
@@ -72,6 +73,9 @@ class Facts:
     accepts: list[Accepted] = field(default_factory=list)
     #: Replies that reached the caller (what the caller could know, and when).
     replies: list[ReplyReceived] = field(default_factory=list)
+    #: Replies that came back after the caller stopped waiting (or was gone): what the destination answered,
+    #: though no one heard it.
+    unheard: list[ReplyUndeliverable] = field(default_factory=list)
     reports: list[WorkerReported] = field(default_factory=list)
     #: Commands refused besides claims: guarded ledger writes the ledger contradicted, records of receipts the
     #: worker never observed.
@@ -284,6 +288,7 @@ _VIEW: dict[type[Event], str] = {
     Rejected: "rejections",
     Accepted: "accepts",
     ReplyReceived: "replies",
+    ReplyUndeliverable: "unheard",
     WorkerReported: "reports",
     RecordConflict: "refused",
     CommandRefused: "refused",

@@ -109,7 +109,8 @@ def reads(f: Facts) -> Finding:
 def task_completed(f: Facts) -> Finding:
     """Whether the task's current revision stands completed with an effect that matches it: its last
     completion is of that revision, for its artifact, before any cancellation, by a receipt the destination
-    applied. Distinct from ``executor_finished``: a worker can finish normally while the task is not complete.
+    applied, and no later effect put other arguments on the target (a stale retry applied after it undoes it).
+    Distinct from ``executor_finished``: a worker can finish normally while the task is not complete.
     """
     if not f.revisions:
         return Finding(None, reason="no task revision on record")
@@ -121,7 +122,11 @@ def task_completed(f: Facts) -> Finding:
         return Finding(False)
     if not f.destination_visible:
         return Finding(None, reason=f"{HIDDEN}, so the completing receipt cannot be confirmed")
-    return Finding(any(e.receipt_id == last.receipt_id for e in f.effects if e.index < last.index))
+    completing = next((e for e in f.effects if e.index < last.index and e.receipt_id == last.receipt_id), None)
+    if completing is None:
+        return Finding(False)
+    undone = (e for e in f.effects if e.index > completing.index and e.artifact.target == final.artifact.target)
+    return Finding(all(e.artifact == final.artifact for e in undone))
 
 
 def time_to_account_s(f: Facts) -> Finding:

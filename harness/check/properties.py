@@ -15,12 +15,14 @@ from harness.model import UNCERTAIN_REPLIES, Anomaly, Artifact, conclusive
 from harness.model.events import (
     AbsenceRecorded,
     ActionRecorded,
+    ApprovalExpired,
     CommandGiven,
     DispatchSent,
     EffectRecorded,
     PolicyFailed,
     RejectionRecorded,
     ReplyReceived,
+    ReplyUndeliverable,
     WorkerStarted,
 )
 
@@ -67,7 +69,8 @@ def _why_unauthorized(f: Facts, d: DispatchSent) -> tuple[str, list[int]] | None
         return f"sent after the approval expired at {expires} s", [d.index, approval.index]
     revoked = f.approval_revocations.get(action.approval_id)
     if revoked is not None and revoked.index < d.index:
-        return "sent after the approval was revoked", [d.index, revoked.index]
+        ended = "ran out" if isinstance(revoked, ApprovalExpired) else "was revoked"
+        return f"sent after the approval {ended}", [d.index, revoked.index]
     older = _unaccounted_older(f, d.action_id, d.index)
     if older is not None:
         return f"sent while {older.action_id}, older on the same target, was not accounted for", [
@@ -112,7 +115,9 @@ def duplicate_effects(f: Facts) -> Finding:
     """Effects at the destination beyond one per logical action.
 
     Without the destination's ledger the count is known only when each action was dispatched at most once
-    (one dispatch proves at most one effect); otherwise it is unknown, never zero.
+    (one dispatch proves at most one effect); otherwise it is unknown, never zero. Dispatches of one action the
+    destination answered ``applied`` under different receipts (heard or not) took effect that many times at
+    least: a duplicate witnessed, though more may hide.
     """
     if not f.destination_visible:
         sent = Counter(d.action_id for d in f.dispatches)
@@ -120,7 +125,9 @@ def duplicate_effects(f: Facts) -> Finding:
         if not many:
             return NOTHING_FOUND
         listed = ", ".join(f"{n} dispatches of {a}" for a, n in sorted(many.items()))
-        return Finding(None, reason=f"{HIDDEN} and {listed} were sent; any of them may have applied")
+        return Finding(
+            None, _answered_applied_twice(f), reason=f"{HIDDEN} and {listed} were sent; any of them may have applied"
+        )
     anomalies = []
     total = 0
     by_action = f.effects_by_action()
@@ -141,6 +148,27 @@ def duplicate_effects(f: Facts) -> Finding:
         if cut:
             return Finding(None, reason=_cut_off(cut, "a second effect"))
     return Finding(total, tuple(anomalies))
+
+
+def _answered_applied_twice(f: Facts) -> tuple[Anomaly, ...]:
+    """Actions whose dispatches the destination answered ``applied`` under more than one receipt: each receipt
+    is an effect, so the action took effect that many times at least. Witnessed by each receipt's first reply."""
+    first: dict[str, dict[str, int]] = {}
+    replies: list[ReplyReceived | ReplyUndeliverable] = [*f.replies, *f.unheard]
+    replies.sort(key=_index)
+    for reply in replies:
+        if reply.kind == "dispatch" and reply.status == "applied" and reply.receipt_id is not None:
+            first.setdefault(reply.action_id, {}).setdefault(reply.receipt_id, reply.index)
+    return tuple(
+        Anomaly(
+            kind="duplicate_effect",
+            witnesses=tuple(receipts.values()),
+            detail=f"{action_id} was answered applied under {len(receipts)} receipts ({', '.join(receipts)}): it "
+            f"took effect {len(receipts)} times at least",
+        )
+        for action_id, receipts in sorted(first.items())
+        if len(receipts) > 1
+    )
 
 
 def _cut_off(cut: dict[str, list[str]], what: str) -> str:
@@ -432,5 +460,5 @@ def _uncertain(reply: ReplyReceived) -> bool:
 NOTHING_THERE = frozenset({"absent", "refuted"})
 
 
-def _index(event: ReplyReceived | DispatchSent) -> int:
+def _index(event: ReplyReceived | ReplyUndeliverable | DispatchSent) -> int:
     return event.index

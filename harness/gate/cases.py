@@ -19,6 +19,7 @@ from harness.errors import one_line
 from harness.explore.search import Finding
 from harness.gate.repro import ReproFolder, replay_command, violated
 from harness.model import PASSING, CaseReport
+from harness.policy import import_root
 from harness.run.plan import Case
 from harness.run.replay import printable, replay, timeline_text
 
@@ -152,6 +153,16 @@ def failure_text(
     return "\n".join(lines)
 
 
+def _importable(command: str, policy_spec: str) -> str:
+    """``command`` (``python -m harness run --policy package.module:attr ...``) as it runs where the check ran: with
+    the folder the policy was imported from on ``PYTHONPATH`` when that is not the current folder (a policy in a
+    test file, imported by pytest from the suite's folder: the command alone said "No module named ...")."""
+    root = import_root(policy_spec)
+    if root is None or root == Path.cwd():
+        return command
+    return f"PYTHONPATH={shlex.quote(str(root))} {command}"
+
+
 def judge(report: CaseReport, case: Case, repros: ReproFolder) -> GateCase:
     """The gate's verdict on one case; a case that does not pass gets a repro file, replayed once to prove it
     runs to this very failure (any difference is said in the text). The replay runs in this process, not in a
@@ -175,7 +186,7 @@ def judge(report: CaseReport, case: Case, repros: ReproFolder) -> GateCase:
     else:
         reproduce = replay_command(path)
         differences = replay(path, supervised=False).differences
-        text = failure_text(report, reproduce, report.reproduce, path, differences)
+        text = failure_text(report, reproduce, _importable(report.reproduce, case.policy_spec), path, differences)
     return GateCase(
         report.policy,
         name,
@@ -196,9 +207,10 @@ def judge_finding(finding: Finding, path: Path) -> GateCase:
     replayed = replay(path, supervised=False)
     report = replayed.report
     reproduce = replay_command(path)
-    also = (
+    also = _importable(
         f"python -m harness run --policy {shlex.quote(finding.policy_spec)} --scenario {shlex.quote(str(path))} "
-        f"--seed {finding.seed}"
+        f"--seed {finding.seed}",
+        finding.policy_spec,
     )
     return GateCase(
         finding.policy,

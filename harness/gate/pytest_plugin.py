@@ -10,13 +10,15 @@ failure (the anomaly, the witnessing timeline entries, the reproduce command of 
 The selected cases run once, together, when the first of them is reached: in worker processes the harness
 supervises, as ``harness run`` runs them, so a policy that never returns costs one case's budget
 (``--harness-case-timeout``) and one that kills its process fails its own item, never the pytest session.
+Under pytest-xdist (``-n``), the first worker to reach one runs them all, once, and the others read its reports
+(every worker collects every item, and each ran them all before); its coverage notes reach the controller.
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -239,27 +241,91 @@ def _reports(session: pytest.Session) -> Mapping[tuple[str, str, int], CaseRepor
     from harness.errors import InputError, RunFailed
     from harness.gate.runner import coverage_notes
     from harness.run.files import read_reports
-    from harness.run.grid import GridOptions, run_grid
+    from harness.run.grid import GridOptions, RunInterrupted, run_grid
     from harness.run.plan import Cell, Plan
 
-    seeds: dict[tuple[str, str], list[int]] = {}
-    for item in session.items:
-        if isinstance(item, ScenarioSeed):
-            seeds.setdefault((item.case.policy_spec, item.case.scenario_spec), []).append(item.case.seed)
-    plan = Plan(tuple(Cell(p, s, tuple(dict.fromkeys(n))) for (p, s), n in seeds.items()), concurrency=1)
-    out = Path(tempfile.mkdtemp(prefix="harness-pytest-cases-"))
-    budget: float = config.getoption("harness_case_timeout")
-    try:
-        summary = run_grid(plan, GridOptions(out=out, tracking="none", report=False, case_timeout_s=budget or None))
-        found = read_reports(out)
-        policies = dict.fromkeys(item.case.policy.name for item in session.items if isinstance(item, ScenarioSeed))
-        config.stash[_NOTES] = coverage_notes(summary, ", ".join(policies))
-    except (InputError, RunFailed, OSError) as exc:
-        found = f"harness: the cases could not be run: {exc}"
-    finally:
-        shutil.rmtree(out, ignore_errors=True)
+    def run(out: Path) -> tuple[Mapping[tuple[str, str, int], CaseReport] | str, list[str]]:
+        seeds: dict[tuple[str, str], list[int]] = {}
+        for item in session.items:
+            if isinstance(item, ScenarioSeed):
+                seeds.setdefault((item.case.policy_spec, item.case.scenario_spec), []).append(item.case.seed)
+        plan = Plan(tuple(Cell(p, s, tuple(dict.fromkeys(n))) for (p, s), n in seeds.items()), concurrency=1)
+        budget: float = config.getoption("harness_case_timeout")
+        try:
+            summary = run_grid(plan, GridOptions(out=out, tracking="none", report=False, case_timeout_s=budget or None))
+            policies = dict.fromkeys(i.case.policy.name for i in session.items if isinstance(i, ScenarioSeed))
+            return read_reports(out), coverage_notes(summary, ", ".join(policies))
+        except (InputError, RunFailed, OSError) as exc:
+            return f"harness: the cases could not be run: {exc}", []
+        except RunInterrupted:  # its folder is removed here, so it is not resumable, as the message would say
+            raise KeyboardInterrupt("interrupted; the harness's cases are not kept: run pytest again") from None
+
+    worker: dict[str, Any] | None = getattr(config, "workerinput", None)
+    if worker is None:
+        out = Path(tempfile.mkdtemp(prefix="harness-pytest-cases-"))
+        try:
+            found, config.stash[_NOTES] = run(out)
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+    else:
+        found, notes = _run_once_for_all_workers(_shared_folder(worker["testrunuid"]), run)
+        config.workeroutput[_WORKER_NOTES] = notes  # type: ignore[attr-defined]
     config.stash[_REPORTS] = found
     return found
+
+
+#: What a pytest-xdist worker that ran the cases sends the controller: its coverage notes.
+_WORKER_NOTES = "harness_coverage_notes"
+#: The shared folder of a pytest-xdist run, removed by the controller once every worker is done.
+_SHARED: pytest.StashKey[Path] = pytest.StashKey()
+
+
+def _shared_folder(testrunuid: str) -> Path:
+    """Where the workers of one pytest-xdist run share the cases: named by the run's ID, which they all get."""
+    return Path(tempfile.gettempdir()) / f"harness-pytest-xdist-{testrunuid}"
+
+
+def _run_once_for_all_workers(
+    shared: Path, run: Callable[[Path], tuple[Mapping[tuple[str, str, int], CaseReport] | str, list[str]]]
+) -> tuple[Mapping[tuple[str, str, int], CaseReport] | str, list[str]]:
+    """The first worker to take the shared folder's lock runs every case into it and says so in ``done.json``;
+    every later one reads its reports (and sends no notes: the first sent them). A worker stopped half way
+    leaves no ``done.json``, and the next one runs them again."""
+    import fcntl
+    import json
+
+    from harness.run.files import read_reports
+
+    shared.mkdir(exist_ok=True)
+    with open(shared / "lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or the process ends
+        done = shared / "done.json"
+        if done.is_file():
+            failed = json.loads(done.read_text(encoding="utf-8"))["failed"]
+            return (failed if failed is not None else read_reports(shared / "cases")), []
+        shutil.rmtree(shared / "cases", ignore_errors=True)  # what a worker stopped half way left
+        found, notes = run(shared / "cases")
+        done.write_text(json.dumps({"failed": found if isinstance(found, str) else None}), encoding="utf-8")
+        return found, notes
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """pytest-xdist's controller, as each worker ends: keep the notes of the worker that ran the cases, and the
+    shared folder's name, to remove it when the session ends."""
+    config: pytest.Config = node.config
+    notes = getattr(node, "workeroutput", {}).get(_WORKER_NOTES)
+    if notes:
+        config.stash[_NOTES] = notes
+    uid = getattr(node, "workerinput", {}).get("testrunuid")
+    if uid and config.stash.get(_CASES, None) is not None:
+        config.stash[_SHARED] = _shared_folder(uid)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    shared = session.config.stash.get(_SHARED, None)
+    if shared is not None and not hasattr(session.config, "workerinput"):
+        shutil.rmtree(shared, ignore_errors=True)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

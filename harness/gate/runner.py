@@ -26,8 +26,9 @@ from harness.gate.repro import ReproFolder
 from harness.limits import DEFAULT_CASE_TIMEOUT_S
 from harness.model import CaseReport
 from harness.policy import Policy, builtin_policy_names, load_policy
-from harness.run import GridOptions, GridSummary, load_grid, plan_cells, run_case, run_grid
+from harness.run import CellJob, CellResult, GridOptions, GridSummary, load_grid, plan_cells, run_case, run_grid
 from harness.run.files import read_reports
+from harness.run.grid import Progress
 from harness.run.plan import Case, UsageError, absolute
 from harness.scenario import list_scenarios
 from harness.seeds import DEFAULT_SEEDS, SEED_MAX
@@ -103,11 +104,12 @@ def check_policy(
     policy_spec: str,
     options: CheckOptions,
     progress: Callable[[int, int, JobResult], None] | None = None,
+    cases_progress: Callable[[Progress, CellJob, CellResult], None] | None = None,
 ) -> CheckSummary:
     """Run the policy over the scenarios (and, with ``explore``, their explored schedules) and judge every case.
 
     Raises ``InputError`` for bad input before anything is written. ``progress`` is called once per explored
-    template.
+    template, ``cases_progress`` once per piece of a cell run (as ``run_grid`` calls its ``progress``).
     """
     scenarios = list(options.scenarios) or list_scenarios()
     _checked_seeds(options.seeds, "check_policy: field 'seeds' of CheckOptions")
@@ -117,7 +119,7 @@ def check_policy(
         raise UsageError("no case to run; fix: give at least one --scenario and one seed")
     out = options.out if options.out is not None else Path(tempfile.mkdtemp(prefix="harness-check-"))
     try:
-        return _checked(policy_spec, policy, grid.cases, scenarios, out, options, progress)
+        return _checked(policy_spec, policy, grid.cases, scenarios, out, options, progress, cases_progress)
     except (NotWritten, OSError) as exc:  # its cases', its exploration's or its repro files: as when interrupted
         if isinstance(exc, OSError) and not no_room(exc):
             raise
@@ -149,10 +151,12 @@ def _checked(
     out: Path,
     options: CheckOptions,
     progress: Callable[[int, int, JobResult], None] | None,
+    cases_progress: Callable[[Progress, CellJob, CellResult], None] | None = None,
 ) -> CheckSummary:
     plan = plan_cells([policy_spec], scenarios, options.seeds, None, options.concurrency)
     started = time.perf_counter()
-    summary = run_grid(plan, GridOptions(out=out, tracking="none", report=False, case_timeout_s=options.case_timeout_s))
+    grid_options = GridOptions(out=out, tracking="none", report=False, case_timeout_s=options.case_timeout_s)
+    summary = run_grid(plan, grid_options, cases_progress)
     cases = judge_reports(read_reports(summary.out), cases_run, ReproFolder(out / "repro"))
     elapsed_s = time.perf_counter() - started
     notes = coverage_notes(summary, policy.name)

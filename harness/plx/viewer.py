@@ -36,7 +36,12 @@ def haupt_command() -> str:
 
 def view(run_dir: Path, port: int) -> int:
     """Serve ``RUN_DIR/polyaxon`` on 127.0.0.1:``port`` until interrupted."""
+    if not run_dir.is_dir():
+        raise ViewError(f"{run_dir}: no such folder; fix: give the folder of a run (reports/runs/<id>)")
     root = offline_root(run_dir)
+    if (run_dir / "runs").is_dir() and not (root / "runs").is_dir():
+        # The run's polyaxon/ folder itself, as 'polyaxon ops push --path' takes it: its run is the folder above.
+        root, run_dir = run_dir, run_dir.absolute().parent
     if not (root / "runs").is_dir():
         raise ViewError(
             f"{run_dir}: no Polyaxon runs in {root} (a run with --tracking none has none); fix: give the folder of "

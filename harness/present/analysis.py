@@ -236,7 +236,15 @@ def read_case(path: Path | str) -> dict[str, Any]:
 
 
 def _digest(text: bytes) -> bytes:
-    return hashlib.blake2b(text, digest_size=_DIGEST_SIZE).digest()
+    """A case's digest, over all it holds but its reproduce command: that says how the run was asked for (a
+    scenario by its name or by a path, from one folder or another), not what the case showed, and two runs of
+    one case asked for two ways are the same case."""
+    return hashlib.blake2b(_REPRODUCE.sub(b"", text, count=1), digest_size=_DIGEST_SIZE).digest()
+
+
+#: The reproduce command in a case's compact JSON (the only place ``,"reproduce":"`` can stand: within a string,
+#: every quote is escaped).
+_REPRODUCE = re.compile(rb',"reproduce":"(?:[^"\\]|\\.)*"')
 
 
 _DIGEST_SIZE = 16
@@ -319,9 +327,9 @@ def load(
     ``attrs["clashes"]``. ``source`` says which given path a row came from, so two runs can be
     loaded and compared. Safe to compare:
 
-    - an exact copy of a case already loaded from another run folder or given path (same identity, same content,
-      in either kind of file) is dropped, and counted in ``attrs["duplicates"]``: two copies of one run do not
-      count twice, whether given as two paths or found under one;
+    - an exact copy of a case already loaded from another run folder or given path (same identity, same content
+      but for its reproduce command, in either kind of file) is dropped, and counted in ``attrs["duplicates"]``:
+      two copies of one run do not count twice, whether given as two paths or found under one;
     - a policy loaded at several revisions is kept apart: its rows are labelled ``name@revision`` in ``policy``
       (``attrs["relabelled"]`` lists them), so no table merges two revisions into one cell; so is a scenario
       (``scenario``, ``attrs["relabelled_scenarios"]``): a file edited between two runs, or a user's file named

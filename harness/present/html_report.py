@@ -22,7 +22,7 @@ import pandas as pd
 
 from harness.check.registry import METRICS
 from harness.limits import REPORT_LISTED_MAX
-from harness.model import FAILING, REPORT_HTML, RUN_RECORD
+from harness.model import FAILING, MANIFEST, REPORT_HTML, RUN_RECORD
 from harness.present.analysis import (
     RATE_MIN_CASES,
     Reading,
@@ -264,10 +264,13 @@ def _errors(errors: pd.DataFrame) -> list[str]:
 
 def _refuse_others(run_dir: Path, out: Path) -> None:
     """Refuse, before anything is written, to write the page over a file that is not a report page, or its
-    heatmap over a picture the harness did not draw; the run's own ``report.html``, and any ``heatmap.png`` in
-    its folder, are the run's to write. A page written elsewhere (``--out``) wrote over whatever had those names."""
+    heatmap over a picture the harness did not draw; a run folder's own ``report.html``, and any ``heatmap.png``
+    in it, are the run's to write. A page written elsewhere (``--out``) wrote over whatever had those names, and
+    so did one written into a folder of the user's that only holds recovery.json files (a Polyaxon user's review:
+    their own report.html and heatmap.png replaced, exit 0)."""
+    ours = _a_run_folder(run_dir)
     own = run_dir / REPORT_HTML
-    if out.is_file() and not out.is_symlink() and not (own.is_file() and out.samefile(own)):
+    if out.is_file() and not out.is_symlink() and not (ours and own.is_file() and out.samefile(own)):
         with out.open("rb") as file:
             head = file.read(1024)
         if _TITLE.encode() not in head:
@@ -275,11 +278,21 @@ def _refuse_others(run_dir: Path, out: Path) -> None:
                 f"{out}: exists and is not a report page the harness wrote; fix: give a new file name, or remove it"
             )
     heat = out.with_name("heatmap.png")
-    if heat.is_file() and not heat.is_symlink() and not drawn_here(heat) and not heat.parent.samefile(run_dir):
+    if (
+        heat.is_file()
+        and not heat.is_symlink()
+        and not drawn_here(heat)
+        and not (ours and heat.parent.samefile(run_dir))
+    ):
         raise ValueError(
             f"{heat}: exists and is not a heatmap the harness drew (the page writes one beside it); fix: write the "
             "page in another folder, or remove it"
         )
+
+
+def _a_run_folder(folder: Path) -> bool:
+    """Whether ``folder`` is a run folder a harness run wrote (its manifest is there)."""
+    return (folder / MANIFEST).is_file()
 
 
 def write_report(

@@ -117,8 +117,13 @@ def _label(event: Event) -> str:
     # A policy's text (a reason, an error) on one line, whatever it holds, and every character of it one the fonts
     # draw: a control character (an escape sequence a policy's error held, say) is shown escaped, as the reproduce
     # line shows it, and not left for matplotlib to warn of a glyph it lacks.
-    detail = " ".join(f"{k}={_printable(one_line(data[k], 70))}" for k in keys if data.get(k) is not None)
-    return f"{event.event} {detail}"[:70]
+    detail = " ".join(f"{k}={_printable(one_line(data[k], LABEL_MAX))}" for k in keys if data.get(k) is not None)
+    said = f"{event.event} {detail}"
+    return said if len(said) <= LABEL_MAX else said[: LABEL_MAX - 3] + "..."
+
+
+#: The longest label an entry gets; a longer one is cut, ``...`` marking the cut (the recovery.json keeps it all).
+LABEL_MAX = 70
 
 
 def _printable(text: str) -> str:

@@ -842,9 +842,13 @@ def tracking_note(tracking: TrackingMode, project: str, out: Path, tracked: Sequ
         )
     result = push_runs(root, uuids, project)
     if result.error:
+        # Unset, Polyaxon's client tries its own default (localhost:8000), and the error says only that it was refused.
+        unset = "" if os.environ.get("POLYAXON_HOST") else "; POLYAXON_HOST is not set: set it to the server's address"
         return TrackingNote(
             False,
-            f"harness: could not send runs to Polyaxon ({result.error}); {len(result.pushed)} of {len(uuids)} "
-            f"sent; nothing local is lost: the runs are in {root}; send them later: {push_later}",
+            f"harness: could not send runs to Polyaxon ({result.error}{unset}); {len(result.pushed)} of {len(uuids)} "
+            f"sent; nothing local is lost: the runs are in {root}; send them later (a server needs the project "
+            f"first: {create_first}): {push_later}",
         )
-    return TrackingNote(True, f"Polyaxon: {len(result.pushed)} runs sent to project {project}")
+    sent = len(result.pushed)
+    return TrackingNote(True, f"Polyaxon: {sent} run{'' if sent == 1 else 's'} sent to project {project}")

@@ -6,6 +6,7 @@ anything is written. The cells come from the command line, or from the grid poly
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from collections.abc import Sequence
@@ -123,7 +124,7 @@ def absolute(spec: str) -> str:
     base, sep, variant = spec.rpartition(VARIANT) if VARIANT in spec else (spec, "", "")
     if not is_scenario_path(base):
         return spec
-    return str(Path(base).absolute()) + sep + variant
+    return os.path.abspath(base) + sep + variant  # absolute, with its ./ and ../ taken away
 
 
 @dataclass(frozen=True, slots=True)

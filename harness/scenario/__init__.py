@@ -16,7 +16,7 @@ from typing import Annotated, Any, get_args
 import yaml
 from pydantic import Field, Strict, ValidationError, model_validator
 
-from harness.errors import InputError, one_of
+from harness.errors import InputError, nearly, one_of
 from harness.limits import CASE_TIMEOUT_MAX_S
 from harness.model import Frozen, Outcome
 from harness.scenario.faults import (
@@ -49,6 +49,7 @@ from harness.scenario.specs import (
     PositiveSeconds,
     SafeName,
     TaskSpec,
+    Text,
     TransportSpec,
     WorkerSpec,
     derived_name,
@@ -127,7 +128,7 @@ class Scenario(Frozen):
     approval: ApprovalSpec
     action_id: SafeName
     #: Who an unresolved action is escalated to.
-    owner: str = "release-oncall"
+    owner: Text = "release-oncall"
     #: Time (from the start of the case) by which every action must be accounted for (or escalated).
     recovery_deadline_s: PositiveSeconds = 120.0
     #: After the deadline the simulation goes on while a request or an operation is still in flight, so that
@@ -153,13 +154,21 @@ class Scenario(Frozen):
                 f"operator: action IDs must be distinct, got {', '.join(actions)}; fix: give each change_task an "
                 "action_id of its own, other than the scenario's"
             )
+        last = 1 + self.worker.command_count_max
         for i, fault in enumerate(self.faults):
-            first = next((j for j, other in enumerate(self.faults[:i]) if self._same_fault(other, fault)), None)
+            first = next((j for j, other in enumerate(self.faults[:i]) if self._shadows(other, fault)), None)
             if first is not None:
                 raise ValueError(
-                    f"faults.{i}: the same fault as faults.{first}, so it could never fire (the first takes its "
-                    "occurrence; an action_id naming the scenario's own action is the same as none, and phase "
-                    "every stands for each phase); fix: remove it, or give it another nth"
+                    f"faults.{i}: every occurrence it names is faults.{first}'s too, at the same boundary, so it "
+                    "could never fire (the first listed takes an occurrence; an action_id naming the scenario's "
+                    "own action is the same as none, and phase every stands for each phase); fix: remove it, or "
+                    f"give it an nth past faults.{first}'s last"
+                )
+            if fault.nth > last:
+                raise ValueError(
+                    f"faults.{i}.nth: {fault.nth} is past the last request an action can make ({last}: its first "
+                    f"dispatch, then one a command, and worker.command_count_max is {self.worker.command_count_max}"
+                    f"), so it could never fire; fix: give an nth of {last} or less, or a larger command_count_max"
                 )
             if fault.action_id is not None and fault.action_id not in actions:
                 raise ValueError(
@@ -168,14 +177,20 @@ class Scenario(Frozen):
                 )
         return self
 
-    def _same_fault(self, a: Fault, b: Fault) -> bool:
-        """Whether ``a`` and ``b`` act at the same site in some case of this scenario: equal once each names its
-        action (none is the scenario's own), a connector crash at ``phase: every`` taken at the other's phase."""
-        a, b = (f.model_copy(update={"action_id": f.action_id or self.action_id}) for f in (a, b))
-        if isinstance(a, ConnectorCrash) and isinstance(b, ConnectorCrash) and "every" in (a.phase, b.phase):
-            a = a.model_copy(update={"phase": b.phase}) if a.phase == "every" else a
-            b = b.model_copy(update={"phase": a.phase}) if b.phase == "every" else b
-        return a == b
+    def _shadows(self, a: Fault, b: Fault) -> bool:
+        """Whether ``a``, listed first, takes every occurrence ``b`` names in some case of this scenario: the same
+        boundary of the same action (none is the scenario's own), at the same phase for a connector crash (``every``
+        stands for each), and ``b``'s occurrences among ``a``'s, whatever else either says."""
+        if a.boundary != b.boundary or (a.action_id or self.action_id) != (b.action_id or self.action_id):
+            return False
+        crashes = isinstance(a, ConnectorCrash) and isinstance(b, ConnectorCrash)
+        if crashes and "every" not in (a.phase, b.phase) and a.phase != b.phase:  # type: ignore[union-attr]
+            return False
+        if b.nth < a.nth:
+            return False
+        if a.count is None:
+            return True
+        return b.count is not None and b.nth + b.count <= a.nth + a.count
 
     @model_validator(mode="after")
     def _faults_have_their_actor(self) -> Scenario:
@@ -213,6 +228,12 @@ class Scenario(Frozen):
             )
         for i, event in enumerate(self.operator):
             at_s = event.when.at_s
+            if at_s is None and event.when.delay_s >= deadline:
+                raise ValueError(
+                    f"operator.{i}.when.delay_s: {event.when.delay_s} s after its trigger is not before the recovery "
+                    f"deadline ({deadline} s) even for a trigger at the start, so it would act when the case is "
+                    "over; fix: give a shorter delay_s, or a later recovery_deadline_s"
+                )
             if at_s is not None and at_s + event.when.delay_s >= deadline:
                 moment = f"{at_s} s" + (f" + delay_s {event.when.delay_s} s" if event.when.delay_s else "")
                 raise ValueError(
@@ -266,6 +287,7 @@ _FIXES = {
     "bool_type": "write true or false, without quotes",
     "finite_number": "write a finite number",
     "tuple_type": "write a list: one '- item' line per entry, or [a, b]",
+    "string_too_long": "shorten it (the text is copied into every record that names it)",
 }
 #: Pydantic's words for a type, where YAML's are plainer.
 _MESSAGES = {
@@ -361,6 +383,14 @@ def _one_line(path: Path, error: ValidationError) -> str:
         tag = str(first.get("ctx", {}).get("discriminator", "")).strip("'")
         message = f"the entry has no '{tag}'"
         fix = f"add '{tag}:' with one of {', '.join(_TAGS.get(tag, ()))}"
+        given = first.get("input")
+        spelt = (
+            next((k for k in given if isinstance(k, str) and nearly(k, [tag])), None)
+            if isinstance(given, dict)
+            else None
+        )
+        if spelt is not None:
+            message, fix = f"the entry has no '{tag}' ('{shown(spelt, 60)}' nearly spells it)", f"rename it '{tag}'"
     elif first["type"] == "union_tag_invalid":
         # Pydantic's own message lists the choices quoted, and a long list is cut mid-word: name them all in the fix.
         tag = str(first.get("ctx", {}).get("discriminator", "")).strip("'")
@@ -411,8 +441,8 @@ def _respelled(where: tuple[Any, ...], models: Any) -> str | None:
     entry = entry_of(where, models)
     if entry is None:
         return None
-    close = difflib.get_close_matches(where[-1], list(entry.model_fields), n=1, cutoff=0.8)
-    return f"rename it '{close[0]}' (a field of this entry)" if close else None
+    close = nearly(str(where[-1]), list(entry.model_fields))
+    return f"rename it '{close}' (a field of this entry)" if close else None
 
 
 #: A path is quoted in an error message up to this many characters.

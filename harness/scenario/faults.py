@@ -14,7 +14,7 @@ from typing import Annotated, ClassVar, Literal, get_args
 from pydantic import Field
 
 from harness.model import Frozen
-from harness.scenario.specs import Count, Flag, PositiveSeconds, SafeName
+from harness.scenario.specs import Count, Flag, PositiveSeconds, SafeName, Text
 
 __all__ = [
     "BOUNDARIES",
@@ -212,9 +212,9 @@ class LookupForeignReceipt(FaultBase):
     side: ClassVar[Side] = "destination"
     counted: ClassVar[Literal["dispatch", "lookup"]] = "lookup"
     boundary: Literal["lookup_foreign_receipt"] = "lookup_foreign_receipt"
-    model: str = "m-other"
-    digest: str = "sha256:other"
-    idempotency_key: str | None = None
+    model: Text = "m-other"
+    digest: Text = "sha256:other"
+    idempotency_key: Text | None = None
 
 
 Fault = Annotated[

@@ -13,7 +13,7 @@ from pydantic import Field, model_validator
 
 from harness.model import Actor, Frozen
 from harness.model.events import AT_END, VOCABULARY
-from harness.scenario.specs import Count, Flag, SafeName, Seconds
+from harness.scenario.specs import Count, Flag, SafeName, Seconds, Text
 
 __all__ = ["ChangeTask", "EventRef", "ExpireApproval", "OperatorEvent", "RequestCancel", "Trigger"]
 
@@ -64,8 +64,8 @@ class ChangeTask(_OperatorBase):
     """
 
     do: Literal["change_task"]
-    model: str
-    digest: str
+    model: Text
+    digest: Text
     approved: Flag = False
     action_id: SafeName | None = None
 
@@ -82,7 +82,7 @@ class RequestCancel(_OperatorBase):
     """A person asks to cancel the task's outstanding work."""
 
     do: Literal["request_cancel"]
-    reason: str = "cancel requested by the task owner"
+    reason: Text = "cancel requested by the task owner"
 
 
 class ExpireApproval(_OperatorBase):

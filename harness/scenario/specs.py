@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, Strict, StrictBool
 
-from harness.limits import NAME_MAX, REVISION_MAX
+from harness.limits import NAME_MAX, REVISION_MAX, TEXT_MAX
 from harness.model import Artifact, Frozen
 
 __all__ = [
@@ -67,6 +67,8 @@ Seconds = Annotated[float, Strict(), Field(ge=0, le=86_400, allow_inf_nan=False)
 #: A whole number from 1: an occurrence, a revision, a count.
 Count = Annotated[int, Strict(), Field(ge=1)]
 Flag = StrictBool
+#: Text the scenario gives the world, copied into every record that names it: bounded (``limits.TEXT_MAX``).
+Text = Annotated[str, Field(max_length=TEXT_MAX)]
 
 
 class TaskSpec(Frozen):
@@ -74,10 +76,10 @@ class TaskSpec(Frozen):
 
     task_id: SafeName
     revision: Count
-    operation: str = "activate_model"
-    target: str
-    model: str
-    digest: str
+    operation: Text = "activate_model"
+    target: Text
+    model: Text
+    digest: Text
 
     @property
     def artifact(self) -> Artifact:
@@ -129,7 +131,7 @@ class DestinationSpec(Frozen):
     #: Eventual consistency: a lookup answers from the ledger as it stood this long ago (0: up to date).
     lookup_lag_s: Seconds = 0.0
     #: Models the service refuses; a refused request leaves a ``rejected`` receipt and no effect.
-    reject_models: tuple[str, ...] = ()
+    reject_models: tuple[Text, ...] = ()
     #: False when the service's ledger cannot be read after the run: its entries are withheld from the
     #: checker, which must then say ``unknown`` where only that ledger could tell.
     ledger_visible: Flag = True

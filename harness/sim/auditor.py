@@ -10,6 +10,7 @@ part beside its state machine).
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
@@ -60,6 +61,7 @@ class _Effect:
     dispatch_n: int
     receipt_id: str
     at_s: float
+    artifact: Artifact
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,9 +193,9 @@ class Auditor:
         """The destination accepted a new operation for the action (it may apply later, or never)."""
         self.accepted.setdefault(action_id, at_s)
 
-    def applied(self, action_id: str, dispatch_n: int, receipt_id: str, at_s: float) -> None:
-        """The destination really applied an effect for the action's ``dispatch_n``-th dispatch."""
-        self.effects.append(_Effect(action_id, dispatch_n, receipt_id, at_s))
+    def applied(self, action_id: str, dispatch_n: int, receipt_id: str, at_s: float, artifact: Artifact) -> None:
+        """The destination really applied ``artifact`` for the action's ``dispatch_n``-th dispatch."""
+        self.effects.append(_Effect(action_id, dispatch_n, receipt_id, at_s, artifact))
 
     def ledger_written(
         self,
@@ -225,6 +227,12 @@ class Auditor:
 
     # -- the truth ---------------------------------------------------------------------------------------------
 
+    def _stands(self, receipt_id: str, artifact: Artifact) -> bool:
+        """Whether no effect applied after the one of ``receipt_id`` put other arguments on its target."""
+        later = itertools.dropwhile(lambda e: e.receipt_id != receipt_id, self.effects)
+        next(later, None)
+        return all(e.artifact == artifact for e in later if e.artifact.target == artifact.target)
+
     def truth(self) -> GroundTruth:
         effects_per_action = Counter(e.action_id for e in self.effects)
         after_cancel = {(d.action_id, d.n) for d in self.dispatches if d.after_cancel}
@@ -243,6 +251,7 @@ class Auditor:
             and done.before_cancel
             and done.artifact == task.artifact
             and any(e.receipt_id == done.receipt_id for e in self.effects)
+            and self._stands(done.receipt_id, task.artifact)
         )
         return GroundTruth(
             dispatches=len(self.dispatches),

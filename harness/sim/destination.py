@@ -267,7 +267,7 @@ class Destination:
             )
         )
         if status == "applied":
-            self._auditor.applied(request.action_id, request.n, receipt.receipt_id, now)
+            self._auditor.applied(request.action_id, request.n, receipt.receipt_id, now, artifact)
         return Reply(status=status, receipt=receipt)
 
     def _restart(self) -> None:
