@@ -1096,7 +1096,6 @@ def _list(scenarios: Sequence[str] | None = None) -> int:
     """Every shipped policy, scenario and boundary; with ``scenarios``, only those scenarios, each loaded as a run
     loads it (a file of the user's is checked: one line naming the field and the fix if it does not load)."""
     from harness.policy import builtin_policy_names, load_policy
-    from harness.run.plan import absolute
     from harness.scenario import (
         BOUNDARIES,
         is_scenario_path,
@@ -1112,7 +1111,10 @@ def _list(scenarios: Sequence[str] | None = None) -> int:
     if not scenarios:
         lines += [f"  {name} (revision {load_policy(name).revision})" for name in builtin_policy_names()]
     lines.append("scenarios:")
-    for name in [absolute(s) for s in scenarios] if scenarios else list_scenarios():
+    # A path made absolute as a run makes it (not through harness.run, which would load far more than a list needs).
+    for name in (
+        [os.path.abspath(s) if is_scenario_path(s) else s for s in scenarios] if scenarios else list_scenarios()
+    ):
         cases = scenario_cases(name)
         variants = f"; {len(cases)} cases: {', '.join(spec for spec, _ in cases)}" if len(cases) > 1 else ""
         scenario = cases[0][1]
