@@ -1173,3 +1173,17 @@ def test_without_a_send_time_a_retry_leaves_in_the_step_it_is_decided(policy: st
         claimed = isinstance(history[i + 1], ClaimDecided)
         following = [type(e).__name__ for e in history[i + 1 + claimed : i + 3 + claimed]]
         assert following == ["AttemptRecorded", "DispatchSent"], (i, following)
+
+
+def test_each_command_names_the_worker_incarnation_that_gave_it() -> None:
+    """A scenario author's review: with two recovering workers, the two ``look_up`` commands at 15 s could not be
+    told apart. Each command entry names its incarnation: here both recovering ones, each giving commands only
+    after it started, and never the first dispatcher's (it gives none)."""
+    from harness.model.events import CommandGiven, WorkerStarted
+
+    history = simulate(shipped("two_recoverers"), load_policy("reconcile_and_reauthorize"), 1).evidence.history
+    started = {e.incarnation: e.index for e in history if isinstance(e, WorkerStarted)}
+    recovering = {n for n, _ in started.items() if n != min(started)}
+    commands = [e for e in history if isinstance(e, CommandGiven)]
+    assert len(recovering) == 2 and {c.incarnation for c in commands} == recovering
+    assert all(c.index > started[c.incarnation] for c in commands)

@@ -174,12 +174,14 @@ class WorkerReported(Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CommandGiven(Event):
-    """The policy's next command, as the worker is about to carry it out."""
+    """The policy's next command, as the worker ``incarnation`` is about to carry it out (two recovering side by
+    side give theirs in turn)."""
 
     actor: ClassVar[Actor] = "worker"
     event: ClassVar[str] = "command"
     action_id: str
     command: Command
+    incarnation: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -570,7 +570,7 @@ class Worker:
                 self._history.record(PolicyFailed(action_id=self._action_id, error=_policy_error(exc, self._policy)))
                 self._report(me, finished=False, claimed="policy error")
                 return
-            self._history.record(CommandGiven(action_id=self._action_id, command=command))
+            self._history.record(CommandGiven(action_id=self._action_id, command=command, incarnation=me.number))
             if isinstance(command, Stop):
                 self._report(me, finished=True, claimed=self._claim())
                 return
