@@ -367,6 +367,18 @@ def test_a_later_effect_with_other_arguments_on_the_target_undoes_the_completion
     assert completed_with(later(16, "m8", target="prod/other"), record_first=True) is True
 
 
+def test_a_completion_whose_own_receipt_applied_other_arguments_does_not_complete_the_task() -> None:
+    """The forty-fifth mutation pass: a completion of m7 by receipt r1, whose effect at the destination put m8
+    on the target, read as completed (only later effects were looked at). The completing receipt's own effect
+    must match the revision's arguments too."""
+    other = applied(0.5, 1, "r1").replace("model=m7", "model=m8")
+    assert "model=m8" in other
+    steps = [dispatch(0.0, 1), other, recorded(15, "r1"), completed(15)]
+    assert run("task_completed", history(OPENING + "\n".join(steps))).value is False
+    steps[1] = applied(0.5, 1, "r1")
+    assert run("task_completed", history(OPENING + "\n".join(steps))).value is True
+
+
 def test_task_completed_is_unknown_with_a_reason_when_it_cannot_be_decided() -> None:
     """No task revision on record, or a matching completion whose receipt the hidden ledger cannot confirm: null,
     each with its reason."""

@@ -123,7 +123,7 @@ def task_completed(f: Facts) -> Finding:
     if not f.destination_visible:
         return Finding(None, reason=f"{HIDDEN}, so the completing receipt cannot be confirmed")
     completing = next((e for e in f.effects if e.index < last.index and e.receipt_id == last.receipt_id), None)
-    if completing is None:
+    if completing is None or completing.artifact != final.artifact:  # the receipt's effect put other arguments
         return Finding(False)
     undone = (e for e in f.effects if e.index > completing.index and e.artifact.target == final.artifact.target)
     return Finding(all(e.artifact == final.artifact for e in undone))

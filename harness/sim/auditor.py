@@ -250,7 +250,7 @@ class Auditor:
             and done.revision == task.revision
             and done.before_cancel
             and done.artifact == task.artifact
-            and any(e.receipt_id == done.receipt_id for e in self.effects)
+            and any(e.receipt_id == done.receipt_id and e.artifact == task.artifact for e in self.effects)
             and self._stands(done.receipt_id, task.artifact)
         )
         return GroundTruth(
