@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import SCENARIO_DIR
 from test_grid_mutants import Supervised  # the same in-process stand-in for the worker processes
 
 import harness.run.grid as grid
@@ -368,7 +369,7 @@ def test_a_connector_crash_shadows_another_only_at_its_own_phase(phases: tuple[s
 
     from harness.scenario import Scenario
 
-    data = yaml.safe_load(Path("scenarios/connector_cancel_while_new_operation_leaves.yaml").read_text())
+    data = yaml.safe_load((SCENARIO_DIR / "connector_cancel_while_new_operation_leaves.yaml").read_text())
     data["faults"] = [{"boundary": "connector_crash", "phase": phase, "nth": 1} for phase in phases]
     if not refused:
         assert [f.phase for f in Scenario.model_validate(data).faults] == list(phases)  # type: ignore[union-attr]
