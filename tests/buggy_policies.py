@@ -18,6 +18,7 @@ from harness.policy import (
     Command,
     Escalate,
     FollowJob,
+    Hold,
     LookUp,
     LookupView,
     Receipt,
@@ -32,7 +33,7 @@ from harness.policy import (
     Wait,
 )
 from policies.follow_and_inspect import FollowAndInspect
-from policies.reconcile_and_reauthorize import ReconcileAndReauthorize
+from policies.reconcile_and_reauthorize import ACCOUNTED_FOR_BY, ReconcileAndReauthorize
 from policies.verify_before_mutation import VerifyBeforeMutation
 
 
@@ -695,6 +696,31 @@ class IgnoresCommandBudget(_Variant):
         return self.next_command(situation)
 
 
+class HoldAccountsForAction(_Variant):
+    """Takes a hold for an account of the action (``Hold`` among the commands the budget's last may be): with one
+    command left and dispatch no longer authorized, it holds, and the budget ends with no one told."""
+
+    def decide(self, situation: Situation) -> Command:
+        command = self.next_command(situation)
+        if situation.commands_left == 1 and not isinstance(command, (*ACCOUNTED_FOR_BY, Hold)):
+            return Escalate(reason="the action's command budget has room for one command more")
+        return command
+
+
+class ConnectorAnswerAsTargetRead(_FollowVariant):
+    """Takes any fresh read for a read of the target, the connector's job follow included: its "no record of
+    this key" after a crash reads as the target showing nothing."""
+
+    def _latest_fresh_read(self, situation: Situation, latest_attempt: float | None) -> LookupView | None:
+        for lk in reversed(situation.lookups):
+            if situation.now_s - lk.at_s >= self.wait_s / 2:
+                return None
+            sent = lk.sent_at_s if lk.sent_at_s is not None else lk.at_s
+            if latest_attempt is None or sent > latest_attempt:
+                return lk
+        return None
+
+
 @dataclass(frozen=True)
 class Catch:
     """Where a variant must be caught: the scenario, and the property whose verdict must be false."""
@@ -798,6 +824,13 @@ CORPUS: tuple[Catch, ...] = (
     ),
     Catch(
         WaitsForReadsPastMargin("waits_for_reads_past_margin"), "connector_started_lagging_lookup", "abandoned_actions"
+    ),
+    # From an adversarial review (stop 55): each passed every shipped case until its scenario was shipped.
+    Catch(HoldAccountsForAction("hold_accounts_for_action"), "step_budget_after_cancel", "abandoned_actions"),
+    Catch(
+        ConnectorAnswerAsTargetRead("connector_answer_as_target_read"),
+        "connector_forgotten_job_window_passed",
+        "duplicate_effects",
     ),
 )
 

@@ -145,6 +145,26 @@ def test_a_duplicate_only_the_wire_shows_is_caught_under_a_hidden_ledger(seed: i
         assert (correct.outcome, set(correct.checks.values())) == ("escalated", {"true"}), safe
 
 
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_retry_told_do_not_replay_on_its_way_out_is_no_retry_after_an_uncertain_outcome(seed: int) -> None:
+    """A retry decided on a verification made after the call could no longer apply, and told "do not replay"
+    (for that call) in the second it takes to leave: no retry after an uncertain outcome, the case escalated with
+    every property true (an adversarial review found it judged incorrect). The same history with the retry
+    decided after the error, no read between, is one."""
+    evidence = simulate(CASES["bridge_late_error_while_retry_leaves"], load_policy("verify_before_mutation"), seed)
+    history = evidence.evidence.history
+    decided = next(e for e in history if isinstance(e, CommandGiven) and e.command.kind == "retry_same_action")
+    told = next(e for e in history if e.event == "receive" and getattr(e, "status", None) == "connection_error")
+    sent = next(e for e in history if e.event == "send" and getattr(e, "n", 0) == 2 and e.kind == "dispatch")
+    assert decided.index < told.index < sent.index
+    judgement = check(evidence.evidence)
+    assert (judgement.outcome, set(judgement.checks.values())) == ("escalated", {"true"})
+    late = [e for e in history if e is not decided]
+    late.insert(late.index(told) + 1, decided)
+    moved = replace(evidence.evidence, history=tuple(replace(e, index=i) for i, e in enumerate(late)))
+    assert check(moved).checks["retries_after_uncertain"] == "false"
+
+
 def test_the_last_command_the_budget_allows_accounts_for_the_action() -> None:
     """At one command left the correct policy escalates what it would have waited or read for, and records what
     it would have recorded; with two left it waits or reads as before."""

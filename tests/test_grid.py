@@ -730,6 +730,33 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         follow=("escalated", set()),
         verify=("escalated", set()),
     ),
+    # A retry decided on a final read and told "do not replay" on its way out: no retry after an uncertain outcome.
+    "bridge_late_error_while_retry_leaves": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("correct", set()),
+        reconcile=("escalated", set()),
+        new_key=("correct", set()),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
+    ),
+    # The connector forgot the job; the target shows the effect, and the key has left the destination's window.
+    "connector_forgotten_job_window_passed": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"duplicate_effects"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
+    # Two commands, dispatch no longer authorized: the safe policies escalate with the second instead of holding.
+    "step_budget_after_cancel": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"effects_after_cancel", "unauthorized_dispatches"}),
+        reconcile=("escalated", set()),
+        new_key=("incorrect", {"effects_after_cancel", "unauthorized_dispatches"}),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
+    ),
 }
 
 

@@ -23,6 +23,7 @@ from harness.model.events import (
     ApprovalRevoked,
     CancelRequested,
     ClaimDecided,
+    CommandGiven,
     CommandRefused,
     DispatchHeld,
     DispatchSent,
@@ -77,6 +78,8 @@ class Facts:
     #: though no one heard it.
     unheard: list[ReplyUndeliverable] = field(default_factory=list)
     reports: list[WorkerReported] = field(default_factory=list)
+    #: The policies' commands, as each worker was about to carry one out.
+    commands: list[CommandGiven] = field(default_factory=list)
     #: Commands refused besides claims: guarded ledger writes the ledger contradicted, records of receipts the
     #: worker never observed.
     refused: list[RecordConflict | CommandRefused] = field(default_factory=list)
@@ -290,6 +293,7 @@ _VIEW: dict[type[Event], str] = {
     ReplyReceived: "replies",
     ReplyUndeliverable: "unheard",
     WorkerReported: "reports",
+    CommandGiven: "commands",
     RecordConflict: "refused",
     CommandRefused: "refused",
     StillInFlight: "unsettled",

@@ -7,11 +7,13 @@ evidence cannot establish it, and then ``reason`` says why. None of them reads w
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter, defaultdict
 
 from harness.check.facts import Facts
 from harness.check.finding import HIDDEN, NOTHING_FOUND, Finding, counted
 from harness.model import UNCERTAIN_REPLIES, Anomaly, Artifact, conclusive
+from harness.model.commands import DISPATCHING
 from harness.model.events import (
     AbsenceRecorded,
     ActionRecorded,
@@ -417,9 +419,15 @@ def retries_after_uncertain(f: Facts) -> Finding:
         applied = [e.index for e in effects.get(action_id, ())]
         replies = [r for r in f.replies if r.action_id == action_id]
         timeline: list[ReplyReceived | DispatchSent] = sorted([*replies, *f.dispatches_of(action_id)], key=_index)
+        decisions = [c.index for c in f.commands if c.action_id == action_id and c.command.kind in DISPATCHING]
         for event in timeline:
             if isinstance(event, DispatchSent):
                 if told is not None:
+                    decided = bisect_left(decisions, event.index)
+                    if decided and decisions[decided - 1] < told.index:
+                        # Told while this dispatch was on its way: it was decided before (it is sent
+                        # ``worker.retry_send_s`` after), so no read could have come between. The next one can.
+                        continue
                     anomalies.append(
                         Anomaly(
                             kind="retry_after_uncertain",

@@ -16,6 +16,7 @@ from harness.model.base import Frozen
 
 __all__ = [
     "COMMAND_TYPES",
+    "DISPATCHING",
     "Command",
     "Escalate",
     "FollowJob",
@@ -174,6 +175,12 @@ Command = Annotated[
 COMMAND_TYPES: tuple[type[Frozen], ...] = get_args(get_args(Command)[0])
 
 _COMMAND: TypeAdapter[Command] = TypeAdapter(Command)
+
+#: The kinds of the commands that send the action again: each is decided, then sent (``worker.retry_send_s``
+#: later, its claim made then).
+DISPATCHING = frozenset(
+    str(c.model_fields["kind"].default) for c in (RetrySameAction, RetryNewKey, ResendCurrentArguments)
+)
 
 
 def validated(command: object) -> Command:

@@ -105,6 +105,10 @@ class _Caller:
     settled_since_dispatch: bool = False
     #: The caller was told the outcome is uncertain (do not replay, unknown outcome), and no read settled it since.
     uncertain: bool = False
+    #: When (in the auditor's order of events) it was first told so since the last read that settled it, and when
+    #: a dispatch of the action was last decided: a dispatch decided before it was told is on its way already.
+    told_at: int = 0
+    decided_at: int | None = None
 
 
 @dataclass(slots=True)
@@ -132,6 +136,8 @@ class Auditor:
     changed_arguments: int = 0
     new_keys_while_unknown: int = 0
     retries_after_uncertain: int = 0
+    #: Counts what the callers were told and decided, in the order it happened.
+    steps: int = 0
 
     def watch(self, controller: Controller) -> None:
         """The controller whose live state judges dispatches and the final task."""
@@ -163,16 +169,26 @@ class Auditor:
         caller = self.callers[action_id]
         if caller.keys and key not in caller.keys and not (caller.settled or caller.settled_since_dispatch):
             self.new_keys_while_unknown += 1
-        self.retries_after_uncertain += caller.uncertain
+        self.retries_after_uncertain += caller.uncertain and (
+            caller.decided_at is None or caller.decided_at > caller.told_at
+        )
         caller.keys.add(key)
         caller.last_artifact = artifact
         caller.settled_since_dispatch = False
         first = self.first_use.setdefault(key, artifact)
         self.changed_arguments += first != artifact
 
+    def decided_dispatch(self, action_id: str) -> None:
+        """A worker decided to send the action again (it leaves ``worker.retry_send_s`` later)."""
+        self.steps += 1
+        self.callers[action_id].decided_at = self.steps
+
     def reply_reached_caller(self, action_id: str, kind: RequestKind, status: str | None) -> None:
         """A reply was delivered to a caller that was still listening."""
         caller = self.callers[action_id]
+        self.steps += 1
+        if not caller.uncertain:
+            caller.told_at = self.steps
         if kind == "dispatch":
             caller.settled |= status == "applied"
             caller.settled_since_dispatch |= status == "rejected"

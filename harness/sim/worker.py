@@ -620,6 +620,7 @@ class Worker:
             case RetrySameAction() | RetryNewKey() | ResendCurrentArguments():
                 # The ledger's attempts as the decision saw them: the claim is conditional on them too.
                 seen = len(self._controller.actions[action.action_id].execution_ids)
+                self._auditor.decided_dispatch(action.action_id)
                 # Decided now, on its way later: the claim is made then (read only here: READ_ONLY_BY).
                 if self._scenario.worker.retry_send_s > 0:
                     yield self._env.timeout(self._scenario.worker.retry_send_s)
