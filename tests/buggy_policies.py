@@ -721,6 +721,15 @@ class ConnectorAnswerAsTargetRead(_FollowVariant):
         return None
 
 
+class FreshFromOwnAttempt(_Variant):
+    """Dates a read's freshness from the latest attempt's own send time, which only the worker that sent it knows:
+    after another worker's attempt any read counts, and it retries on a read older than that attempt."""
+
+    def _latest_fresh_read(self, situation: Situation, latest_attempt: float | None) -> LookupView | None:
+        own = situation.attempts[-1].sent_at_s if situation.attempts else None
+        return super()._latest_fresh_read(situation, own)
+
+
 @dataclass(frozen=True)
 class Catch:
     """Where a variant must be caught: the scenario, and the property whose verdict must be false."""
@@ -832,6 +841,7 @@ CORPUS: tuple[Catch, ...] = (
         "connector_forgotten_job_window_passed",
         "duplicate_effects",
     ),
+    Catch(FreshFromOwnAttempt("fresh_from_own_attempt"), "racing_recoverers_foreign_receipt", "abandoned_actions"),
 )
 
 
