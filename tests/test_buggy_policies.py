@@ -136,6 +136,10 @@ def test_a_duplicate_only_the_wire_shows_is_caught_under_a_hidden_ledger(seed: i
     witnesses = [a.witnesses for a in judgement.anomalies if a.kind == "duplicate_effect"]
     by_index = {e.index: e for e in evidence.history}
     assert len(witnesses) == 1 and {by_index[i].event for i in witnesses[0]} == {"receive", "undeliverable"}
+    # Unknown is only the count: the reason says the replies witness a duplicate, not that one "may" have applied.
+    assert judgement.unknown["duplicate_effects"].endswith(
+        "were sent: the replies witness a duplicate, and how many more of them applied is unknown"
+    )
     wireless = replace(
         evidence, history=tuple(e for e in evidence.history if e.event not in ("receive", "undeliverable"))
     )

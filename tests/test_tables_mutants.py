@@ -21,6 +21,7 @@ from harness.check.registry import METRICS, PROPERTIES
 from harness.model import OUTCOMES, SCHEMA_VERSION
 from harness.model.events import EntryShape
 from harness.present.analysis import (
+    PASSING,
     RATE_MIN_CASES,
     _apart,
     _columns,
@@ -37,6 +38,7 @@ from harness.present.analysis import (
     rate_table,
     rates,
     undecided,
+    undecided_cases,
     wilson_interval,
 )
 from harness.present.shape import MalformedCase, _data_shape, checked_case, recovery_schema
@@ -62,6 +64,7 @@ def case(policy: str = "p", scenario: str = "s", seed: int = 1, outcome: str = "
         "outcome": outcome,
         "verdict": "v",
         **{m.name: _DEFAULTS[m.value] for m in METRICS},
+        "violated": "",
         "unknown_metrics": "",
         "unknown": "",
         "anomalies": 0,
@@ -500,6 +503,50 @@ def test_a_metric_cell_is_its_mean_its_range_and_its_unknown_cases() -> None:
         metric_table(cases, "speed")
 
 
+def test_a_property_violated_with_its_count_unknown_reads_violated_not_unknown() -> None:
+    """A duplicate the replies witness under a hidden ledger: ``duplicate_effects`` is <NA> and judged false. Its
+    metric cell says so apart from the merely unknown, the policy's verdict lists it, and the case leaves no
+    property undecided on its account (a user comparing policies in pandas read "unknown x3" there)."""
+    name = "duplicate_effects"
+    witnessed = {name: None, "violated": name, "unknown_metrics": name, "outcome": "incorrect"}
+    cases = frame(
+        case("p", "s", 1, **witnessed),
+        case("p", "s", 2, **witnessed),
+        case("p", "s", 3, **{name: None, "unknown_metrics": name, "outcome": "unresolved"}),
+        case("p", "t", 1, **{name: 1, "violated": name, "outcome": "incorrect"}),
+        case("p", "t", 2, **witnessed),
+        case("q", "s", 1, **{name: None, "unknown_metrics": name, "outcome": "unresolved"}),
+    )
+    table = metric_table(cases, name)
+    assert table.loc["p"].tolist() == ["violated x2, count unknown · unknown x1", "1 · 1 violated, count unknown"]
+    assert table.loc["q"].tolist() == ["unknown x1", "-"]
+    assert metric_table(cases, "dispatches").loc["p", "s"] == "0"  # not a property: nothing violated to count
+    assert policy_verdicts(cases)["violated"].tolist() == [name, "-"]
+    assert undecided(name) and not undecided(name, name) and undecided(f"{name}, false_records", name)
+    assert undecided_cases(cases) == 2 and rates(cases)["unknown"].tolist() == [1, 0, 1]
+    only = frame(case("p", "s", 1, **witnessed))
+    assert policy_verdicts(only)["violated"].tolist() == [name]
+
+
+def test_a_rate_of_the_cases_the_gate_passes_counts_escalated_as_correct() -> None:
+    """``rate_table(frame, PASSING)``: correct or escalated, as the gate passes; by default only correct, where
+    a safe escalation and an unsafe case both miss (a user comparing policies read the two as alike). An outcome
+    no case can have is refused, naming the outcomes."""
+    cases = frame(
+        case("p", "s", 1, outcome="escalated"),
+        case("p", "s", 2, outcome="correct"),
+        case("p", "s", 3, outcome="incorrect"),
+    )
+    assert rate_table(cases).loc["p", "s"] == "1/3"
+    assert rate_table(cases, PASSING).loc["p", "s"] == "2/3"
+    assert rates(cases, PASSING)["correct or escalated"].tolist() == [2]
+    assert rates(cases, ["escalated", "correct"]).columns[3] == "correct or escalated"
+    assert rate_table(cases, "escalated").loc["p", "s"] == "1/3"
+    for wrong in ("corect", ["correct", "safe"], []):
+        with pytest.raises(ValueError, match="is not an outcome; the outcomes: correct, escalated"):
+            rate_table(cases, wrong)
+
+
 def test_a_range_shows_the_fewest_digits_from_three_to_nine_that_tell_its_ends_apart() -> None:
     assert _apart(1.234, 1.456) == "1.23-1.46"
     assert _apart(1.234, 1.2356) == "1.23-1.24"
@@ -620,6 +667,7 @@ def test_the_frames_columns_are_in_order_each_in_its_nullable_dtype() -> None:
         "outcome",
         "verdict",
         *(m.name for m in METRICS),
+        "violated",
         "unknown_metrics",
         "unknown",
         "anomalies",
@@ -722,10 +770,10 @@ def good() -> dict[str, Any]:
 
 
 def test_a_case_is_read_as_the_keys_a_row_reads_typed(good: dict[str, Any]) -> None:
-    """Rule: the keys a row reads, as they are, and nothing else (the timeline, the checks)."""
+    """Rule: the keys a row reads, as they are, and nothing else (the timeline, say)."""
     kept = checked_case(good)
     read = ["policy", "policy_revision", "scenario", "scenario_revision", "seed", "task_id", "action_id"]
-    read += ["outcome", "verdict", "unknown", "anomalies", "attempts", "reproduce", "error", "metrics"]
+    read += ["outcome", "verdict", "checks", "unknown", "anomalies", "attempts", "reproduce", "error", "metrics"]
     assert sorted(kept) == sorted(read)
     assert {k: v for k, v in kept.items() if k not in ("anomalies", "attempts")} == {
         k: good[k] for k in read if k not in ("anomalies", "attempts")

@@ -127,9 +127,15 @@ def duplicate_effects(f: Facts) -> Finding:
         if not many:
             return NOTHING_FOUND
         listed = ", ".join(f"{n} dispatches of {a}" for a, n in sorted(many.items()))
-        return Finding(
-            None, _answered_applied_twice(f), reason=f"{HIDDEN} and {listed} were sent; any of them may have applied"
-        )
+        witnessed = _answered_applied_twice(f)
+        if witnessed:  # the count is what is unknown: the replies already witness a duplicate (the anomalies)
+            return Finding(
+                None,
+                witnessed,
+                reason=f"{HIDDEN} and {listed} were sent: the replies witness a duplicate, and "
+                "how many more of them applied is unknown",
+            )
+        return Finding(None, reason=f"{HIDDEN} and {listed} were sent; any of them may have applied")
     anomalies = []
     total = 0
     by_action = f.effects_by_action()

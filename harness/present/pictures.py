@@ -35,7 +35,7 @@ from harness.model.events import (
     WaitCapped,
     event_data,
 )
-from harness.present.analysis import undecided
+from harness.present.analysis import undecided_cases
 from harness.present.table import scenarios_down
 from harness.scenario import BOUNDARIES, Side
 
@@ -72,7 +72,7 @@ def heatmap(frame: pd.DataFrame, title: str = "Outcome per policy x scenario") -
             colour = COLOURS["mixed"] if len(kinds) > 1 else COLOURS.get(kinds[0], "#ffffff") if kinds else "#ffffff"
             ax.add_patch(Rectangle((j, i), 1, 1, facecolor=colour, edgecolor="white", linewidth=2))
             lines = [f"{o} {outcomes.count(o)}" for o in kinds] or ["-"]
-            unknown = int(cases["unknown_metrics"].map(undecided).sum())
+            unknown = undecided_cases(cases)
             if unknown:
                 lines.append(f"unknown x{unknown}")
             ax.text(j + 0.5, i + 0.5, "\n".join(lines), ha="center", va="center", fontsize=8)

@@ -24,7 +24,7 @@ _REQUIRED = ("schema_version", *INPUT_COLUMNS, "outcome", "verdict", "metrics", 
 #: What a row reads of a case, with the types the report gives them and each metric's by its kind: a case of
 #: another shape (a hand-edited file, a tool's own) is skipped with the field that is wrong, not made into a row
 #: that breaks a table or the page. Other keys are not read, and not kept.
-_READ = (*INPUT_COLUMNS, "outcome", "verdict", "unknown", "anomalies", "attempts", "reproduce", "error")
+_READ = (*INPUT_COLUMNS, "outcome", "verdict", "checks", "unknown", "anomalies", "attempts", "reproduce", "error")
 _VALUE_TYPES: dict[str, type] = {"count": int, "flag": bool, "duration": float}
 _Metrics = TypedDict(  # type: ignore[misc]
     "_Metrics", {m.name: _VALUE_TYPES[m.value] | None for m in METRICS}, total=False
