@@ -764,8 +764,10 @@ class _ReadingLines:
     ``every_s`` seconds, then, once one was said, one when every file is read. A report that reads in less
     says nothing."""
 
-    def __init__(self, every_s: float | None = None) -> None:
+    def __init__(self, every_s: float | None = None, page: str = "report.html") -> None:
         self.every_s = READING_EVERY_S if every_s is None else every_s
+        #: The page written once every file is read (``harness report --out`` names its own).
+        self.page = page
         self._next_s = self.every_s
         self._said = False
 
@@ -779,7 +781,7 @@ class _ReadingLines:
             f"harness: report: read {reading.files_read:,} of {reading.files:,} files, {reading.cases:,} "
             f"{'case' if reading.cases == 1 else 'cases'}, in {_duration(reading.elapsed_s)}"
         )
-        print(line + ("; writing report.html" if done else ""), file=sys.stderr)
+        print(line + (f"; writing {self.page}" if done else ""), file=sys.stderr)
 
 
 class _CheckProgress:
@@ -1070,7 +1072,7 @@ def _report(run_dir: Path, out: Path | None = None) -> int:
             out,
             draw=draw if out is None else None,
             tell=lambda line: print(f"harness: {_line(line)}", file=sys.stderr),
-            progress=_ReadingLines(),
+            progress=_ReadingLines(page="report.html" if out is None else out.name),
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None

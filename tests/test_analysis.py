@@ -79,6 +79,13 @@ def test_a_folder_that_holds_no_case_is_said_to_be_no_run_folder(run_dir: Path, 
     df = load([tmp_path / "empty", run_dir])
     assert len(df) == 12 and df.attrs["skipped"] == [Skipped(str(tmp_path / "empty"), reason)]
     assert load(SCENARIO_DIR).attrs["skipped"] == [Skipped(str(SCENARIO_DIR), reason)]
+    # A Polyaxon run harness run tracked holds no case: the reason says which folder holds them.
+    tracked = tmp_path / "polyaxon" / "runs" / "0123abcd"
+    (tracked / "outputs").mkdir(parents=True)
+    (tracked / "run.plx.json").write_text("{}")
+    [skipped] = load(tracked).attrs["skipped"]
+    assert skipped.reason.startswith("a Polyaxon run tracked by harness run, which holds no case file: load the ")
+    assert skipped.reason.endswith("outputs.cases_path names (the run folder's cases/<policy>)")
     # A run stopped before its first case is a run folder: incomplete, with no case yet.
     (tmp_path / "early").mkdir()
     shutil.copy(run_dir / "manifest.json", tmp_path / "early" / "manifest.json")

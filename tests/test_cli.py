@@ -636,7 +636,7 @@ def test_a_long_report_says_how_far_it_has_read(capsys: pytest.CaptureFixture[st
     assert capsys.readouterr().err == ""
 
 
-@pytest.mark.parametrize("how", ["report", "run", "resume"])
+@pytest.mark.parametrize("how", ["report", "report --out", "run", "resume"])
 def test_report_progress_reaches_every_command_that_writes_a_report(
     how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -654,14 +654,17 @@ def test_report_progress_reaches_every_command_that_writes_a_report(
         if how == "resume":
             (out / "run.json").unlink()  # as if stopped before its end: the resumed run writes the report again
             command = ["run", "--resume", str(out)]
+        elif how == "report --out":
+            command = ["report", str(out), "--out", str(tmp_path / "mine.html")]
         else:
             command = ["report", str(out)]
     capsys.readouterr()
     assert main(command) == 0
     said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("harness: report: ")]
+    page = "mine.html" if how == "report --out" else "report.html"  # the page it writes, by its name
     assert [re.sub(r"in \d+ s", "in N s", line) for line in said] == [
         "harness: report: read 1 of 2 files, 1 case, in N s",
-        "harness: report: read 2 of 2 files, 2 cases, in N s; writing report.html",
+        f"harness: report: read 2 of 2 files, 2 cases, in N s; writing {page}",
     ]
 
 

@@ -211,7 +211,9 @@ def test_an_out_that_holds_a_run_says_what_to_do_with_it(capsys: pytest.CaptureF
         said = _refused(capsys, again)
         assert f"output folder {out} is in use by another harness run; fix: wait for it to end, or pass" in said
         said = _refused(capsys, ["run", "--resume", str(out)])
-        assert said.rstrip().endswith("is in use by another harness run; fix: wait for it to end, then resume it again")
+        assert said.rstrip().endswith(
+            "is in use by another harness run; fix: wait for it to end, then resume it only if it stopped short (one that ends is whole)"
+        )
     finally:
         hold.release()
     assert sorted(p.name for p in out.iterdir()) == before

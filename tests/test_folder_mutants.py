@@ -72,7 +72,10 @@ def test_a_claim_on_a_held_folder_says_what_to_do_for_a_new_run_and_for_a_resume
     try:
         start = f"output folder {tmp_path} is in use by another harness run; fix: wait for it to end, "
         assert _refusal(claim, tmp_path, True) == start + "or pass another --out"
-        assert _refusal(claim, tmp_path, False) == start + "then resume it again"
+        assert (
+            _refusal(claim, tmp_path, False)
+            == start + "then resume it only if it stopped short (one that ends is whole)"
+        )
     finally:
         other.release()
 

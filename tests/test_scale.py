@@ -412,6 +412,23 @@ def test_only_a_sweep_s_progress_lines_carry_its_rate(
     assert sweep.startswith("3 of 3 cases, ") and sweep.endswith(" cases/s") and "left" not in sweep
 
 
+def test_progress_counts_each_case_of_a_crash_point_scenario(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A crash-point scenario is one case per boundary a seed: the progress counts them all, as the final line
+    does (it counted seeds: a first-time user's run of 15,000 cases never reached the sweep's 10,000)."""
+    import harness.cli
+
+    monkeypatch.setattr(harness.cli, "SWEEP_FROM", 1)
+    args = ["run", "--policy", "stop_on_timeout", "--scenario", "connector_crash_points", "--scenario"]
+    args += ["lost_response", "--seed-count", "2", "--tracking", "none", "--no-report"]
+    assert main([*args, "--out", str(tmp_path / "run")]) == 0
+    said = capsys.readouterr()
+    lines = [line.split("; ")[1] for line in said.err.splitlines() if line.startswith("[")]
+    assert [line.partition(" cases")[0] for line in lines] == ["8 of 10", "10 of 10"]
+    assert "10 cases in " in said.out
+
+
 def test_a_run_that_cannot_write_its_files_says_whose_and_how_to_resume(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

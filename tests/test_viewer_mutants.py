@@ -32,7 +32,10 @@ def test_haupt_beside_the_interpreter_comes_first(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(viewer.shutil, "which", lambda name: None)
     with pytest.raises(ViewError) as caught:
         viewer.haupt_command()
-    assert str(caught.value) == "the Polyaxon viewer (haupt) is not installed; fix: pip install -e '.[server]'"
+    assert str(caught.value) == (
+        "the Polyaxon viewer (haupt) is not installed; fix: pip install 'haupt[sandbox]==2.18.0' (in the harness's "
+        "source folder: pip install -e '.[server]')"
+    )
     assert issubclass(ViewError, viewer.InputError)
 
 

@@ -30,7 +30,10 @@ def haupt_command() -> str:
     beside = Path(sys.executable).parent / "haupt"
     found = str(beside) if beside.exists() else shutil.which("haupt")
     if not found:
-        raise ViewError("the Polyaxon viewer (haupt) is not installed; fix: pip install -e '.[server]'")
+        raise ViewError(
+            "the Polyaxon viewer (haupt) is not installed; fix: pip install 'haupt[sandbox]==2.18.0' (in the "
+            "harness's source folder: pip install -e '.[server]')"
+        )
     return found
 
 

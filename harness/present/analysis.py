@@ -401,6 +401,11 @@ def _load(
                 why = "no case written yet: the run was stopped before its first case (listed as incomplete)"
             elif (root / "explore.json").is_file():
                 why = "an exploration (explore.json), not a run: load its findings with load_explorations"
+            elif (root / "run.plx.json").is_file():
+                why = (
+                    "a Polyaxon run tracked by harness run, which holds no case file: load the folder its "
+                    "outputs.cases_path names (the run folder's cases/<policy>)"
+                )
             else:
                 why = "no recovery.json or compact records under it: not a run folder"
             skipped.append(Skipped(str(root), why))

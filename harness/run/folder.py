@@ -70,7 +70,7 @@ def claim(out: Path, fresh: bool) -> Claim:
         handle.close()
         raise UsageError(
             f"output folder {out} is in use by another harness run; fix: wait for it to end, "
-            + ("or pass another --out" if fresh else "then resume it again")
+            + ("or pass another --out" if fresh else "then resume it only if it stopped short (one that ends is whole)")
         ) from None
     if fresh and any(p.name != LOCK_FILE for p in out.iterdir()):
         handle.close()

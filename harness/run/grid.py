@@ -59,6 +59,7 @@ from harness.run.folder import (
     stray_temporaries,
 )
 from harness.run.plan import Cell, Grid, Plan, UsageError, load_grid
+from harness.scenario import scenario_cases
 
 if TYPE_CHECKING:  # pandas is imported only by a run that writes its report
     from harness.present.analysis import Reading
@@ -553,13 +554,15 @@ def _complete(
     started = time.perf_counter()
     earlier_s = _earlier_wall_s(out)
     done = cases_done = 0
-    cases = sum(len(jobs[i][1].seeds) for i in todo)
+    # A scenario of variants (a crash-point scenario: one per boundary) is that many cases a seed.
+    variants = {spec: len(scenario_cases(spec)) for spec in dict.fromkeys(jobs[i][1].scenario_spec for i in todo)}
+    cases = sum(len(jobs[i][1].seeds) * variants[jobs[i][1].scenario_spec] for i in todo)
 
     def finished(index: int, result: CellResult) -> None:
         nonlocal done, cases_done
         cell, job = jobs[index]
         done += 1
-        cases_done += len(job.seeds)
+        cases_done += len(job.seeds) * variants[job.scenario_spec]
         if progress is not None:
             elapsed_s = time.perf_counter() - started
             side_by_side = plan.concurrency if options.isolate else 1
