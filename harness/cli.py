@@ -328,6 +328,12 @@ def _parser(defaults: bool = True) -> argparse.ArgumentParser:
         action="store_true",
         help="also explore each scenario's schedules (as 'harness explore' at its defaults, at the same seeds)",
     )
+    check.add_argument(
+        "--baseline",
+        metavar="NAME|MODULE:ATTR",
+        help="also run this policy on the same cases, and fail each case that passes yet leaves the task "
+        "incomplete where the baseline completes it (safe is not done)",
+    )
     check.add_argument("--junit", type=_path, metavar="FILE", help="write JUnit XML to FILE")
     check.add_argument(
         "--out", type=_path, metavar="DIR", help="folder for cases and repro files (default: a new temporary folder)"
@@ -972,6 +978,7 @@ def _check(args: argparse.Namespace) -> int:
         out=args.out.absolute() if args.out else None,  # every command printed runs from any folder
         concurrency=concurrency,
         case_timeout_s=args.case_timeout or None,
+        baseline=args.baseline,
     )
     summary = check_policy(
         args.policy[0],
@@ -1001,7 +1008,9 @@ def _check(args: argparse.Namespace) -> int:
     counts = ", ".join(f"{o} {outcomes.count(o)}" for o in dict.fromkeys(outcomes))
     line = (
         f"{summary.policy} (revision {summary.policy_revision}): {len(summary.cases) - len(outcomes)} of "
-        f"{len(summary.cases)} cases correct or escalated" + (f"; not: {counts}" if counts else "")
+        f"{len(summary.cases)} cases correct or escalated"
+        + (" and complete where the baseline completes" if args.baseline else "")
+        + (f"; not: {counts}" if counts else "")
     )
     if args.explore:
         found = sum(not c.passed and c.outcome != "harness_error" for c in summary.explored)

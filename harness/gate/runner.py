@@ -9,18 +9,19 @@ file for each that does not.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.errors import InputError, NotWritten, RunFailed, no_room, one_line
 from harness.explore import ExploreOptions, ExploreSummary, explore
 from harness.explore.search import JobResult
-from harness.gate.cases import GateCase, PolicyDoesNotRecover, case_name, judge, judge_finding
+from harness.gate.cases import GateCase, PolicyDoesNotRecover, _importable, case_name, judge, judge_finding
 from harness.gate.junit import Suite
 from harness.gate.repro import ReproFolder
 from harness.limits import DEFAULT_CASE_TIMEOUT_S
@@ -57,6 +58,9 @@ class CheckOptions:
     concurrency: int = 1
     #: Wall-clock budget of one case (``--case-timeout``); ``None``: none. A case over it is a harness error.
     case_timeout_s: float | None = DEFAULT_CASE_TIMEOUT_S
+    #: A reference policy (``--baseline``): a case that passes yet leaves the task incomplete where this policy,
+    #: run on the same scenario and seed, completes it fails as ``incomplete``. ``None``: safety alone is gated.
+    baseline: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +118,11 @@ def check_policy(
     scenarios = list(options.scenarios) or list_scenarios()
     _checked_seeds(options.seeds, "check_policy: field 'seeds' of CheckOptions")
     grid = load_grid([policy_spec], scenarios, options.seeds)  # every input checked before anything is written
+    if options.baseline is not None:
+        try:
+            load_grid([options.baseline], scenarios, options.seeds[:1])
+        except InputError as exc:
+            raise UsageError(f"--baseline: {exc}") from None
     policy = grid.cases[0].policy if grid.cases else None
     if policy is None:
         raise UsageError("no case to run; fix: give at least one --scenario and one seed")
@@ -157,9 +166,13 @@ def _checked(
     started = time.perf_counter()
     grid_options = GridOptions(out=out, tracking="none", report=False, case_timeout_s=options.case_timeout_s)
     summary = run_grid(plan, grid_options, cases_progress)
-    cases = judge_reports(read_reports(summary.out), cases_run, ReproFolder(out / "repro"))
-    elapsed_s = time.perf_counter() - started
+    reports = read_reports(summary.out)
+    cases = judge_reports(reports, cases_run, ReproFolder(out / "repro"))
     notes = coverage_notes(summary, policy.name)
+    if options.baseline is not None:
+        cases, said = _against_baseline(policy_spec, options.baseline, cases, reports, scenarios, out, options)
+        notes.append(said)
+    elapsed_s = time.perf_counter() - started
     raised = [c for c in cases if c.raised]
     if raised:
         # Passing (the evidence settled or escalated the case) yet the policy raised: said, not failed.
@@ -206,6 +219,79 @@ def _checked(
         explore_elapsed_s=round(explore_elapsed_s, 3),
         schedules=schedules,
         seeds=tuple(options.seeds),
+    )
+
+
+def _against_baseline(
+    policy_spec: str,
+    baseline_spec: str,
+    cases: tuple[GateCase, ...],
+    reports: Mapping[tuple[str, str, int], CaseReport],
+    scenarios: list[str],
+    out: Path,
+    options: CheckOptions,
+) -> tuple[tuple[GateCase, ...], str]:
+    """The cases with each that passed yet left the task incomplete, where the baseline run on the same scenario
+    and seed completed it, failed as ``incomplete``; and a note of how often each completed it. Safe is not done:
+    a policy that records every absence and never retries passes every property."""
+    plan = plan_cells([baseline_spec], scenarios, options.seeds, None, options.concurrency)
+    grid_options = GridOptions(
+        out=out / "baseline", tracking="none", report=False, case_timeout_s=options.case_timeout_s
+    )
+    theirs = read_reports(run_grid(plan, grid_options).out)
+    done_by = {(scenario, seed): r for (_, scenario, seed), r in theirs.items()}
+    mine = {case_name(scenario, seed): r for (_, scenario, seed), r in reports.items()}  # one policy's cases
+    out_cases = []
+    for case in cases:
+        report = mine.get(case.name)
+        reference = done_by.get((report.scenario, report.seed)) if report is not None else None
+        if (
+            case.passed
+            and report is not None
+            and reference is not None
+            and report.metrics.get("task_completed") is False
+            and reference.metrics.get("task_completed") is True
+        ):
+            out_cases.append(_incomplete(case, report, reference, policy_spec, baseline_spec))
+        else:
+            out_cases.append(case)
+    completed = sum(r.metrics.get("task_completed") is True for r in reports.values())
+    reference_completed = sum(r.metrics.get("task_completed") is True for r in theirs.values())
+    baseline = next(iter(theirs.values())).policy if theirs else baseline_spec
+    said = (
+        f"note: the task ended completed in {completed} of {len(reports)} cases, {reference_completed} of "
+        f"{len(theirs)} with the baseline {baseline}"
+        + (f"; its cases are in {out / 'baseline'}" if options.out is not None else "")
+    )
+    return tuple(out_cases), said
+
+
+def _incomplete(
+    case: GateCase, report: CaseReport, reference: CaseReport, policy_spec: str, baseline_spec: str
+) -> GateCase:
+    """A passing case whose task the policy left incomplete and the baseline completed: a failure, reproduced by
+    running both on the case (there is no property to replay to)."""
+    command = (
+        f"python -m harness run --policy {shlex.quote(policy_spec)} --policy {shlex.quote(baseline_spec)} "
+        f"--scenario {shlex.quote(report.scenario)} --seed {report.seed}"
+    )
+    reproduce = _importable(_importable(command, policy_spec), baseline_spec)
+    text = "\n".join(
+        [
+            f"{report.policy} (revision {report.policy_revision}) on {report.scenario} (revision "
+            f"{report.scenario_revision}) at seed {report.seed}: {report.outcome}, task_completed false",
+            f"{reference.policy} (revision {reference.policy_revision}), the baseline, on the same case: "
+            f"{reference.outcome}, task_completed true",
+            f"reproduce: {reproduce}",
+        ]
+    )
+    return replace(
+        case,
+        outcome="incomplete",
+        status="failed",
+        message=f"incomplete: {report.outcome}, but the task was left incomplete where {reference.policy} completed it",
+        text=text,
+        reproduce=reproduce,
     )
 
 
