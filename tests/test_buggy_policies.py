@@ -29,7 +29,7 @@ from harness.explore.schedule import element_dict
 from harness.explore.search import ExploreJob, explore_job
 from harness.model.events import ClaimDecided, CommandGiven
 from harness.policy import Escalate, RetryNewKey, RetrySameAction, Wait, load_policy
-from harness.scenario import list_scenarios, scenario_cases
+from harness.scenario import Scenario, list_scenarios, scenario_cases
 from harness.sim import simulate
 
 SEEDS = (1, 2, 3)
@@ -167,6 +167,38 @@ def test_a_retry_told_do_not_replay_on_its_way_out_is_no_retry_after_an_uncertai
     late.insert(late.index(told) + 1, decided)
     moved = replace(evidence.evidence, history=tuple(replace(e, index=i) for i, e in enumerate(late)))
     assert check(moved).checks["retries_after_uncertain"] == "false"
+
+
+def _hidden(name: str, **update: object) -> Scenario:
+    scenario = CASES[name]
+    ledger = scenario.destination.model_copy(update={"ledger_visible": False})
+    return scenario.model_copy(update={"destination": ledger, **update})
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_under_a_hidden_ledger_the_dispatch_replies_settle_what_was_recorded(seed: int) -> None:
+    """With the destination's ledger withheld, a dispatch's reply stands in for it: a receipt recorded as a
+    dispatch of the action was answered applied under it is no false record (recording the reply to the first
+    dispatch judged the case unresolved, whatever the policy: an adversarial review), and an absence recorded for
+    an action one of whose dispatches was answered applied is one. A lookup's receipt settles nothing (a
+    misrouted lookup can name one never applied): unknown. Each known value is the auditor's."""
+    quiet = _hidden("lost_response", faults=())
+    for safe in SAFE:
+        result = simulate(quiet, load_policy(safe), seed)
+        judgement = check(result.evidence)
+        assert (judgement.outcome, judgement.metrics["false_records"]) == ("correct", 0), safe
+        assert result.truth.false_records == 0
+    variant = next(c.policy for c in CORPUS if c.policy.name == "reconcile_records_absence_at_once")
+    result = simulate(_hidden("absent_then_late_original"), variant, seed)
+    judgement = check(result.evidence)
+    assert (judgement.checks["false_records"], judgement.metrics["false_records"]) == ("false", 1)
+    [anomaly] = [a for a in judgement.anomalies if a.kind == "false_record"]
+    by_index = {e.index: e for e in result.evidence.history}
+    assert [by_index[i].event for i in anomaly.witnesses] == ["absence_recorded", "undeliverable"]
+    assert result.truth.false_records == 1
+    looked_up = check(simulate(_hidden("lost_response"), load_policy("reconcile_and_reauthorize"), seed).evidence)
+    assert looked_up.checks["false_records"] == "unknown"
+    assert looked_up.unknown["false_records"].endswith("and no dispatch's reply settles a73's receipt r1")
 
 
 def test_the_last_command_the_budget_allows_accounts_for_the_action() -> None:

@@ -270,7 +270,7 @@ def false_records(f: Facts) -> Finding:
     if not f.records:
         return NOTHING_FOUND
     if not f.destination_visible:
-        return Finding(None, reason=f"{HIDDEN}, so the recorded outcomes cannot be compared with it")
+        return _false_records_on_the_wire(f)
     by_action = f.effects_by_action()
     owner = f.action_of_execution()
     anomalies = []
@@ -314,6 +314,42 @@ def false_records(f: Facts) -> Finding:
         cut = {a: ids for a, ids in f.unsettled_by_action().items() if a in written}
         if cut:
             return Finding(None, reason=_cut_off(cut, "an effect contradicting the recorded outcome"))
+    return counted(anomalies)
+
+
+def _false_records_on_the_wire(f: Facts) -> Finding:
+    """``false_records`` with the destination's ledger withheld: the destination's replies to the action's
+    dispatches (heard or not: the transport log keeps both) stand in for it where they can. A receipt a dispatch
+    of the action was answered ``applied`` under is an effect of it (as ``duplicate_effects`` takes it): an effect
+    recorded with it is no false record, and an absence or a rejection recorded for an action some dispatch of
+    which was so answered (before or after the write) is one. A lookup's answer is no such proof (a misrouted
+    lookup can name a receipt the destination never applied): what the replies do not settle is unknown."""
+    applied: dict[str, dict[str, int]] = {}
+    replies: list[ReplyReceived | ReplyUndeliverable] = [*f.replies, *f.unheard]
+    for reply in sorted(replies, key=_index):
+        if reply.kind == "dispatch" and reply.status == "applied" and reply.receipt_id is not None:
+            applied.setdefault(reply.action_id, {}).setdefault(reply.receipt_id, reply.index)
+    anomalies = []
+    unsettled: list[str] = []
+    for r in f.records:
+        answered = applied.get(r.action_id, {})
+        if isinstance(r, EffectRecorded):
+            if answered.get(r.receipt_id, r.index) >= r.index:
+                unsettled.append(f"{r.action_id}'s receipt {r.receipt_id}")
+        elif answered:
+            receipt, index = next(iter(answered.items()))
+            status = "rejected" if isinstance(r, RejectionRecorded) else "absent"
+            anomalies.append(
+                Anomaly(
+                    kind="false_record",
+                    witnesses=(r.index, index),
+                    detail=f"{r.action_id} recorded {status}, but a dispatch of it was answered applied ({receipt})",
+                )
+            )
+        else:
+            unsettled.append(f"{r.action_id} recorded {'rejected' if isinstance(r, RejectionRecorded) else 'absent'}")
+    if unsettled:  # a count beside the witnessed would be a lower bound: null, with them kept
+        return Finding(None, tuple(anomalies), reason=f"{HIDDEN}, and no dispatch's reply settles {unsettled[0]}")
     return counted(anomalies)
 
 
