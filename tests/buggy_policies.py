@@ -841,7 +841,6 @@ CORPUS: tuple[Catch, ...] = (
         "connector_forgotten_job_window_passed",
         "duplicate_effects",
     ),
-    Catch(FreshFromOwnAttempt("fresh_from_own_attempt"), "racing_recoverers_foreign_receipt", "abandoned_actions"),
 )
 
 
@@ -853,6 +852,10 @@ CORPUS: tuple[Catch, ...] = (
 MASKED: tuple[Catch, ...] = (
     Catch(DatesDeathFromSend("dates_death_from_send"), "connector_dead_job_lag_before_effect", "duplicate_effects"),
     Catch(DeathIgnoresLag("death_ignores_lag"), "connector_dead_job_lag_before_effect", "duplicate_effects"),
+    # Masked by the world, not the policy: its retry, decided on an old read, left after the other worker's
+    # escalation and voided it; a claim is now refused once the action is escalated (an adversarial review's
+    # second round), and exploring four racing-worker templates at depth 2 (25,710 schedules) finds nothing.
+    Catch(FreshFromOwnAttempt("fresh_from_own_attempt"), "racing_recoverers_foreign_receipt", "abandoned_actions"),
 )
 
 

@@ -201,6 +201,26 @@ def test_under_a_hidden_ledger_the_dispatch_replies_settle_what_was_recorded(see
     assert looked_up.unknown["false_records"].endswith("and no dispatch's reply settles a73's receipt r1")
 
 
+def test_a_retry_leaving_after_another_workers_escalation_is_refused_its_claim() -> None:
+    """Two recovering workers share four commands: one decides a retry, the other spends the last command on an
+    escalation before the retry leaves. The retry's claim is refused (the action is with its owner) and the case
+    ends escalated, nothing sent after the escalation; before, the retry voided the escalation and applied m7
+    with no command left to record it, and each safe policy was judged abandoned at seeds 1 and 2 (an
+    adversarial review's second round). At seed 3 the two workers' timing does not line up so."""
+    refused_in = set()
+    for safe in SAFE:
+        for seed in SEEDS:
+            result = simulate(CASES["racing_recoverers_budget_spent"], load_policy(safe), seed)
+            history = result.evidence.history
+            escalated = next(e.index for e in history if e.event == "escalated")
+            refused = [e for e in history if isinstance(e, ClaimDecided) and not e.ok]
+            assert all(e.reason == "the action was escalated to its owner" and e.index > escalated for e in refused)
+            assert not any(e.event == "send" and e.kind == "dispatch" and e.index > escalated for e in history)
+            assert check(result.evidence).outcome == "escalated", (safe, seed)
+            refused_in |= {(safe, seed)} if refused else set()
+    assert refused_in == {(safe, seed) for safe in SAFE for seed in (1, 2)}
+
+
 def test_the_last_command_the_budget_allows_accounts_for_the_action() -> None:
     """At one command left the correct policy escalates what it would have waited or read for, and records what
     it would have recorded; with two left it waits or reads as before."""

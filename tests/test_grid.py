@@ -748,6 +748,15 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         follow=("correct", set()),
         verify=("correct", set()),
     ),
+    # Two recoverers share a budget of four: one's retry would leave after the other's escalation; its claim is refused.
+    "racing_recoverers_budget_spent": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"unauthorized_dispatches"}),
+        reconcile=("escalated", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
+    ),
     # Two recoverers, one escalating on a foreign receipt while the other's retry would leave.
     "racing_recoverers_foreign_receipt": dict(
         stop=("abandoned", {"abandoned_actions"}),

@@ -166,17 +166,21 @@ def test_duplicates_hidden_only_where_truth_could_differ() -> None:
 
 
 class EscalateThenRetry:
-    """Hands the action to its owner ("outcome unknown"), then sends it again anyway and stops once it sees a
-    receipt, recording nothing: the owner's account is stale, the effect unaccounted for."""
+    """Hands the action to its owner ("outcome unknown"), then sends it again anyway, without a claim (a claim
+    is refused once the action is escalated), and stops once it sees a receipt, recording nothing: the owner's
+    account is stale, the effect unaccounted for."""
 
     name, revision = "escalate_then_retry", "test"
+
+    def __init__(self, claim: bool = False) -> None:
+        self.claim = claim
 
     def decide(self, situation: Situation) -> Command:
         if not situation.escalated:
             return Escalate(reason="outcome unknown, handing to owner")
-        if situation.observed_receipts():
+        if situation.observed_receipts() or (situation.last is not None and situation.last.refused):
             return Stop(reason="done")
-        return RetrySameAction()
+        return RetrySameAction(claim=self.claim)
 
 
 @pytest.mark.parametrize("scenario", ["request_lost", "lost_response"])
@@ -188,3 +192,8 @@ def test_an_action_sent_again_after_its_escalation_is_abandoned_and_the_truth_ag
     judgement = check(result.evidence)
     assert judgement.outcome == "abandoned" and judgement.checks["abandoned_actions"] == "false"
     assert judgement.metrics["abandoned_actions"] == result.truth.abandoned_actions == 1
+    # With a claim, the controller refuses it (the action is with its owner) and nothing is sent: escalated.
+    claimed = simulate(CASES[scenario], EscalateThenRetry(claim=True), seed)
+    refusals = [e for e in claimed.evidence.history if e.event == "claim" and not e.ok]
+    assert [e.reason for e in refusals] == ["the action was escalated to its owner"]
+    assert check(claimed.evidence).outcome == "escalated" and claimed.truth.abandoned_actions == 0

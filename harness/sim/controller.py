@@ -205,7 +205,8 @@ class Controller:
         return view
 
     def claim_if_revision(self, action_id: str, revision: int, attempts_seen: int | None = None) -> str | None:
-        """Atomically recheck the task, the approval and the target, and claim the action for dispatch.
+        """Atomically recheck the task, the approval, the target and the action (not accounted for, held or
+        escalated), and claim the action for dispatch.
 
         ``attempts_seen``: how many attempts of the action its ledger listed when the worker decided this
         dispatch. A claim made later (a retry that takes ``retry_send_s`` to leave) is a conditional update of the
@@ -229,6 +230,10 @@ class Controller:
             reason = f"action already accounted for as {action.status}"
         elif action.held:
             reason = "dispatch of the action is held"
+        elif action.escalated:
+            # Handed to its owner (by another worker, while this dispatch was on its way): a dispatch now would
+            # leave the owner a stale account.
+            reason = "the action was escalated to its owner"
         elif older is not None:
             reason = f"{HELD_TARGET}: {older} is not accounted for"
         elif attempts_seen is not None and len(action.execution_ids) > attempts_seen:
