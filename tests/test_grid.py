@@ -748,6 +748,24 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         follow=("correct", set()),
         verify=("correct", set()),
     ),
+    # A late call through the bridge, its reply lost, a cancellation, verifications 20 s behind: hold, then absent.
+    "bridge_cancel_late_original_lagging": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"unauthorized_dispatches", "effects_after_cancel"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"unauthorized_dispatches", "duplicate_effects", "effects_after_cancel"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
+    # A dead job, then a new operation 30 s on its way while the target shows nothing under its key.
+    "connector_new_operation_delayed": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"retries_after_uncertain", "abandoned_actions"}),
+        reconcile=("escalated", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("escalated", set()),
+    ),
     # Two recoverers share a budget of four: one's retry would leave after the other's escalation; its claim is refused.
     "racing_recoverers_budget_spent": dict(
         stop=("abandoned", {"abandoned_actions"}),
