@@ -1851,12 +1851,15 @@ HELP = {
     ),
     "check": (
         "usage: harness check [-h] --policy NAME|MODULE:ATTR [--scenario NAME|PATH] [--seed-count N] "
-        "[--explore] [--junit FILE] [--out DIR] [--concurrency N] [--force-concurrency] [--case-timeout "
+        "[--explore] [--baseline NAME|MODULE:ATTR] [--junit FILE] [--out DIR] [--concurrency N] "
+        "[--force-concurrency] [--case-timeout "
         "SECONDS] [--quiet] options: -h, --help show this help message and exit --policy NAME|MODULE:ATTR the "
         "policy to gate: a shipped name or package.module:attr --scenario NAME|PATH a scenario (repeatable; "
         "default: all shipped) --seed-count N seeds 1..N for every scenario, N up to 10,000 (default 3) "
         "--explore also explore each scenario's schedules (as 'harness explore' at its defaults, at the same "
-        "seeds) --junit FILE write JUnit XML to FILE --out DIR folder for cases and repro files (default: a "
+        "seeds) --baseline NAME|MODULE:ATTR also run this policy on the same cases, and fail each case that "
+        "passes yet leaves the task incomplete where the baseline completes it (safe is not done) "
+        "--junit FILE write JUnit XML to FILE --out DIR folder for cases and repro files (default: a "
         "new temporary folder) --concurrency N processes side by side (default 1) --force-concurrency use "
         "--concurrency as given even when it is more than the cores this process may use --case-timeout SECONDS "
         "wall-clock budget of one case; a case over it, or one whose worker process dies, is stopped and a "

@@ -113,7 +113,8 @@ def test_an_unresolved_case_fails_the_gate(tmp_path: Path, capsys: pytest.Captur
     )
     ((name, failure),) = failures(junit)
     assert name == "unseen seed 1" and failure.get("type") == "unresolved"
-    assert failure.get("message") == "unresolved: duplicate_effects, false_records undecided by the evidence"
+    # false_records is decided: the retry's reply, "applied" under the receipt recorded, stands in for the ledger.
+    assert failure.get("message") == "unresolved: duplicate_effects undecided by the evidence"
     assert "undecided duplicate_effects: the destination's ledger is unavailable" in (failure.text or "")
     assert replay(Path(shlex.split(reproduce_line(failure.text or ""))[-1])).same
     capsys.readouterr()
