@@ -13,9 +13,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pytest
 from conftest import OPENING, dispatch, history
+from test_tables_mutants import case, frame
 
 from harness.check.facts import facts
 from harness.check.registry import METRICS, PROPERTIES, by_name
@@ -33,7 +33,6 @@ from harness.model.events import CommandGiven
 from harness.present.analysis import (
     _columns,
     _counted,
-    _frame,
     _row,
     metric_table,
     policy_verdicts,
@@ -216,42 +215,6 @@ def test_the_auditor_orders_tellings_and_decisions_by_one_count_of_steps() -> No
 
 
 # --- the frame's violated column and the tables that read it --------------------------------------------------------
-
-_DEFAULTS = {"flag": False, "count": 0, "duration": 1.0}
-
-
-def case(policy: str = "p", scenario: str = "s", seed: int = 1, outcome: str = "correct", **fields: Any) -> dict:
-    """One row as the loader makes it: every metric known (0, False, 1.0 s) unless ``fields`` says otherwise."""
-    row: dict[str, Any] = {
-        "source": "run",
-        "path": f"cases/{policy}/{scenario}/seed-{seed}/recovery.json",
-        "polyaxon_run": None,
-        "policy": policy,
-        "policy_revision": "r1",
-        "scenario": scenario,
-        "scenario_revision": "r1",
-        "seed": seed,
-        "task_id": "task",
-        "action_id": "action",
-        "outcome": outcome,
-        "verdict": "v",
-        **{m.name: _DEFAULTS[m.value] for m in METRICS},
-        "violated": "",
-        "unknown_metrics": "",
-        "unknown": "",
-        "anomalies": 0,
-        "attempts": 1,
-        "reproduce": "harness replay",
-        "error": None,
-    }
-    assert set(fields) <= set(row), set(fields) - set(row)
-    row.update(fields)
-    return row
-
-
-def frame(*rows: dict) -> pd.DataFrame:
-    return _frame({column: [row[column] for row in rows] for column in _columns()})
-
 
 NAMES = [m.name for m in PROPERTIES]
 
