@@ -138,3 +138,44 @@ def test_a_policy_as_good_as_its_baseline_passes_and_a_bad_baseline_is_refused(
     assert main([*args, "--baseline", "retry_sam_key", "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("harness: --baseline: unknown policy 'retry_sam_key'") and not (tmp_path / "x").exists()
+
+
+KEEPS_ESCALATING = '''
+from harness.policy import Escalate
+
+
+class KeepsEscalating:
+    """Escalates, and escalates again at every command after (never stops): safe, and a pager's nightmare."""
+
+    name, revision = "keeps_escalating", "test"
+
+    def decide(self, situation):
+        return Escalate(reason="outcome unknown")
+
+
+POLICY = KeepsEscalating()
+'''
+
+
+def test_an_action_escalated_again_and_again_is_noted_not_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An action handed to its owner stays handed over: a policy that escalates it again at every command passes
+    (each escalation stands), and the check says in how many cases and how many times at most. The correct policy
+    escalates an action once, and no such note is made."""
+    (tmp_path / "tests_escalating.py").write_text(KEEPS_ESCALATING)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        options = CheckOptions(scenarios=("uncertain_lookup", "lost_response"), seeds=(1,))
+        summary = check_policy("tests_escalating:POLICY", options)
+    finally:
+        sys.modules.pop("tests_escalating", None)
+    [note] = [n for n in summary.notes if "more than once" in n]
+    assert summary.ok and note.startswith(
+        "note: keeps_escalating escalated one action more than once in 2 of 2 cases (not a failure: each "
+        "escalation stands), "
+    )
+    most = int(note.split("), ")[1].split(" times")[0])
+    assert most > 1 and note.endswith("; once handed over, an action is its owner's")
+    safe = check_policy("reconcile_and_reauthorize", options)
+    assert not any("more than once" in n for n in safe.notes)

@@ -14,6 +14,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -181,6 +182,9 @@ def _checked(
             f"(each passed on the evidence: its actions accounted for or escalated in time): {raised[0].name}: "
             f"{raised[0].raised}"
         )
+    repeated = _escalated_again(reports)
+    if repeated:
+        notes.append(repeated)
     explored: tuple[GateCase, ...] = ()
     explore_elapsed_s, schedules = 0.0, 0
     if options.explore:
@@ -219,6 +223,26 @@ def _checked(
         explore_elapsed_s=round(explore_elapsed_s, 3),
         schedules=schedules,
         seeds=tuple(options.seeds),
+    )
+
+
+def _escalated_again(reports: Mapping[tuple[str, str, int], CaseReport]) -> str | None:
+    """A note of the cases where one action was escalated to its owner more than once (a policy that goes on after
+    handing the action over pages its owner again and again): not unsafe, so not a failure, but said; ``None``
+    when none was."""
+    again: list[tuple[int, CaseReport]] = []
+    for report in reports.values():
+        counts = Counter(str(e.data.get("action_id")) for e in report.timeline if e.event == "escalated")
+        most = max(counts.values(), default=0)
+        if most > 1:
+            again.append((most, report))
+    if not again:
+        return None
+    most, worst = max(again, key=lambda m: (m[0], -m[1].seed))
+    return (
+        f"note: {worst.policy} escalated one action more than once in {len(again)} of {len(reports)} cases (not "
+        f"a failure: each escalation stands), {most} times at most ({case_name(worst.scenario, worst.seed)}); "
+        "once handed over, an action is its owner's"
     )
 
 
