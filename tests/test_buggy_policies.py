@@ -199,6 +199,11 @@ def test_under_a_hidden_ledger_the_dispatch_replies_settle_what_was_recorded(see
     looked_up = check(simulate(_hidden("lost_response"), load_policy("reconcile_and_reauthorize"), seed).evidence)
     assert looked_up.checks["false_records"] == "unknown"
     assert looked_up.unknown["false_records"].endswith("and no dispatch's reply settles a73's receipt r1")
+    # An absence no dispatch's reply contradicts is unknown too (nothing was sent: the approval had expired).
+    never_sent = check(
+        simulate(_hidden("approval_expired_before_dispatch"), load_policy("reconcile_and_reauthorize"), seed).evidence
+    )
+    assert never_sent.unknown["false_records"].endswith("and no dispatch's reply settles a73 recorded absent")
 
 
 def test_a_retry_leaving_after_another_workers_escalation_is_refused_its_claim() -> None:
@@ -219,6 +224,11 @@ def test_a_retry_leaving_after_another_workers_escalation_is_refused_its_claim()
             assert check(result.evidence).outcome == "escalated", (safe, seed)
             refused_in |= {(safe, seed)} if refused else set()
     assert refused_in == {(safe, seed) for safe in SAFE for seed in (1, 2)}
+    # Through the claim: the one-change variant that retries without one sends after the escalation and voids it.
+    variant = next(c.policy for c in CORPUS if c.policy.name == "reconcile_retries_without_claim")
+    for seed in (1, 2):
+        judged = check(simulate(CASES["racing_recoverers_budget_spent"], variant, seed).evidence)
+        assert (judged.outcome, judged.checks["abandoned_actions"]) == ("abandoned", "false")
 
 
 def test_the_last_command_the_budget_allows_accounts_for_the_action() -> None:

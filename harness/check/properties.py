@@ -161,12 +161,7 @@ def duplicate_effects(f: Facts) -> Finding:
 def _answered_applied_twice(f: Facts) -> tuple[Anomaly, ...]:
     """Actions whose dispatches the destination answered ``applied`` under more than one receipt: each receipt
     is an effect, so the action took effect that many times at least. Witnessed by each receipt's first reply."""
-    first: dict[str, dict[str, int]] = {}
-    replies: list[ReplyReceived | ReplyUndeliverable] = [*f.replies, *f.unheard]
-    replies.sort(key=_index)
-    for reply in replies:
-        if reply.kind == "dispatch" and reply.status == "applied" and reply.receipt_id is not None:
-            first.setdefault(reply.action_id, {}).setdefault(reply.receipt_id, reply.index)
+    first = _applied_replies(f)
     return tuple(
         Anomaly(
             kind="duplicate_effect",
@@ -177,6 +172,19 @@ def _answered_applied_twice(f: Facts) -> tuple[Anomaly, ...]:
         for action_id, receipts in sorted(first.items())
         if len(receipts) > 1
     )
+
+
+def _applied_replies(f: Facts) -> dict[str, dict[str, int]]:
+    """Per action, each receipt its dispatches were answered ``applied`` under (heard or not: the transport log
+    keeps both), with the entry of its first such reply: each one an effect of the action, the ledger seen or
+    not."""
+    first: dict[str, dict[str, int]] = {}
+    replies: list[ReplyReceived | ReplyUndeliverable] = [*f.replies, *f.unheard]
+    replies.sort(key=_index)
+    for reply in replies:
+        if reply.kind == "dispatch" and reply.status == "applied" and reply.receipt_id is not None:
+            first.setdefault(reply.action_id, {}).setdefault(reply.receipt_id, reply.index)
+    return first
 
 
 def _cut_off(cut: dict[str, list[str]], what: str) -> str:
@@ -324,11 +332,7 @@ def _false_records_on_the_wire(f: Facts) -> Finding:
     recorded with it is no false record, and an absence or a rejection recorded for an action some dispatch of
     which was so answered (before or after the write) is one. A lookup's answer is no such proof (a misrouted
     lookup can name a receipt the destination never applied): what the replies do not settle is unknown."""
-    applied: dict[str, dict[str, int]] = {}
-    replies: list[ReplyReceived | ReplyUndeliverable] = [*f.replies, *f.unheard]
-    for reply in sorted(replies, key=_index):
-        if reply.kind == "dispatch" and reply.status == "applied" and reply.receipt_id is not None:
-            applied.setdefault(reply.action_id, {}).setdefault(reply.receipt_id, reply.index)
+    applied = _applied_replies(f)
     anomalies = []
     unsettled: list[str] = []
     for r in f.records:
