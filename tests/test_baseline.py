@@ -11,6 +11,7 @@ import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import SCENARIO_DIR
@@ -21,6 +22,8 @@ from harness.run.files import read_reports
 
 #: request_lost: the request never arrived, a same-key retry completes the task; lost_response: the effect is
 #: there, and a lookup records it (no retry needed).
+pytest_plugins = ["pytester"]
+
 SCENARIOS = ("request_lost", "lost_response")
 
 NEVER_RETRIES = '''
@@ -179,3 +182,151 @@ def test_an_action_escalated_again_and_again_is_noted_not_failed(
     assert most > 1 and note.endswith("; once handed over, an action is its owner's")
     safe = check_policy("reconcile_and_reauthorize", options)
     assert not any("more than once" in n for n in safe.notes)
+
+
+# --- The same gate from pytest and from a user's own test ---------------------------------------------------------
+
+#: pytest run in this process, without the plugins these runs do not need.
+QUIET = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:xdist", "-p", "no:anyio")
+SAFE = "reconcile_and_reauthorize"
+
+
+@pytest.fixture
+def in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cases run here, one after another, instead of in worker processes."""
+    from test_grid_mutants import Supervised
+
+    import harness.run.pool as pool
+
+    monkeypatch.setattr(pool, "supervise", Supervised())
+
+
+def _left_undone(policy: str, baseline: str, scenarios: tuple[str, ...], seeds: tuple[int, ...]) -> list[str]:
+    """The cases (``<scenario> seed <n>``) the policy passes yet leaves incomplete where the baseline completes the
+    task, from running each on each case here: what every form of the gate must fail, and nothing else."""
+    from harness.model import PASSING
+    from harness.run import load_grid, run_case
+
+    def runs(spec: str) -> dict[tuple[str, int], Any]:
+        return {(c.scenario.name, c.seed): run_case(c)[0] for c in load_grid([spec], list(scenarios), seeds).cases}
+
+    mine, theirs = runs(policy), runs(baseline)
+    return [
+        f"{scenario} seed {seed}"
+        for (scenario, seed), report in mine.items()
+        if report.outcome in PASSING
+        and report.metrics["task_completed"] is False
+        and theirs[(scenario, seed)].metrics["task_completed"] is True
+    ]
+
+
+def test_the_pytest_plugin_fails_the_items_left_incomplete_where_the_baseline_completes(
+    never: Path, pytester: pytest.Pytester, in_process: None
+) -> None:
+    """``--harness-baseline``: an item that passes yet whose task the baseline completes fails with check's words;
+    the others pass; the session ends with the completed tasks of each counted. Without it every item passes."""
+    scenarios = ("lost_response", "request_lost")
+    args = [*QUIET, "--harness-policy", "tests_never:POLICY", "--harness-seed-count", "1"]
+    for s in scenarios:
+        args += ["--harness-scenario", s]
+    pytester.inline_run(*args).assertoutcome(passed=2)
+    undone = _left_undone("tests_never:POLICY", SAFE, scenarios, (1,))
+    assert undone == ["request_lost seed 1"]
+    recorder = pytester.inline_run(*args, "--harness-baseline", SAFE)
+    reports = [r for r in recorder.getreports("pytest_runtest_logreport") if r.when == "call"]
+    failed = [r.nodeid for r in reports if r.failed]
+    assert failed == ["never_retries::request_lost[seed-1]"] and len(reports) == 2
+    [text] = [r.longreprtext for r in reports if r.failed]
+    assert text.startswith(
+        "incomplete: correct, but the task was left incomplete where reconcile_and_reauthorize completed it\n"
+    )
+    assert "the baseline, on the same case: correct, task_completed true" in text
+    assert text.endswith(
+        f"reproduce: PYTHONPATH={shlex.quote(str(never))} python -m harness run --policy tests_never:POLICY "
+        f"--policy {SAFE} --scenario request_lost --seed 1"
+    )
+    result = pytester.runpytest_inprocess(*args, "--harness-baseline", SAFE)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [f"note: the task ended completed in 1 of 2 cases, 2 of 2 with the baseline {SAFE} (never_retries)"]
+    )
+
+
+def test_the_pytest_plugin_refuses_a_baseline_it_cannot_tell_apart(never: Path, pytester: pytest.Pytester) -> None:
+    """An unknown baseline is refused as check refuses it, and so is one named as a gated policy is (their cases
+    would be taken for one policy's)."""
+    (never / "tests_namesake.py").write_text(NEVER_RETRIES.replace('"never_retries"', f'"{SAFE}"'))
+    args = [*QUIET, "--harness-policy", "tests_never:POLICY", "--harness-scenario", "request_lost"]
+    with pytest.raises(pytest.UsageError, match=r"^harness: --harness-baseline: unknown policy 'retry_sam_key'"):
+        pytester.parseconfigure(*args, "--harness-baseline", "retry_sam_key")
+    try:
+        namesake = [*QUIET, "--harness-policy", "tests_namesake:POLICY", "--harness-scenario", "request_lost"]
+        with pytest.raises(pytest.UsageError) as refused:
+            pytester.parseconfigure(*namesake, "--harness-baseline", SAFE)
+    finally:
+        sys.modules.pop("tests_namesake", None)
+    assert str(refused.value) == (
+        f"harness: --harness-baseline {SAFE}: its name '{SAFE}' is that of --harness-policy tests_namesake:POLICY, "
+        "and the cases of both would be taken for one policy's; fix: give one of them another name"
+    )
+    pytester.parseconfigure(*[*QUIET, "--harness-policy", SAFE], "--harness-baseline", SAFE)  # itself: the same
+
+
+def test_assert_recovers_with_a_baseline_fails_the_cases_left_incomplete(never: Path, tmp_path: Path) -> None:
+    from harness.errors import InputError
+    from harness.gate.cases import PolicyDoesNotRecover
+    from harness.gate.runner import assert_recovers
+
+    scenarios = ("lost_response", "request_lost")
+    alone = assert_recovers("tests_never:POLICY", scenarios, seeds=[1, 2], out=tmp_path)
+    assert all(v.passed for v in alone) and len(alone) == 4
+    with pytest.raises(PolicyDoesNotRecover) as failed:
+        assert_recovers("tests_never:POLICY", scenarios, seeds=[1, 2], out=tmp_path, baseline=SAFE)
+    undone = _left_undone("tests_never:POLICY", SAFE, scenarios, (1, 2))
+    assert [f.name for f in failed.value.failures] == undone and len(undone) == 2
+    assert {f.outcome for f in failed.value.failures} == {"incomplete"} and failed.value.total == 4
+    assert str(failed.value).startswith("never_retries does not recover in 2 of 4 cases")
+    assert len(assert_recovers(SAFE, scenarios, seeds=[1, 2], baseline="retry_same_key")) == 4
+    with pytest.raises(InputError, match=r"^assert_recovers: argument 'baseline': unknown policy 'retry_sam_key'"):
+        assert_recovers(SAFE, scenarios, seeds=[1], baseline="retry_sam_key")
+
+
+def test_a_baseline_that_is_itself_unsafe_is_said_to_be(tmp_path: Path, in_process: None) -> None:
+    """The baseline's safety is not gated, but a comparison with one that is not correct or escalated in some
+    cases says how many, and the first."""
+    options = CheckOptions(scenarios=("lost_response", "request_lost"), seeds=(1, 2), out=tmp_path / "c",
+                           baseline="retry_new_key")  # fmt: skip
+    summary = check_policy(SAFE, options)
+    theirs = read_reports(tmp_path / "c" / "baseline")
+    unsafe = sorted((s, n, r.outcome) for (_, s, n), r in theirs.items() if r.outcome not in ("correct", "escalated"))
+    assert unsafe, "retry_new_key applies lost_response's effect twice"
+    scenario, seed, outcome = unsafe[0]
+    [note] = [n for n in summary.notes if "with the baseline" in n]
+    assert (
+        f"(the baseline itself is not correct or escalated in {len(unsafe)} of them, {scenario} seed {seed} first: "
+        f"{outcome}); its cases are in {tmp_path / 'c' / 'baseline'}"
+    ) in note
+    safe = check_policy(SAFE, replace_baseline(options, tmp_path / "d", SAFE))
+    assert not any("baseline itself" in n for n in safe.notes)
+
+
+def replace_baseline(options: CheckOptions, out: Path, baseline: str) -> CheckOptions:
+    from dataclasses import replace
+
+    return replace(options, out=out, baseline=baseline)
+
+
+def test_a_task_the_baseline_completed_unsafely_fails_no_case(tmp_path: Path, in_process: None) -> None:
+    """retry_same_key completes retry_delayed_past_window's task by applying m7 twice (incorrect), where the safe
+    policy escalates: the safe case passes, and the note says the baseline was not safe there."""
+    options = CheckOptions(scenarios=("retry_delayed_past_window",), seeds=(1,), out=tmp_path / "c",
+                           baseline="retry_same_key")  # fmt: skip
+    summary = check_policy(SAFE, options)
+    [theirs] = read_reports(tmp_path / "c" / "baseline").values()
+    [mine] = read_reports(tmp_path / "c").values()
+    assert theirs.outcome == "incorrect" and theirs.metrics["task_completed"] is True
+    assert mine.outcome == "escalated" and mine.metrics["task_completed"] is False
+    assert summary.ok, [c.message for c in summary.failures]
+    [note] = [n for n in summary.notes if "with the baseline" in n]
+    assert "(the baseline itself is not correct or escalated in 1 of them, retry_delayed_past_window seed 1 first: " \
+        "incorrect)" in note  # fmt: skip

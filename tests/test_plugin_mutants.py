@@ -115,6 +115,9 @@ def test_the_plugins_options_have_their_defaults_and_help(pytester: pytest.Pytes
         (["--harness-seed-count"], {"default": 3, "type": int, "metavar": "N", "help": "seeds 1..N (default 3)"}),
         (["--harness-case-timeout"], {"default": 60.0, "type": float, "metavar": "SECONDS",
          "help": "wall-clock budget of one case; a case over it fails its item as a harness error (default 60; 0: none)"}),
+        (["--harness-baseline"], {"default": None, "type": None, "metavar": "SPEC",
+         "help": "also run this policy on the same cases, and fail each item that passes yet leaves the task "
+                 "incomplete where the baseline completes it (safe is not done)"}),
         (["--harness-out"], {"default": None, "type": None, "metavar": "DIR",
          "help": "folder for the repro files of failing cases (default: a new temporary folder)"}),
     ]  # fmt: skip
@@ -124,7 +127,7 @@ def test_the_plugins_options_have_their_defaults_and_help(pytester: pytest.Pytes
     assert [repeated.getoption(n) for n in names] == [["a", "b"], ["s", "t"], 7, 1.5, "o"]
     assert [(o.dest, o.type) for o in group.options] == [
         ("harness_policy", None), ("harness_scenario", None), ("harness_seed_count", int),
-        ("harness_case_timeout", float), ("harness_out", None)
+        ("harness_case_timeout", float), ("harness_baseline", None), ("harness_out", None)
     ]  # fmt: skip
 
 

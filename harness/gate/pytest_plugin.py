@@ -43,6 +43,8 @@ _REPORTS: pytest.StashKey[Mapping[tuple[str, str, int], CaseReport] | str] = pyt
 _DEFAULT_CASE_TIMEOUT_S = 60.0
 #: What ``harness check`` notes about the cases run: declared faults and operator events that fired in none.
 _NOTES: pytest.StashKey[list[str]] = pytest.StashKey()
+#: ``--harness-baseline``: its spec and its name (its cases run with the policies' and are keyed by its name).
+_BASELINE: pytest.StashKey[tuple[str, str]] = pytest.StashKey()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -76,6 +78,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="SECONDS",
         help=f"wall-clock budget of one case; a case over it fails its item as a harness error (default "
         f"{_DEFAULT_CASE_TIMEOUT_S:g}; 0: none)",
+    )
+    group.addoption(
+        "--harness-baseline",
+        default=None,
+        metavar="SPEC",
+        help="also run this policy on the same cases, and fail each item that passes yet leaves the task "
+        "incomplete where the baseline completes it (safe is not done)",
     )
     group.addoption(
         "--harness-out",
@@ -151,13 +160,28 @@ def pytest_configure(config: pytest.Config) -> None:
     # A scenario file's path made absolute, as the command line makes it: a failure's commands run anywhere.
     scenarios = [absolute(s) for s in config.getoption("harness_scenario") or list_scenarios()]
     cases: dict[str, tuple[Case, ...]] = {}
+    named: dict[str, str] = {}  # each policy's spec by its name
     try:
         for spec in dict.fromkeys(specs):
             grid = load_grid([spec], scenarios, range(1, count + 1))
             cases[grid.policies[0]] = grid.cases
+            named.setdefault(grid.policies[0], spec)
     except InputError as exc:  # one line naming the field and the fix, as the command line says it
         raise pytest.UsageError(f"harness: {exc}") from None
     config.stash[_CASES] = cases
+    baseline: str | None = config.getoption("harness_baseline")
+    if baseline is not None:
+        try:
+            name = load_grid([baseline], scenarios, [1]).policies[0]
+        except InputError as exc:
+            raise pytest.UsageError(f"harness: --harness-baseline: {exc}") from None
+        if named.get(name, baseline) != baseline:
+            raise pytest.UsageError(
+                f"harness: --harness-baseline {baseline}: its name '{name}' is that of --harness-policy "
+                f"{named[name]}, and the cases of both would be taken for one policy's; fix: give one of them "
+                "another name"
+            )
+        config.stash[_BASELINE] = (baseline, name)
     out: str | None = config.getoption("harness_out")
     if out is not None and not out.strip():  # an unset variable in a CI script ("--harness-out $REPROS")
         raise pytest.UsageError(
@@ -217,6 +241,13 @@ class ScenarioSeed(pytest.Item):
 
             raise RuntimeError(f"the harness wrote no report for this case; reproduce: {reproduce_command(self.case)}")
         verdict = judge(report, self.case, self.config.stash[_REPROS])
+        baseline = self.config.stash.get(_BASELINE, None)
+        if baseline is not None:
+            from harness.gate.runner import against_baseline
+
+            spec, name = baseline
+            reference = reports.get((name, self.case.scenario.name, self.case.seed))
+            verdict = against_baseline(verdict, report, reference, self.case.policy_spec, spec)
         if not verdict.passed:
             raise PolicyDoesNotRecover(verdict.policy, [verdict], 1)
 
@@ -244,17 +275,26 @@ def _reports(session: pytest.Session) -> Mapping[tuple[str, str, int], CaseRepor
     from harness.run.grid import GridOptions, RunInterrupted, run_grid
     from harness.run.plan import Cell, Plan
 
+    baseline = config.stash.get(_BASELINE, None)
+
     def run(out: Path) -> tuple[Mapping[tuple[str, str, int], CaseReport] | str, list[str]]:
         seeds: dict[tuple[str, str], list[int]] = {}
-        for item in session.items:
-            if isinstance(item, ScenarioSeed):
-                seeds.setdefault((item.case.policy_spec, item.case.scenario_spec), []).append(item.case.seed)
+        items = [item for item in session.items if isinstance(item, ScenarioSeed)]
+        for item in items:
+            seeds.setdefault((item.case.policy_spec, item.case.scenario_spec), []).append(item.case.seed)
+        if baseline is not None:  # on the same cases: every selected item's scenario at its seeds
+            for item in items:
+                seeds.setdefault((baseline[0], item.case.scenario_spec), []).append(item.case.seed)
         plan = Plan(tuple(Cell(p, s, tuple(dict.fromkeys(n))) for (p, s), n in seeds.items()), concurrency=1)
         budget: float = config.getoption("harness_case_timeout")
         try:
             summary = run_grid(plan, GridOptions(out=out, tracking="none", report=False, case_timeout_s=budget or None))
-            policies = dict.fromkeys(i.case.policy.name for i in session.items if isinstance(i, ScenarioSeed))
-            return read_reports(out), coverage_notes(summary, ", ".join(policies))
+            policies = dict.fromkeys(i.case.policy.name for i in items)
+            reports = read_reports(out)
+            notes = coverage_notes(summary, ", ".join(policies))
+            if baseline is not None:
+                notes += _completion_notes(reports, items, baseline[1])
+            return reports, notes
         except (InputError, RunFailed, OSError) as exc:
             return f"harness: the cases could not be run: {exc}", []
         except RunInterrupted:  # its folder is removed here, so it is not resumable, as the message would say
@@ -272,6 +312,22 @@ def _reports(session: pytest.Session) -> Mapping[tuple[str, str, int], CaseRepor
         config.workeroutput[_WORKER_NOTES] = notes  # type: ignore[attr-defined]
     config.stash[_REPORTS] = found
     return found
+
+
+def _completion_notes(
+    reports: Mapping[tuple[str, str, int], CaseReport], items: list[ScenarioSeed], baseline: str
+) -> list[str]:
+    """For each policy gated against the baseline, how often it and the baseline completed the task on the
+    selected cases (``harness check --baseline``'s note)."""
+    from harness.gate.runner import completion_note
+
+    notes = []
+    for policy in dict.fromkeys(i.case.policy.name for i in items):
+        cases = [(i.case.scenario.name, i.case.seed) for i in items if i.case.policy.name == policy]
+        mine = [reports[(policy, *c)] for c in cases if (policy, *c) in reports]
+        theirs = [reports[(baseline, *c)] for c in cases if (baseline, *c) in reports]
+        notes.append(f"{completion_note(mine, theirs, baseline)} ({policy})")
+    return notes
 
 
 #: What a pytest-xdist worker that ran the cases sends the controller: its coverage notes.

@@ -26,7 +26,7 @@ from harness.gate.cases import GateCase, PolicyDoesNotRecover, _importable, case
 from harness.gate.junit import Suite
 from harness.gate.repro import ReproFolder
 from harness.limits import DEFAULT_CASE_TIMEOUT_S
-from harness.model import CaseReport
+from harness.model import PASSING, CaseReport
 from harness.policy import Policy, builtin_policy_names, load_policy
 from harness.run import CellJob, CellResult, GridOptions, GridSummary, load_grid, plan_cells, run_case, run_grid
 from harness.run.files import read_reports
@@ -39,8 +39,10 @@ from harness.version import __version__
 __all__ = [
     "CheckOptions",
     "CheckSummary",
+    "against_baseline",
     "assert_recovers",
     "check_policy",
+    "completion_note",
     "coverage_notes",
     "grid_suites",
     "judge_reports",
@@ -255,9 +257,9 @@ def _against_baseline(
     out: Path,
     options: CheckOptions,
 ) -> tuple[tuple[GateCase, ...], str]:
-    """The cases with each that passed yet left the task incomplete, where the baseline run on the same scenario
-    and seed completed it, failed as ``incomplete``; and a note of how often each completed it. Safe is not done:
-    a policy that records every absence and never retries passes every property."""
+    """The cases, each that passed yet left the task incomplete where the baseline run on the same scenario and
+    seed completed it failed as ``incomplete`` (``against_baseline``); and a note of how often each completed it.
+    Safe is not done: a policy that records every absence and never retries passes every property."""
     plan = plan_cells([baseline_spec], scenarios, options.seeds, None, options.concurrency)
     grid_options = GridOptions(
         out=out / "baseline", tracking="none", report=False, case_timeout_s=options.case_timeout_s
@@ -269,25 +271,57 @@ def _against_baseline(
     for case in cases:
         report = mine.get(case.name)
         reference = done_by.get((report.scenario, report.seed)) if report is not None else None
-        if (
-            case.passed
-            and report is not None
-            and reference is not None
-            and report.metrics.get("task_completed") is False
-            and reference.metrics.get("task_completed") is True
-        ):
-            out_cases.append(_incomplete(case, report, reference, policy_spec, baseline_spec))
-        else:
-            out_cases.append(case)
-    completed = sum(r.metrics.get("task_completed") is True for r in reports.values())
-    reference_completed = sum(r.metrics.get("task_completed") is True for r in theirs.values())
+        out_cases.append(against_baseline(case, report, reference, policy_spec, baseline_spec))
     baseline = next(iter(theirs.values())).policy if theirs else baseline_spec
-    said = (
-        f"note: the task ended completed in {completed} of {len(reports)} cases, {reference_completed} of "
-        f"{len(theirs)} with the baseline {baseline}"
-        + (f"; its cases are in {out / 'baseline'}" if options.out is not None else "")
-    )
+    said = completion_note(reports.values(), theirs.values(), baseline)
+    if options.out is not None:
+        said += f"; its cases are in {out / 'baseline'}"
     return tuple(out_cases), said
+
+
+def against_baseline(
+    case: GateCase,
+    report: CaseReport | None,
+    reference: CaseReport | None,
+    policy_spec: str,
+    baseline_spec: str,
+) -> GateCase:
+    """The gate's verdict on a case once the baseline ran on the same scenario and seed (``reference``): a case
+    that passed yet left the task incomplete where the baseline completed it, safely (correct or escalated), fails
+    as ``incomplete``; any other stays as it was. A failing case keeps its own failure, a case either run lacks is
+    not compared, and neither is a task the baseline completed unsafely (applying the effect twice, say): safe is
+    not done, but done unsafely is no standard to fail a safe policy by."""
+    if (
+        case.passed
+        and report is not None
+        and reference is not None
+        and report.metrics.get("task_completed") is False
+        and reference.metrics.get("task_completed") is True
+        and reference.outcome in PASSING
+    ):
+        return _incomplete(case, report, reference, policy_spec, baseline_spec)
+    return case
+
+
+def completion_note(mine: Iterable[CaseReport], theirs: Iterable[CaseReport], baseline: str) -> str:
+    """How often the task ended completed, for the policy and for its baseline on the same cases; and, when the
+    baseline itself was not correct or escalated in some, how many (its safety is not gated: a comparison with an
+    unsafe baseline is said to be one)."""
+    mine, theirs = list(mine), list(theirs)
+    completed = sum(r.metrics.get("task_completed") is True for r in mine)
+    reference_completed = sum(r.metrics.get("task_completed") is True for r in theirs)
+    said = (
+        f"note: the task ended completed in {completed} of {len(mine)} cases, {reference_completed} of "
+        f"{len(theirs)} with the baseline {baseline}"
+    )
+    unsafe = [r for r in theirs if r.outcome not in PASSING]
+    if unsafe:
+        first = min(unsafe, key=lambda r: (r.scenario, r.seed))
+        said += (
+            f" (the baseline itself is not correct or escalated in {len(unsafe)} of them, "
+            f"{case_name(first.scenario, first.seed)} first: {first.outcome})"
+        )
+    return said
 
 
 def _incomplete(
@@ -438,6 +472,7 @@ def assert_recovers(
     scenarios: Sequence[str] | None = None,
     seeds: Sequence[int] = DEFAULT_SEEDS,
     out: str | os.PathLike[str] | None = None,
+    baseline: str | Policy | None = None,
 ) -> tuple[GateCase, ...]:
     """Run ``policy`` over ``scenarios`` (default: every shipped one) at ``seeds``, in this process, and raise
     ``PolicyDoesNotRecover`` (an ``AssertionError``) unless every case is correct or escalated.
@@ -445,9 +480,11 @@ def assert_recovers(
     ``policy`` is a shipped name, ``package.module:attr``, or a policy object defined at module level (the
     module is found, so that a repro file can load it again). Each failing case gets a repro file in ``out``
     (a folder, as a path or text; default: a new temporary folder) and its reproduce command in the message.
-    Returns every case's verdict when all pass. Raises ``InputError`` (a ``ValueError``) for an unknown policy or
-    scenario, for ``seeds`` that are none (nothing would be shown) or not seeds as ``--seed`` takes them (whole
-    numbers 0..2**63-1), and for an ``out`` that is no folder's path.
+    With a ``baseline`` (given as ``policy`` is), it runs on the same cases too, and a case that passes yet
+    leaves the task incomplete where the baseline completes it fails as ``incomplete`` (as ``harness check
+    --baseline``). Returns every case's verdict when all pass. Raises ``InputError`` (a ``ValueError``) for an
+    unknown policy or scenario, for ``seeds`` that are none (nothing would be shown) or not seeds as ``--seed``
+    takes them (whole numbers 0..2**63-1), and for an ``out`` that is no folder's path.
     """
     checked = _checked_seeds(seeds, "assert_recovers: argument 'seeds'")
     folder = _checked_out(out, "assert_recovers: argument 'out'")
@@ -455,12 +492,28 @@ def assert_recovers(
     chosen = [scenarios] if isinstance(scenarios, str) else list(scenarios or list_scenarios())
     # A scenario file's path made absolute, as the command line makes it: the failure's commands run anywhere.
     grid = load_grid([spec], [absolute(s) for s in chosen], checked)
+    references: dict[tuple[str, int], CaseReport] = {}
+    baseline_spec = None
+    if baseline is not None:
+        baseline_spec = baseline if isinstance(baseline, str) else _spec_of(baseline)
+        try:
+            theirs = load_grid([baseline_spec], [absolute(s) for s in chosen], checked)
+        except InputError as exc:
+            raise InputError(f"assert_recovers: argument 'baseline': {exc}") from None
+        references = {(c.scenario.name, c.seed): run_case(c)[0] for c in theirs.cases}
     repros = ReproFolder(folder.absolute() if folder else None, prefix="harness-recovers-")  # its commands run anywhere
-    verdicts = tuple(judge(run_case(case)[0], case, repros) for case in grid.cases)
+    verdicts = []
+    for case in grid.cases:
+        report = run_case(case)[0]
+        verdict = judge(report, case, repros)
+        if baseline_spec is not None:
+            reference = references.get((case.scenario.name, case.seed))
+            verdict = against_baseline(verdict, report, reference, spec, baseline_spec)
+        verdicts.append(verdict)
     failures = [v for v in verdicts if not v.passed]
     if failures:
         raise PolicyDoesNotRecover(grid.policies[0], failures, len(verdicts))
-    return verdicts
+    return tuple(verdicts)
 
 
 def _checked_out(out: object, where: str) -> Path | None:
