@@ -13,7 +13,8 @@ Revision 2 (from what ``harness explore`` found): the connector's "no record" no
 retry safe by itself. Revision 3: as ``reconcile_and_reauthorize`` revision 5, no retry on an absence read before
 the target's reads caught up with the last attempt. Revision 4: as its revision 6, they catch up with an attempt
 only after it may last have reached the target, not after it was sent. Revision 5: as its revision 7, the last
-command the budget allows escalates, unless it records the action.
+command the budget allows escalates, unless it records the action. Revision 6: as its revision 8, so does any
+command within the escalation margin before the deadline.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from policies.reconcile_and_reauthorize import ReconcileAndReauthorize
 
 class FollowAndInspect(ReconcileAndReauthorize):
     name = "follow_and_inspect"
-    revision = "5"
+    revision = "6"
 
     def next_command(self, situation: Situation) -> Command:
         if situation.contract.via != "connector" or situation.recorded or situation.escalated:

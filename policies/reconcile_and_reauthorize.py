@@ -22,7 +22,9 @@ after it may last have reached the target (when its reply came back, or, with no
 accepting it), not after it was sent: a request late on the way, applied within the lag before a read, went
 unseen, and a same-key retry outlived its window, or followed a do-not-replay error unsettled. Revision 7 (from a
 scenario author's review): the command its action's budget has room for last is an escalation, unless it records
-the action: a worker that waited and read until the budget ran out left the action abandoned.
+the action: a worker that waited and read until the budget ran out left the action abandoned. Revision 8 (from an
+adversarial review): so is a retry, or a first read, within the escalation margin before the deadline: a worker
+that started recovering seconds before the deadline sent a retry, and waited for its lost reply until past it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Literal
 from harness.policy import (
     Command,
     Escalate,
+    FollowJob,
     Hold,
     LookUp,
     LookupView,
@@ -40,9 +43,11 @@ from harness.policy import (
     RecordAbsent,
     RecordEffect,
     RecordRejection,
+    RetryNewKey,
     RetrySameAction,
     Situation,
     Stop,
+    VerifyOutcome,
     Wait,
 )
 
@@ -52,6 +57,8 @@ Decision = Literal[
 Effect = Literal["applied", "rejected", "pending", "absent", "unknown"]
 #: The commands after which the action is accounted for, or (``Stop``) already was.
 ACCOUNTED_FOR_BY = (RecordEffect, RecordRejection, RecordAbsent, Escalate, Stop)
+#: The commands that read the outcome, one for each way a policy here reads it.
+READS = (LookUp, VerifyOutcome, FollowJob)
 
 
 def recovery_decision(
@@ -71,7 +78,7 @@ def recovery_decision(
 
 class ReconcileAndReauthorize:
     name = "reconcile_and_reauthorize"
-    revision = "7"
+    revision = "8"
     #: Time between lookups while the result is pending or unknown.
     wait_s = 10.0
     #: Escalate while at least this much time is left before the deadline.
@@ -113,11 +120,30 @@ class ReconcileAndReauthorize:
 
     def decide(self, situation: Situation) -> Command:
         """The next command; the last one the action's command budget allows accounts for it (escalates,
-        unless it records what was found)."""
+        unless it records what was found), and so does any within the margin before the deadline: a read or a
+        retry sent then may not come back before it, and leave the action unaccounted for."""
         command = self.next_command(situation)
-        if situation.commands_left == 1 and not isinstance(command, ACCOUNTED_FOR_BY):
-            return Escalate(reason="the action's command budget has room for one command more")
-        return command
+        if isinstance(command, ACCOUNTED_FOR_BY):
+            return command
+        why = self.last_chance(situation, command)
+        return command if why is None else Escalate(reason=why)
+
+    def last_chance(self, situation: Situation, command: Command) -> str | None:
+        """Why ``command``, which does not account for the action, must give way to an escalation (``None``: it
+        need not): the budget has no room for another, or it is a round trip no wait came before, and too little
+        time is left for its answer to come back and be acted on."""
+        if situation.commands_left == 1:
+            return "the action's command budget has room for one command more"
+        if situation.time_left_s <= self.escalate_margin_s and self.unguarded(situation, command):
+            return f"only {situation.time_left_s:.0f} s left before the deadline, too little for an answer to come back"
+        return None
+
+    def unguarded(self, situation: Situation, command: Command) -> bool:
+        """Whether ``command`` is a round trip that no wait of this policy's came before: a retry (decided on a
+        read that may have taken long to answer) or a first read (a worker may start recovering at any moment).
+        Every other read follows a wait, and a wait is taken only while it leaves the margin to escalate in."""
+        first_read = not situation.lookups and isinstance(command, READS)
+        return first_read or isinstance(command, RetrySameAction | RetryNewKey)
 
     def next_command(self, situation: Situation) -> Command:
         """What to do next, the command budget aside."""

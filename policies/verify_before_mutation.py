@@ -9,7 +9,8 @@ absence may be followed by sending the same call again, under the same request U
 as ``reconcile_and_reauthorize`` revision 5, no retry on an absence read before the target's reads caught up with
 the last attempt. Revision 3: as its revision 6, they catch up with a call only after it reached the tool server
 (when its error came back), not after it was sent. Revision 4: as its revision 7, the last command the budget
-allows escalates, unless it records the action.
+allows escalates, unless it records the action. Revision 5: as its revision 8, so does any command within the
+escalation margin before the deadline.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from policies.reconcile_and_reauthorize import ReconcileAndReauthorize
 
 class VerifyBeforeMutation(ReconcileAndReauthorize):
     name = "verify_before_mutation"
-    revision = "4"
+    revision = "5"
     read_command: Command = VerifyOutcome()
     read_source = "verify"
 

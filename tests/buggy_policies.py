@@ -12,6 +12,7 @@ Every variant can be loaded by name, as ``buggy_policies:<name>`` (with ``tests/
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from harness.policy import (
@@ -33,7 +34,7 @@ from harness.policy import (
     Wait,
 )
 from policies.follow_and_inspect import FollowAndInspect
-from policies.reconcile_and_reauthorize import ACCOUNTED_FOR_BY, ReconcileAndReauthorize
+from policies.reconcile_and_reauthorize import ReconcileAndReauthorize
 from policies.verify_before_mutation import VerifyBeforeMutation
 
 
@@ -692,19 +693,36 @@ class IgnoresCommandBudget(_Variant):
     """Waits and reads until the runtime's command budget stops it (revision 6's bug): its last command is
     another wait or read instead of an escalation, so the action is left unaccounted for."""
 
-    def decide(self, situation: Situation) -> Command:
-        return self.next_command(situation)
+    def last_chance(self, situation: Situation, command: Command) -> str | None:
+        return super().last_chance(situation.model_copy(update={"commands_left": None}), command)
 
 
 class HoldAccountsForAction(_Variant):
     """Takes a hold for an account of the action (``Hold`` among the commands the budget's last may be): with one
     command left and dispatch no longer authorized, it holds, and the budget ends with no one told."""
 
-    def decide(self, situation: Situation) -> Command:
-        command = self.next_command(situation)
-        if situation.commands_left == 1 and not isinstance(command, (*ACCOUNTED_FOR_BY, Hold)):
-            return Escalate(reason="the action's command budget has room for one command more")
-        return command
+    def last_chance(self, situation: Situation, command: Command) -> str | None:
+        return None if isinstance(command, Hold) else super().last_chance(situation, command)
+
+
+class RetriesWithSecondsLeft(_Variant):
+    """Keeps the deadline's margin for reads and waits only: it sends a retry however little time is left, and
+    with its reply lost waits for one until past the deadline, the action neither recorded nor escalated."""
+
+    def last_chance(self, situation: Situation, command: Command) -> str | None:
+        if isinstance(command, RetrySameAction):
+            situation = situation.model_copy(update={"deadline_s": math.inf})
+        return super().last_chance(situation, command)
+
+
+class ReadsWithSecondsLeft(_Variant):
+    """Keeps the deadline's margin for retries only: a first read sent seconds before the deadline does not come
+    back before it, and the action is neither recorded nor escalated."""
+
+    def last_chance(self, situation: Situation, command: Command) -> str | None:
+        if isinstance(command, LookUp):
+            situation = situation.model_copy(update={"deadline_s": math.inf})
+        return super().last_chance(situation, command)
 
 
 class ConnectorAnswerAsTargetRead(_FollowVariant):
@@ -833,8 +851,12 @@ CORPUS: tuple[Catch, ...] = (
     Catch(RecordsAbsenceALagEarly("records_absence_a_lag_early"), "lagging_absence_in_last_lag", "false_records"),
     Catch(QuietFromLastSeenSend("quiet_from_last_seen_send"), "crash_awaiting_delayed_original", "duplicate_effects"),
     Catch(CaughtUpByClock("caught_up_by_clock"), "bridge_error_lagging_verify", "retries_after_uncertain"),
+    # Caught in quiet_just_before_deadline through its retry until the correct policy's retry within the margin
+    # escalated (reconcile revision 8): now through the read after its wait.
     Catch(
-        WaitsForQuietWithoutMargin("waits_for_quiet_without_margin"), "quiet_just_before_deadline", "abandoned_actions"
+        WaitsForQuietWithoutMargin("waits_for_quiet_without_margin"),
+        "quiet_just_before_deadline_slow_reads",
+        "abandoned_actions",
     ),
     Catch(MarginForgetsTheWait("margin_forgets_the_wait"), "slow_unknown_reads", "abandoned_actions"),
     Catch(CaughtUpFromSend("caught_up_from_send"), "durable_window_lagging_read", "duplicate_effects"),
@@ -870,6 +892,9 @@ CORPUS: tuple[Catch, ...] = (
     Catch(VerificationReadsLive("verification_reads_live"), "bridge_cancel_late_original_lagging", "false_records"),
     # Hidden (found only by exploring connector_crash_points at depth 1) until connector_new_operation_delayed.
     Catch(FollowsStaleJob("follows_stale_job"), "connector_new_operation_delayed", "duplicate_effects"),
+    # From an adversarial review (stop 56): time as a limit of its own, beside the command budget.
+    Catch(RetriesWithSecondsLeft("retries_with_seconds_left"), "retry_with_seconds_left", "abandoned_actions"),
+    Catch(ReadsWithSecondsLeft("reads_with_seconds_left"), "read_with_seconds_left", "abandoned_actions"),
 )
 
 

@@ -136,10 +136,14 @@ def test_a_duplicate_only_the_wire_shows_is_caught_under_a_hidden_ledger(seed: i
     witnesses = [a.witnesses for a in judgement.anomalies if a.kind == "duplicate_effect"]
     by_index = {e.index: e for e in evidence.history}
     assert len(witnesses) == 1 and {by_index[i].event for i in witnesses[0]} == {"receive", "undeliverable"}
-    # Unknown is only the count: the reason says the replies witness a duplicate, not that one "may" have applied.
-    assert judgement.unknown["duplicate_effects"].endswith(
-        "were sent: the replies witness a duplicate, and how many more of them applied is unknown"
-    )
+    # Every dispatch was answered for good (heard or not), so the replies say all it did: the count is known, and
+    # is the truth's. Without the unheard reply the first dispatch did what no evidence says: unknown.
+    result = simulate(scenario, variant, seed)
+    assert judgement.metrics["duplicate_effects"] == result.truth.duplicate_effects == 1
+    unheard = max(e.index for e in evidence.history if e.event == "undeliverable")
+    half = check(replace(evidence, history=tuple(e for e in evidence.history if e.index != unheard)))
+    assert half.checks["duplicate_effects"] == "unknown"
+    assert half.unknown["duplicate_effects"].endswith("were sent; any of them may have applied")
     wireless = replace(
         evidence, history=tuple(e for e in evidence.history if e.event not in ("receive", "undeliverable"))
     )
@@ -199,11 +203,9 @@ def test_under_a_hidden_ledger_the_dispatch_replies_settle_what_was_recorded(see
     looked_up = check(simulate(_hidden("lost_response"), load_policy("reconcile_and_reauthorize"), seed).evidence)
     assert looked_up.checks["false_records"] == "unknown"
     assert looked_up.unknown["false_records"].endswith("and no dispatch's reply settles a73's receipt r1")
-    # An absence no dispatch's reply contradicts is unknown too (nothing was sent: the approval had expired).
-    never_sent = check(
-        simulate(_hidden("approval_expired_before_dispatch"), load_policy("reconcile_and_reauthorize"), seed).evidence
-    )
-    assert never_sent.unknown["false_records"].endswith("and no dispatch's reply settles a73 recorded absent")
+    # An absence of an action never sent (the approval had expired) is settled: nothing was there to apply.
+    never = simulate(_hidden("approval_expired_before_dispatch"), load_policy("reconcile_and_reauthorize"), seed)
+    assert check(never.evidence).metrics["false_records"] == never.truth.false_records == 0
 
 
 def test_a_retry_leaving_after_another_workers_escalation_is_refused_its_claim() -> None:

@@ -43,9 +43,10 @@ def test_an_unknown_property_makes_the_verdict_unknown_and_the_case_unresolved()
 
 def test_two_applied_replies_under_different_receipts_witness_a_duplicate_the_hidden_ledger_cannot() -> None:
     """Without the ledger, two dispatches the destination answered ``applied`` under r1 (unheard: the caller had
-    stopped waiting) and r2 took effect twice at least: duplicate_effects is false, its count null with the
-    reason, witnessed by each receipt's first reply. The same receipt twice (a replay), an answer that is not
-    ``applied``, or two receipts from lookups (which may name another action's) witness nothing: unknown."""
+    stopped waiting) and r2 took effect twice at least: duplicate_effects is false, witnessed by each receipt's
+    first reply, its count known when every dispatch was answered and null (with the reason) when one was not. The same receipt twice (a replay), an answer that is not
+    ``applied``, or two receipts from lookups (which may name another action's) witness nothing; where each
+    dispatch has a final reply that is all it did (one effect: 0), and where one has none, unknown."""
 
     def judged(*replies: str) -> tuple[str, object, list[tuple[int, ...]]]:
         ev = history(OPENING + "\n".join([dispatch(0.0, 1), dispatch(15.0, 2), *replies]), visible=False)
@@ -53,7 +54,12 @@ def test_two_applied_replies_under_different_receipts_witness_a_duplicate_the_hi
         return check(ev).checks["duplicate_effects"], found.value, [a.witnesses for a in found.anomalies]
 
     unheard = reply(20.5, 1, "applied", "r1").replace(" receive ", " undeliverable ")
-    assert judged(reply(15.5, 2, "applied", "r2"), unheard, reply(21, 2, "applied", "r2")) == ("false", None, [(6, 7)])
+    assert judged(reply(15.5, 2, "applied", "r2"), unheard, reply(21, 2, "applied", "r2")) == ("false", 1, [(6, 7)])
+    # A third dispatch no reply answered: the two witnessed stand, the count is unknown.
+    third = [reply(15.5, 2, "applied", "r2"), dispatch(18.0, 3), unheard]
+    ev = history(OPENING + "\n".join([dispatch(0.0, 1), dispatch(15.0, 2), *third]), visible=False)
+    found = run("duplicate_effects", ev)
+    assert (check(ev).checks["duplicate_effects"], found.value, len(found.anomalies)) == ("false", None, 1)
     assert (
         "2 receipts (r2, r1)"
         in run(
@@ -66,8 +72,10 @@ def test_two_applied_replies_under_different_receipts_witness_a_duplicate_the_hi
         .anomalies[0]
         .detail
     )
-    assert judged(reply(15.5, 2, "applied", "r1"), unheard) == ("unknown", None, [])
-    assert judged(reply(15.5, 2, "rejected", "r2"), unheard) == ("unknown", None, [])
+    assert judged(reply(15.5, 2, "applied", "r1"), unheard) == ("true", 0, [])
+    assert judged(reply(15.5, 2, "rejected", "r2"), unheard) == ("true", 0, [])
+    assert judged(reply(15.5, 2, "running", "r2"), unheard) == ("unknown", None, [])
+    assert judged(reply(15.5, 2, "applied", "r1")) == ("unknown", None, [])
     looked = [reply(16, n, "applied", f"r{n}", kind="lookup") for n in (1, 2)]
     assert judged(*looked) == ("unknown", None, [])
 
@@ -705,3 +713,51 @@ def test_an_escalation_a_later_dispatch_follows_hands_nothing_over() -> None:
     assert run("abandoned_actions", late).value == 1
     at_the_deadline = history(OPENING + "\n".join([dispatch(0.0, 1), "120 " + escalated[2:]]), deadline_s=120)
     assert run("abandoned_actions", at_the_deadline).value == 0
+
+
+# -- false_records under a hidden ledger, where every dispatch was answered ----------------------------------------
+
+
+def _hidden_records(*lines: str) -> tuple[str, object, list[tuple[int, ...]], str | None]:
+    ev = history(OPENING + "\n".join([dispatch(0.0, 1), *lines]), visible=False)
+    found = run("false_records", ev)
+    return check(ev).checks["false_records"], found.value, [a.witnesses for a in found.anomalies], found.reason
+
+
+ABSENT = "30 controller absence_recorded action_id=a73 reason=x version=1"
+
+
+def test_a_dispatch_answered_rejected_before_an_absence_is_recorded_makes_it_false() -> None:
+    """Answered ``rejected``, the dispatch had been accepted first (the destination decides after accepting): an
+    absence recorded after that reply is false, witnessed by the record and the reply, as the ledger would show
+    the acceptance before the write. Recorded before the reply, the acceptance may have come either side of the
+    write: unknown, with the reason naming the record."""
+    rejected = reply(12, 1, "rejected", "r1").replace(" receive ", " undeliverable ")
+    assert _hidden_records(rejected, ABSENT)[:3] == ("false", 1, [(6, 5)])
+    late = rejected.replace("12 transport", "40 transport")
+    verdict, value, witnesses, reason = _hidden_records(ABSENT, late)
+    assert (verdict, value, witnesses) == ("unknown", None, [])
+    assert reason is not None and reason.endswith("no dispatch's reply settles a73 recorded absent")
+
+
+def test_an_absence_over_refusals_only_is_settled_and_true() -> None:
+    """Every dispatch refused (too old, fenced) or in conflict: none was accepted, none applied; the absence
+    recorded is true, whenever the replies came. One dispatch unanswered leaves it unknown."""
+    refused = reply(40, 1, "refused")
+    assert _hidden_records(ABSENT, refused)[:3] == ("true", 0, [])
+    second = [dispatch(20.0, 2), reply(21, 2, "conflict")]
+    assert _hidden_records(*second, ABSENT, refused)[:3] == ("true", 0, [])
+    assert _hidden_records(*second, ABSENT)[:3] == ("unknown", None, [])
+    assert _hidden_records(ABSENT)[:3] == ("unknown", None, [])
+
+
+def test_a_receipt_no_answered_dispatch_named_is_a_false_record() -> None:
+    """Each dispatch answered, none under r9: an effect recorded under r9 (a lookup's word, say) is no effect
+    of the action, witnessed by the record; under r1, the receipt the reply named, it is true. A rejection
+    recorded where each dispatch was refused contradicts nothing the replies show."""
+    answered = reply(0.5, 1, "applied", "r1")
+    assert _hidden_records(answered, recorded(20, "r9"))[:3] == ("false", 1, [(6,)])
+    assert _hidden_records(answered, recorded(20, "r1"))[:3] == ("true", 0, [])
+    rejection = recorded(20, "r1", event="rejection_recorded")
+    assert _hidden_records(reply(0.5, 1, "refused"), rejection)[:3] == ("true", 0, [])
+    assert _hidden_records(reply(0.5, 1, "in_progress"), recorded(20, "r9"))[:3] == ("unknown", None, [])

@@ -603,6 +603,14 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         follow=("escalated", set()),
         verify=("escalated", set()),
     ),
+    "quiet_just_before_deadline_slow_reads": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("correct", set()),
+        reconcile=("escalated", set()),
+        new_key=("correct", set()),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
+    ),
     "racing_recoverers_no_dedupe": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("incorrect", {"duplicate_effects"}),
@@ -618,6 +626,14 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         new_key=("incorrect", {"duplicate_effects"}),
         follow=("correct", set()),
         verify=("correct", set()),
+    ),
+    "read_with_seconds_left": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("correct", set()),
+        reconcile=("escalated", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
     ),
     "read_straddles_quiet": dict(
         stop=("abandoned", {"abandoned_actions"}),
@@ -675,6 +691,14 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
     "retry_delayed_past_window": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("incorrect", {"duplicate_effects"}),
+        reconcile=("escalated", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
+    ),
+    "retry_with_seconds_left": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("correct", set()),
         reconcile=("escalated", set()),
         new_key=("incorrect", {"duplicate_effects"}),
         follow=("escalated", set()),

@@ -244,3 +244,38 @@ def test_without_request_validity_reads_never_catch_up_with_an_attempt() -> None
     assert FOLLOW.reached_by_s(s) == math.inf
     assert FOLLOW.caught_up_s(s, 25.4) == math.inf
     assert isinstance(FOLLOW.decide(s), Escalate)
+
+
+# --- Revision 8: a round trip no wait came before, within the margin before the deadline ---------------------------
+
+#: Seconds before the 120 s deadline: just inside the 15 s margin, and just outside it.
+INSIDE, OUTSIDE = 120.0 - RECONCILE.escalate_margin_s, 120.0 - RECONCILE.escalate_margin_s - 0.001
+
+
+@pytest.mark.parametrize("name", ["reconcile_and_reauthorize", "verify_before_mutation", "follow_and_inspect"])
+def test_a_first_read_within_the_margin_escalates_and_one_before_it_is_sent(name: str) -> None:
+    """A worker may start recovering at any moment: with nothing read yet and no more than the margin left, the
+    read it would send escalates instead (its answer may not come back before the deadline); a moment earlier,
+    the read is sent. Every safe policy, whatever it reads with."""
+    policy = load_policy(name)
+    read = policy.decide(situation(now=OUTSIDE))
+    assert type(read).__name__ in ("LookUp", "VerifyOutcome", "FollowJob"), read
+    late = policy.decide(situation(now=INSIDE))
+    assert late == Escalate(reason="only 15 s left before the deadline, too little for an answer to come back")
+
+
+def test_a_retry_within_the_margin_escalates_and_one_before_it_is_sent() -> None:
+    """A retry is decided on a read, which may have taken long to answer: within the margin it escalates."""
+    absent = (LookupView(at_s=OUTSIDE - 0.2, sent_at_s=OUTSIDE - 1.0, effect="absent"),)
+    assert RECONCILE.decide(situation(now=OUTSIDE, lookups=absent)) == RetrySameAction(claim=True)
+    late = RECONCILE.decide(situation(now=INSIDE, lookups=absent))
+    assert isinstance(late, Escalate) and late.reason.startswith("only 15 s left before the deadline")
+
+
+def test_a_read_after_a_wait_within_the_margin_is_sent() -> None:
+    """A read that follows a wait (the policy has read before) is sent within the margin: the wait was taken only
+    while it left the margin to escalate in, so the margin is not asked of the read again; nor of a wait."""
+    stale = (LookupView(at_s=INSIDE - 10.0, effect="unknown"),)
+    assert isinstance(RECONCILE.decide(situation(now=INSIDE, lookups=stale)), LookUp)
+    assert RECONCILE.last_chance(situation(now=INSIDE), Wait(duration_s=1.0)) is None
+    assert RECONCILE.last_chance(situation(now=INSIDE), Hold(reason="no longer authorized")) is None

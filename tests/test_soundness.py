@@ -34,7 +34,7 @@ from harness.policy import (
     builtin_policy_names,
     load_policy,
 )
-from harness.scenario import list_scenarios, scenario_cases
+from harness.scenario import Scenario, list_scenarios, scenario_cases
 from harness.seeds import SEED_MAX
 from harness.sim import GroundTruth, simulate
 
@@ -102,9 +102,18 @@ class RandomPolicy:
 CASES = {spec: scenario for name in list_scenarios() for spec, scenario in scenario_cases(name)}
 
 
-def assert_sound(policy: str | RandomPolicy, scenario: str, seed: int) -> int:
+def withheld(scenario: Scenario) -> Scenario:
+    """The scenario with the destination's ledger withheld from the checker (the world itself unchanged)."""
+    return scenario.model_copy(
+        update={"destination": scenario.destination.model_copy(update={"ledger_visible": False})}
+    )
+
+
+def assert_sound(policy: str | RandomPolicy, scenario: str | Scenario, seed: int) -> int:
     chosen = load_policy(policy) if isinstance(policy, str) else policy
-    result = simulate(CASES[scenario], chosen, seed)
+    if isinstance(scenario, str):
+        scenario = CASES[scenario]
+    result = simulate(scenario, chosen, seed)
     judgement = check(result.evidence)
     truth = dataclasses.asdict(result.truth)
     known = 0
@@ -116,9 +125,11 @@ def assert_sound(policy: str | RandomPolicy, scenario: str, seed: int) -> int:
         known += 1
         if isinstance(value, float):
             # The history stamps times to the microsecond; ground truth keeps full precision.
-            assert abs(value - truth[name]) <= 2e-6, f"{chosen.name} x {scenario} seed {seed}: {name}"
+            assert abs(value - truth[name]) <= 2e-6, f"{chosen.name} x {scenario.name} seed {seed}: {name}"
             continue
-        assert value == truth[name], f"{chosen.name} x {scenario} seed {seed}: {name} = {value}, truth {truth[name]}"
+        assert value == truth[name], (
+            f"{chosen.name} x {scenario.name} seed {seed}: {name} = {value}, truth {truth[name]}"
+        )
     return known
 
 
@@ -156,6 +167,25 @@ def test_soundness_holds_for_any_seed(policy: str, scenario: str, seed: int) -> 
 def test_soundness_holds_for_any_commands(scenario: str, policy_seed: int, seed: int) -> None:
     """Whatever a policy commands, in whatever order, every metric the checker knows equals the truth."""
     assert_sound(RandomPolicy(policy_seed), scenario, seed)
+
+
+@pytest.mark.parametrize("policy", builtin_policy_names())
+def test_known_values_equal_ground_truth_with_the_ledger_withheld(policy: str) -> None:
+    """Every shipped case with the destination's ledger withheld, at seed 1: what the replies settle (the
+    checker's stand-ins for the ledger) equals the truth; what they do not stays unknown, with its reason."""
+    known = sum(assert_sound(policy, withheld(scenario), 1) for scenario in CASES.values())
+    assert known >= len(CASES) * 6
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    scenario=st.sampled_from(sorted(CASES)),
+    policy_seed=st.integers(min_value=0, max_value=2**32),
+    seed=st.integers(min_value=0, max_value=SEED_MAX),
+)
+def test_soundness_holds_with_the_ledger_withheld_for_any_commands(scenario: str, policy_seed: int, seed: int) -> None:
+    """Whatever a policy commands, with the ledger withheld: every metric the replies settle equals the truth."""
+    assert_sound(RandomPolicy(policy_seed), withheld(CASES[scenario]), seed)
 
 
 def test_duplicates_hidden_only_where_truth_could_differ() -> None:
@@ -197,3 +227,33 @@ def test_an_action_sent_again_after_its_escalation_is_abandoned_and_the_truth_ag
     refusals = [e for e in claimed.evidence.history if e.event == "claim" and not e.ok]
     assert [e.reason for e in refusals] == ["the action was escalated to its owner"]
     assert check(claimed.evidence).outcome == "escalated" and claimed.truth.abandoned_actions == 0
+
+
+#: Two worlds with the ledger withheld where the dispatches' replies settle everything (an adversarial review's):
+#: the only dispatch refused m7 and its reply came back 60 s late, unheard; the only dispatch was 90 s late on the
+#: way and refused as too old, while the retry applied.
+REPLIES_SETTLE = {
+    "rejected_late_reply": {"destination": {"reject_models": ["m7"], "ledger_visible": False},
+                            "faults": [{"boundary": "response_delayed", "nth": 1, "delay_s": 60}]},
+    "refused_late_original": {"recovery_deadline_s": 200,
+                              "destination": {"ledger_visible": False, "request_validity_s": 60},
+                              "faults": [{"boundary": "request_delayed", "nth": 1, "delay_s": 90}]},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("world", sorted(REPLIES_SETTLE))
+@pytest.mark.parametrize("policy", ["reconcile_and_reauthorize", "verify_before_mutation", "follow_and_inspect"])
+def test_where_the_replies_settle_what_the_ledger_would_a_safe_policy_is_judged_so(policy: str, world: str) -> None:
+    """Every dispatch answered for good (refused, rejected, applied): a safe policy's case is decided, and as
+    the ledger decides it; until the replies stood in for a withheld ledger here, each was unresolved."""
+    base = CASES["request_lost"].model_dump(mode="python", exclude={"faults"})
+    scenario = Scenario.model_validate({**base, "name": world, **REPLIES_SETTLE[world], "destination": {
+        **base["destination"], **REPLIES_SETTLE[world]["destination"]}})  # fmt: skip
+    for seed in (1, 2, 3):
+        judgement = check(simulate(scenario, load_policy(policy), seed).evidence)
+        assert judgement.outcome == "correct" and set(judgement.checks.values()) == {"true"}, judgement.unknown
+        assert assert_sound(policy, scenario, seed) >= 9
+        visible = check(simulate(scenario.model_copy(update={"destination": scenario.destination.model_copy(
+            update={"ledger_visible": True})}), load_policy(policy), seed).evidence)  # fmt: skip
+        known = {name: value for name, value in judgement.metrics.items() if value is not None}
+        assert known == {name: visible.metrics[name] for name in known} and visible.checks == judgement.checks

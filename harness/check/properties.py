@@ -117,17 +117,20 @@ def duplicate_effects(f: Facts) -> Finding:
     """Effects at the destination beyond one per logical action.
 
     Without the destination's ledger the count is known only when each action was dispatched at most once
-    (one dispatch proves at most one effect); otherwise it is unknown, never zero. Dispatches of one action the
-    destination answered ``applied`` under different receipts (heard or not) took effect that many times at
-    least: a duplicate witnessed, though more may hide.
+    (one dispatch proves at most one effect), or when every dispatch of an action sent more than once has a final
+    reply (``_final_replies``: its effects are the receipts they were answered ``applied`` under); otherwise it is
+    unknown, never zero. Dispatches of one action the destination answered ``applied`` under different receipts
+    (heard or not) took effect that many times at least: a duplicate witnessed, though more may hide.
     """
     if not f.destination_visible:
         sent = Counter(d.action_id for d in f.dispatches)
-        many = {a: n for a, n in sent.items() if n > 1}
-        if not many:
-            return NOTHING_FOUND
-        listed = ", ".join(f"{n} dispatches of {a}" for a, n in sorted(many.items()))
+        settled = {a: _final_replies(f, a) for a, n in sent.items() if n > 1}
+        many = {a: sent[a] for a, replies in settled.items() if replies is None}
         witnessed = _answered_applied_twice(f)
+        if not many:  # each action sent once, or answered for each dispatch: its effects are its applied receipts
+            extra = (len({r.receipt_id for r in rs if r.status == "applied"}) for rs in settled.values() if rs)
+            return Finding(sum(max(0, n - 1) for n in extra), witnessed)
+        listed = ", ".join(f"{n} dispatches of {a}" for a, n in sorted(many.items()))
         if witnessed:  # the count is what is unknown: the replies already witness a duplicate (the anomalies)
             return Finding(
                 None,
@@ -185,6 +188,27 @@ def _applied_replies(f: Facts) -> dict[str, dict[str, int]]:
         if reply.kind == "dispatch" and reply.status == "applied" and reply.receipt_id is not None:
             first.setdefault(reply.action_id, {}).setdefault(reply.receipt_id, reply.index)
     return first
+
+
+#: A dispatch's replies after which that dispatch can take no effect beyond the receipt it names: answered under
+#: its receipt (applied or rejected), refused (too old, fenced), or in conflict with its key's first arguments.
+FINAL_REPLIES = frozenset({"applied", "rejected", "refused", "conflict"})
+
+
+def _final_replies(f: Facts, action_id: str) -> list[ReplyReceived | ReplyUndeliverable] | None:
+    """With the destination's ledger withheld: a final reply (``FINAL_REPLIES``) to each dispatch of the action,
+    heard or not (the transport log keeps both), in the order they came; ``None`` when some dispatch has none (it
+    was lost on the way, its reply was, it is pending or still on its way as the case ends, or its answer said
+    nothing final): what that one did is not in the evidence. An action never dispatched has none to give."""
+    final: dict[str, ReplyReceived | ReplyUndeliverable] = {}
+    replies: list[ReplyReceived | ReplyUndeliverable] = [*f.replies, *f.unheard]
+    replies.sort(key=_index)
+    for reply in replies:
+        if reply.kind == "dispatch" and reply.action_id == action_id and reply.status in FINAL_REPLIES:
+            final.setdefault(str(reply.execution_id), reply)
+    if any(d.execution_id not in final for d in f.dispatches_of(action_id)):
+        return None
+    return sorted(final.values(), key=_index)
 
 
 def _cut_off(cut: dict[str, list[str]], what: str) -> str:
@@ -330,15 +354,28 @@ def _false_records_on_the_wire(f: Facts) -> Finding:
     dispatches (heard or not: the transport log keeps both) stand in for it where they can. A receipt a dispatch
     of the action was answered ``applied`` under is an effect of it (as ``duplicate_effects`` takes it): an effect
     recorded with it is no false record, and an absence or a rejection recorded for an action some dispatch of
-    which was so answered (before or after the write) is one. A lookup's answer is no such proof (a misrouted
-    lookup can name a receipt the destination never applied): what the replies do not settle is unknown."""
+    which was so answered (before or after the write) is one. Where every dispatch of the action has a final reply
+    (``_final_replies``) they say all it did: a receipt none was answered ``applied`` under is no effect of it, and
+    an absence recorded after a dispatch was answered ``rejected`` (so accepted first) is false. A lookup's answer
+    is no such proof (a misrouted lookup can name a receipt the destination never applied): what the replies do
+    not settle is unknown."""
     applied = _applied_replies(f)
     anomalies = []
     unsettled: list[str] = []
     for r in f.records:
         answered = applied.get(r.action_id, {})
+        final = _final_replies(f, r.action_id)
         if isinstance(r, EffectRecorded):
-            if answered.get(r.receipt_id, r.index) >= r.index:
+            if final is not None and r.receipt_id not in answered:
+                anomalies.append(
+                    Anomaly(
+                        kind="false_record",
+                        witnesses=(r.index,),
+                        detail=f"{r.action_id}: receipt {r.receipt_id} recorded as applied, but no dispatch of it was "
+                        "answered applied under it, and each was answered",
+                    )
+                )
+            elif answered.get(r.receipt_id, r.index) >= r.index:
                 unsettled.append(f"{r.action_id}'s receipt {r.receipt_id}")
         elif answered:
             receipt, index = next(iter(answered.items()))
@@ -350,8 +387,20 @@ def _false_records_on_the_wire(f: Facts) -> Finding:
                     detail=f"{r.action_id} recorded {status}, but a dispatch of it was answered applied ({receipt})",
                 )
             )
-        else:
+        elif final is None:
             unsettled.append(f"{r.action_id} recorded {'rejected' if isinstance(r, RejectionRecorded) else 'absent'}")
+        elif isinstance(r, AbsenceRecorded):
+            rejected = [x for x in final if x.status == "rejected"]
+            if rejected and rejected[0].index < r.index:  # accepted before its reply, so before the write
+                anomalies.append(
+                    Anomaly(
+                        kind="false_record",
+                        witnesses=(r.index, rejected[0].index),
+                        detail=f"{r.action_id} recorded absent, but a dispatch of it was accepted (answered rejected)",
+                    )
+                )
+            elif rejected:  # accepted before or after the write: not in the evidence
+                unsettled.append(f"{r.action_id} recorded absent")
     if unsettled:  # a count beside the witnessed would be a lower bound: null, with them kept
         return Finding(None, tuple(anomalies), reason=f"{HIDDEN}, and no dispatch's reply settles {unsettled[0]}")
     return counted(anomalies)
