@@ -310,14 +310,7 @@ def false_records(f: Facts) -> Finding:
         effects = by_action.get(r.action_id, [])
         if isinstance(r, EffectRecorded):
             if r.receipt_id not in {e.receipt_id for e in effects if e.index < r.index}:
-                anomalies.append(
-                    Anomaly(
-                        kind="false_record",
-                        witnesses=(r.index,),
-                        detail=f"{r.action_id}: receipt {r.receipt_id} recorded as applied, but the destination "
-                        "applied no such receipt for it",
-                    )
-                )
+                anomalies.append(_false_receipt(r, "the destination applied no such receipt for it"))
         elif effects:
             status = "rejected" if isinstance(r, RejectionRecorded) else "absent"
             anomalies.append(
@@ -349,6 +342,12 @@ def false_records(f: Facts) -> Finding:
     return counted(anomalies)
 
 
+def _false_receipt(r: EffectRecorded, why: str) -> Anomaly:
+    """An effect recorded with a receipt that is no effect of its action, and ``why`` that is known."""
+    detail = f"{r.action_id}: receipt {r.receipt_id} recorded as applied, but {why}"
+    return Anomaly(kind="false_record", witnesses=(r.index,), detail=detail)
+
+
 def _false_records_on_the_wire(f: Facts) -> Finding:
     """``false_records`` with the destination's ledger withheld: the destination's replies to the action's
     dispatches (heard or not: the transport log keeps both) stand in for it where they can. A receipt a dispatch
@@ -367,14 +366,8 @@ def _false_records_on_the_wire(f: Facts) -> Finding:
         final = _final_replies(f, r.action_id)
         if isinstance(r, EffectRecorded):
             if final is not None and r.receipt_id not in answered:
-                anomalies.append(
-                    Anomaly(
-                        kind="false_record",
-                        witnesses=(r.index,),
-                        detail=f"{r.action_id}: receipt {r.receipt_id} recorded as applied, but no dispatch of it was "
-                        "answered applied under it, and each was answered",
-                    )
-                )
+                why = "no dispatch of it was answered applied under it, and each was answered"
+                anomalies.append(_false_receipt(r, why))
             elif answered.get(r.receipt_id, r.index) >= r.index:
                 unsettled.append(f"{r.action_id}'s receipt {r.receipt_id}")
         elif answered:
