@@ -330,3 +330,37 @@ def test_a_task_the_baseline_completed_unsafely_fails_no_case(tmp_path: Path, in
     [note] = [n for n in summary.notes if "with the baseline" in n]
     assert "(the baseline itself is not correct or escalated in 1 of them, retry_delayed_past_window seed 1 first: " \
         "incorrect)" in note  # fmt: skip
+
+
+def test_an_incomplete_cases_command_finds_a_policy_and_a_baseline_from_two_folders(
+    never: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The policy and its baseline imported from two folders, neither the current one: the command names both on
+    one ``PYTHONPATH`` (the shell keeps one assignment of a variable: two lost the first), and runs from a third
+    folder."""
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "tests_reference.py").write_text(
+        "from policies.reconcile_and_reauthorize import ReconcileAndReauthorize\n\n\n"
+        "class Reference(ReconcileAndReauthorize):\n    name = 'reference'\n\n\nPOLICY = Reference()\n"
+    )
+    sys.path.insert(0, str(theirs))
+    try:
+        args = ["check", "--policy", "tests_never:POLICY", "--scenario", "request_lost", "--seed-count", "1"]
+        assert main([*args, "--baseline", "tests_reference:POLICY", "--out", str(tmp_path / "o")]) == 1
+    finally:
+        sys.path.remove(str(theirs))
+        sys.modules.pop("tests_reference", None)
+    [fail] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("FAIL ")]
+    command = fail.partition("; reproduce: ")[2]
+    assert command.startswith(f"PYTHONPATH={shlex.quote(f'{never}:{theirs}')} python -m harness run ")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    ran = subprocess.run(
+        ["bash", "-c", command.replace("python -m", f"{shlex.quote(sys.executable)} -m", 1)
+         + f" --out {tmp_path / 'r'} --tracking none --quiet"],
+        cwd=elsewhere, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    both = {(r.policy, r.metrics["task_completed"]) for r in read_reports(tmp_path / "r").values()}
+    assert both == {("never_retries", False), ("reference", True)}

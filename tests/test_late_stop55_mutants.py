@@ -28,6 +28,7 @@ from harness.gate.cases import GateCase
 from harness.gate.runner import CheckOptions, _against_baseline, _escalated_again, check_policy
 from harness.model import CaseReport
 from harness.model.report import Entry
+from harness.policy import load_policy
 from harness.run import UsageError, load_grid, run_case
 from harness.run.files import read_reports
 
@@ -118,12 +119,13 @@ def test_a_write_the_dispatch_replies_contradict_says_what_was_recorded(write: s
 
 
 def test_a_null_count_keeps_the_false_records_the_replies_witness() -> None:
-    """An absence the replies contradict beside a receipt no reply settles: the count is null (it would be a
-    lower bound), and the witnessed false record is kept with it, the reason naming the unsettled write."""
-    lines = [dispatch(0.0, 1), reply(0.5, 1, "applied", "r1"), ABSENT, recorded(16, "r9")]
+    """An absence the replies contradict beside a receipt no reply settles (a second dispatch was never
+    answered): the count is null (it would be a lower bound), and the witnessed false record is kept with it, the
+    reason naming the unsettled write."""
+    lines = [dispatch(0.0, 1), reply(0.5, 1, "applied", "r1"), dispatch(10.0, 2), ABSENT, recorded(16, "r9")]
     found = run("false_records", history(OPENING + "\n".join(lines), visible=False))
     assert found.value is None
-    assert [(a.kind, a.witnesses) for a in found.anomalies] == [("false_record", (6, 5))]
+    assert [(a.kind, a.witnesses) for a in found.anomalies] == [("false_record", (7, 5))]
     assert found.reason == f"{HIDDEN}, and no dispatch's reply settles a73's receipt r9"
 
 
@@ -327,14 +329,16 @@ def test_check_says_a_pass_is_complete_where_the_baseline_completes_and_prints_i
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     args = ["check", "--policy", "reconcile_and_reauthorize", "--scenario", "request_lost", "--seed-count", "1"]
+    revision = load_policy("reconcile_and_reauthorize").revision
     assert cli.main([*args, "--baseline", "retry_same_key"]) == 0
     said = capsys.readouterr()
     assert said.out == (
-        "reconcile_and_reauthorize (revision 7): 1 of 1 cases correct or escalated and complete where the baseline "
+        f"reconcile_and_reauthorize (revision {revision}): 1 of 1 cases correct or escalated and complete where the "
+        "baseline "
         "completes\ncheck: passed\n"
     )
     assert said.err == "note: the task ended completed in 1 of 1 cases, 1 of 1 with the baseline retry_same_key\n"
     assert cli.main(args) == 0
     said = capsys.readouterr()
-    assert (said.out, said.err) == ("reconcile_and_reauthorize (revision 7): 1 of 1 cases correct or escalated\n"
+    assert (said.out, said.err) == (f"reconcile_and_reauthorize (revision {revision}): 1 of 1 cases correct or escalated\n"
                                     "check: passed\n", "")  # fmt: skip

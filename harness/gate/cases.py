@@ -9,6 +9,7 @@ their words from here, so a failure reads the same wherever it is seen.
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -153,14 +154,15 @@ def failure_text(
     return "\n".join(lines)
 
 
-def _importable(command: str, policy_spec: str) -> str:
+def _importable(command: str, *policy_specs: str) -> str:
     """``command`` (``python -m harness run --policy package.module:attr ...``) as it runs where the check ran: with
-    the folder the policy was imported from on ``PYTHONPATH`` when that is not the current folder (a policy in a
-    test file, imported by pytest from the suite's folder: the command alone said "No module named ...")."""
-    root = import_root(policy_spec)
-    if root is None or root == Path.cwd():
+    the folders its policies were imported from on ``PYTHONPATH``, each once, where they are not the current folder
+    (a policy in a test file, imported by pytest from the suite's folder: the command alone said "No module named
+    ..."; a policy and its baseline from two folders need both on the one variable the shell keeps)."""
+    roots = [r for r in dict.fromkeys(import_root(s) for s in policy_specs) if r is not None and r != Path.cwd()]
+    if not roots:
         return command
-    return f"PYTHONPATH={shlex.quote(str(root))} {command}"
+    return f"PYTHONPATH={shlex.quote(os.pathsep.join(map(str, roots)))} {command}"
 
 
 def judge(report: CaseReport, case: Case, repros: ReproFolder) -> GateCase:

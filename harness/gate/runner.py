@@ -333,7 +333,7 @@ def _incomplete(
         f"python -m harness run --policy {shlex.quote(policy_spec)} --policy {shlex.quote(baseline_spec)} "
         f"--scenario {shlex.quote(report.scenario)} --seed {report.seed}"
     )
-    reproduce = _importable(_importable(command, policy_spec), baseline_spec)
+    reproduce = _importable(command, policy_spec, baseline_spec)
     text = "\n".join(
         [
             f"{report.policy} (revision {report.policy_revision}) on {report.scenario} (revision "
