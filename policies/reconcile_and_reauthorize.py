@@ -23,8 +23,9 @@ accepting it), not after it was sent: a request late on the way, applied within 
 unseen, and a same-key retry outlived its window, or followed a do-not-replay error unsettled. Revision 7 (from a
 scenario author's review): the command its action's budget has room for last is an escalation, unless it records
 the action: a worker that waited and read until the budget ran out left the action abandoned. Revision 8 (from an
-adversarial review): so is a retry, or a first read, within the escalation margin before the deadline: a worker
-that started recovering seconds before the deadline sent a retry, and waited for its lost reply until past it.
+adversarial review): so is a retry, or a read no wait came right before, within the escalation margin before the
+deadline: a worker that started recovering seconds before the deadline sent a retry, and waited for its lost reply
+until past it; one that waited out a retry's reply, or a slow read, read again too late.
 """
 
 from __future__ import annotations
@@ -130,8 +131,8 @@ class ReconcileAndReauthorize:
 
     def last_chance(self, situation: Situation, command: Command) -> str | None:
         """Why ``command``, which does not account for the action, must give way to an escalation (``None``: it
-        need not): the budget has no room for another, or it is a round trip no wait came before, and too little
-        time is left for its answer to come back and be acted on."""
+        need not): the budget has no room for another, or it is a round trip no wait came right before, and too
+        little time is left for its answer to come back and be acted on."""
         if situation.commands_left == 1:
             return "the action's command budget has room for one command more"
         if situation.time_left_s <= self.escalate_margin_s and self.unguarded(situation, command):
@@ -139,11 +140,13 @@ class ReconcileAndReauthorize:
         return None
 
     def unguarded(self, situation: Situation, command: Command) -> bool:
-        """Whether ``command`` is a round trip that no wait of this policy's came before: a retry (decided on a
-        read that may have taken long to answer) or a first read (a worker may start recovering at any moment).
-        Every other read follows a wait, and a wait is taken only while it leaves the margin to escalate in."""
-        first_read = not situation.lookups and isinstance(command, READS)
-        return first_read or isinstance(command, RetrySameAction | RetryNewKey)
+        """Whether ``command`` is a round trip no wait of this policy's came right before: a retry (decided on a
+        read that may have taken long to answer), or a read that is the worker's first command (it may start
+        recovering at any moment) or follows another round trip (a retry that waited out its reply, a read that
+        took long). A wait is taken only while it leaves the margin to escalate in, so a read right after one
+        starts outside it."""
+        after_wait = situation.last is not None and situation.last.kind == Wait.model_fields["kind"].default
+        return isinstance(command, RetrySameAction | RetryNewKey) or (isinstance(command, READS) and not after_wait)
 
     def next_command(self, situation: Situation) -> Command:
         """What to do next, the command budget aside."""

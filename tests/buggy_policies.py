@@ -715,6 +715,16 @@ class RetriesWithSecondsLeft(_Variant):
         return super().last_chance(situation, command)
 
 
+class FirstReadOnlyGuarded(_Variant):
+    """Takes only a worker's first read for a round trip no wait came before (revision 8 as first written): the
+    read after a retry that waited out its lost reply is sent seconds before the deadline, and comes back after
+    it."""
+
+    def unguarded(self, situation: Situation, command: Command) -> bool:
+        first_read = not situation.lookups and isinstance(command, LookUp)
+        return first_read or isinstance(command, RetrySameAction)
+
+
 class ReadsWithSecondsLeft(_Variant):
     """Keeps the deadline's margin for retries only: a first read sent seconds before the deadline does not come
     back before it, and the action is neither recorded nor escalated."""
@@ -895,6 +905,8 @@ CORPUS: tuple[Catch, ...] = (
     # From an adversarial review (stop 56): time as a limit of its own, beside the command budget.
     Catch(RetriesWithSecondsLeft("retries_with_seconds_left"), "retry_with_seconds_left", "abandoned_actions"),
     Catch(ReadsWithSecondsLeft("reads_with_seconds_left"), "read_with_seconds_left", "abandoned_actions"),
+    # From its second round: a read right after another round trip is no better guarded than a first one.
+    Catch(FirstReadOnlyGuarded("first_read_only_guarded"), "read_after_retry_reply_waited_out", "abandoned_actions"),
 )
 
 

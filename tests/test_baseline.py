@@ -364,3 +364,53 @@ def test_an_incomplete_cases_command_finds_a_policy_and_a_baseline_from_two_fold
     assert ran.returncode == 0, ran.stderr
     both = {(r.policy, r.metrics["task_completed"]) for r in read_reports(tmp_path / "r").values()}
     assert both == {("never_retries", False), ("reference", True)}
+
+
+def test_an_incomplete_cases_command_names_a_scenario_file_by_its_whole_path(
+    never: Path, tmp_path: Path, pytester: pytest.Pytester, in_process: None
+) -> None:
+    """A scenario given as a file: the command that runs the policy and the baseline on it names the file by its
+    absolute path, from check, from assert_recovers and from the plugin alike (it named the scenario, which no
+    folder but the shipped one resolves)."""
+    from harness.gate.cases import PolicyDoesNotRecover
+    from harness.gate.runner import assert_recovers
+
+    mine = tmp_path / "files" / "lost_on_the_way.yaml"
+    mine.parent.mkdir()
+    mine.write_text(
+        (SCENARIO_DIR / "request_lost.yaml").read_text().replace("name: request_lost", "name: lost_on_the_way")
+    )
+    expected = f"--scenario {mine} --seed 1"
+    options = CheckOptions(scenarios=(str(mine),), seeds=(1,), out=tmp_path / "c", baseline=SAFE)
+    [failed] = check_policy("tests_never:POLICY", options).failures
+    assert failed.reproduce is not None and failed.reproduce.endswith(expected)
+    with pytest.raises(PolicyDoesNotRecover) as raised:
+        assert_recovers("tests_never:POLICY", [str(mine)], seeds=[1], baseline=SAFE)
+    assert raised.value.failures[0].reproduce.endswith(expected)  # type: ignore[union-attr]
+    result = pytester.runpytest_inprocess(*QUIET, "--harness-policy", "tests_never:POLICY", f"--harness-scenario={mine}",
+                                          "--harness-seed-count", "1", "--harness-baseline", SAFE)  # fmt: skip
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*{expected}"])
+
+
+def test_check_and_assert_recovers_refuse_a_baseline_named_as_the_policy(never: Path, tmp_path: Path) -> None:
+    """A fork that kept the shipped name, gated against the shipped policy: refused before anything runs, as the
+    plugin refuses it (their cases would be taken for one policy's, and the command running both is refused)."""
+    from harness.errors import InputError
+    from harness.gate.runner import assert_recovers
+
+    (never / "tests_fork.py").write_text(NEVER_RETRIES.replace('"never_retries"', f'"{SAFE}"'))
+    try:
+        options = CheckOptions(scenarios=("request_lost",), seeds=(1,), out=tmp_path / "c", baseline=SAFE)
+        with pytest.raises(InputError) as refused:
+            check_policy("tests_fork:POLICY", options)
+        assert str(refused.value) == (
+            f"--baseline {SAFE}: its name '{SAFE}' is that of --policy tests_fork:POLICY, and the cases of both would "
+            "be taken for one policy's; fix: give one of them another name"
+        )
+        assert not (tmp_path / "c").exists()
+        with pytest.raises(InputError, match=r"^assert_recovers: argument 'baseline' reconcile_and_reauthorize: its"):
+            assert_recovers("tests_fork:POLICY", ["request_lost"], seeds=[1], baseline=SAFE)
+    finally:
+        sys.modules.pop("tests_fork", None)
+    assert check_policy(SAFE, CheckOptions(scenarios=("request_lost",), seeds=(1,), baseline=SAFE)).ok  # itself

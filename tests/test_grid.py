@@ -635,6 +635,14 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         follow=("escalated", set()),
         verify=("escalated", set()),
     ),
+    "read_after_retry_reply_waited_out": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("correct", set()),
+        reconcile=("escalated", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
+    ),
     "read_straddles_quiet": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("incorrect", {"duplicate_effects"}),

@@ -272,10 +272,17 @@ def test_a_retry_within_the_margin_escalates_and_one_before_it_is_sent() -> None
     assert isinstance(late, Escalate) and late.reason.startswith("only 15 s left before the deadline")
 
 
-def test_a_read_after_a_wait_within_the_margin_is_sent() -> None:
-    """A read that follows a wait (the policy has read before) is sent within the margin: the wait was taken only
-    while it left the margin to escalate in, so the margin is not asked of the read again; nor of a wait."""
+def test_within_the_margin_only_a_read_right_after_a_wait_is_sent() -> None:
+    """A read right after a wait is sent within the margin: the wait was taken only while it left the margin to
+    escalate in, so the margin is not asked of the read again; nor of a wait. A read right after another round
+    trip (a retry that waited out its reply, a read that took long) escalates, as the first read does."""
     stale = (LookupView(at_s=INSIDE - 10.0, effect="unknown"),)
-    assert isinstance(RECONCILE.decide(situation(now=INSIDE, lookups=stale)), LookUp)
+    waited = RECONCILE.decide(situation(now=INSIDE, lookups=stale, last=CommandResult(kind="wait")))
+    assert isinstance(waited, LookUp)
+    for kind in ("retry_same_action", "retry_new_key", "look_up", "verify_outcome", "follow_job"):
+        after = RECONCILE.decide(situation(now=INSIDE, lookups=stale, last=CommandResult(kind=kind)))
+        assert isinstance(after, Escalate), kind
+        outside = RECONCILE.decide(situation(now=OUTSIDE, lookups=stale, last=CommandResult(kind=kind)))
+        assert isinstance(outside, LookUp), kind
     assert RECONCILE.last_chance(situation(now=INSIDE), Wait(duration_s=1.0)) is None
     assert RECONCILE.last_chance(situation(now=INSIDE), Hold(reason="no longer authorized")) is None

@@ -247,7 +247,7 @@ class ScenarioSeed(pytest.Item):
 
             spec, name = baseline
             reference = reports.get((name, self.case.scenario.name, self.case.seed))
-            verdict = against_baseline(verdict, report, reference, self.case.policy_spec, spec)
+            verdict = against_baseline(verdict, report, reference, self.case.policy_spec, spec, self.case.scenario_spec)
         if not verdict.passed:
             raise PolicyDoesNotRecover(verdict.policy, [verdict], 1)
 

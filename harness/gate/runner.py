@@ -32,7 +32,7 @@ from harness.run import CellJob, CellResult, GridOptions, GridSummary, load_grid
 from harness.run.files import read_reports
 from harness.run.grid import Progress
 from harness.run.plan import Case, UsageError, absolute
-from harness.scenario import list_scenarios
+from harness.scenario import list_scenarios, scenario_cases
 from harness.seeds import DEFAULT_SEEDS, SEED_MAX
 from harness.version import __version__
 
@@ -123,9 +123,10 @@ def check_policy(
     grid = load_grid([policy_spec], scenarios, options.seeds)  # every input checked before anything is written
     if options.baseline is not None:
         try:
-            load_grid([options.baseline], scenarios, options.seeds[:1])
+            theirs = load_grid([options.baseline], scenarios, options.seeds[:1])
         except InputError as exc:
             raise UsageError(f"--baseline: {exc}") from None
+        _distinct(policy_spec, grid.policies[0], options.baseline, theirs.policies[0], "--baseline", "--policy")
     policy = grid.cases[0].policy if grid.cases else None
     if policy is None:
         raise UsageError("no case to run; fix: give at least one --scenario and one seed")
@@ -248,6 +249,16 @@ def _escalated_again(reports: Mapping[tuple[str, str, int], CaseReport]) -> str 
     )
 
 
+def _distinct(policy_spec: str, name: str, baseline_spec: str, baseline_name: str, option: str, of: str) -> None:
+    """``UsageError`` for a baseline named as the policy it gates is but loaded from elsewhere: their cases would be
+    taken for one policy's, and the command that runs both is refused (a fork that kept the shipped name, say)."""
+    if name == baseline_name and policy_spec != baseline_spec:
+        raise UsageError(
+            f"{option} {baseline_spec}: its name '{name}' is that of {of} {policy_spec}, and the cases of both would "
+            "be taken for one policy's; fix: give one of them another name"
+        )
+
+
 def _against_baseline(
     policy_spec: str,
     baseline_spec: str,
@@ -267,11 +278,14 @@ def _against_baseline(
     theirs = read_reports(run_grid(plan, grid_options).out)
     done_by = {(scenario, seed): r for (_, scenario, seed), r in theirs.items()}
     mine = {case_name(scenario, seed): r for (_, scenario, seed), r in reports.items()}  # one policy's cases
+    # Each case's scenario as given (a file by its absolute path), so that the command that runs both finds it.
+    specs = {scenario.name: absolute(case) for spec in scenarios for case, scenario in scenario_cases(spec)}
     out_cases = []
     for case in cases:
         report = mine.get(case.name)
         reference = done_by.get((report.scenario, report.seed)) if report is not None else None
-        out_cases.append(against_baseline(case, report, reference, policy_spec, baseline_spec))
+        spec = specs.get(report.scenario) if report is not None else None
+        out_cases.append(against_baseline(case, report, reference, policy_spec, baseline_spec, spec))
     baseline = next(iter(theirs.values())).policy if theirs else baseline_spec
     said = completion_note(reports.values(), theirs.values(), baseline)
     if options.out is not None:
@@ -285,6 +299,7 @@ def against_baseline(
     reference: CaseReport | None,
     policy_spec: str,
     baseline_spec: str,
+    scenario_spec: str | None = None,
 ) -> GateCase:
     """The gate's verdict on a case once the baseline ran on the same scenario and seed (``reference``): a case
     that passed yet left the task incomplete where the baseline completed it, safely (correct or escalated), fails
@@ -299,7 +314,7 @@ def against_baseline(
         and reference.metrics.get("task_completed") is True
         and reference.outcome in PASSING
     ):
-        return _incomplete(case, report, reference, policy_spec, baseline_spec)
+        return _incomplete(case, report, reference, policy_spec, baseline_spec, scenario_spec or report.scenario)
     return case
 
 
@@ -325,13 +340,13 @@ def completion_note(mine: Iterable[CaseReport], theirs: Iterable[CaseReport], ba
 
 
 def _incomplete(
-    case: GateCase, report: CaseReport, reference: CaseReport, policy_spec: str, baseline_spec: str
+    case: GateCase, report: CaseReport, reference: CaseReport, policy_spec: str, baseline_spec: str, scenario_spec: str
 ) -> GateCase:
     """A passing case whose task the policy left incomplete and the baseline completed: a failure, reproduced by
     running both on the case (there is no property to replay to)."""
     command = (
         f"python -m harness run --policy {shlex.quote(policy_spec)} --policy {shlex.quote(baseline_spec)} "
-        f"--scenario {shlex.quote(report.scenario)} --seed {report.seed}"
+        f"--scenario {shlex.quote(scenario_spec)} --seed {report.seed}"
     )
     reproduce = _importable(command, policy_spec, baseline_spec)
     text = "\n".join(
@@ -500,6 +515,8 @@ def assert_recovers(
             theirs = load_grid([baseline_spec], [absolute(s) for s in chosen], checked)
         except InputError as exc:
             raise InputError(f"assert_recovers: argument 'baseline': {exc}") from None
+        where = "assert_recovers: argument 'baseline'"
+        _distinct(spec, grid.policies[0], baseline_spec, theirs.policies[0], where, "the policy")
         references = {(c.scenario.name, c.seed): run_case(c)[0] for c in theirs.cases}
     repros = ReproFolder(folder.absolute() if folder else None, prefix="harness-recovers-")  # its commands run anywhere
     verdicts = []
@@ -508,7 +525,7 @@ def assert_recovers(
         verdict = judge(report, case, repros)
         if baseline_spec is not None:
             reference = references.get((case.scenario.name, case.seed))
-            verdict = against_baseline(verdict, report, reference, spec, baseline_spec)
+            verdict = against_baseline(verdict, report, reference, spec, baseline_spec, case.scenario_spec)
         verdicts.append(verdict)
     failures = [v for v in verdicts if not v.passed]
     if failures:
