@@ -414,3 +414,18 @@ def test_check_and_assert_recovers_refuse_a_baseline_named_as_the_policy(never: 
     finally:
         sys.modules.pop("tests_fork", None)
     assert check_policy(SAFE, CheckOptions(scenarios=("request_lost",), seeds=(1,), baseline=SAFE)).ok  # itself
+
+
+def test_the_plugins_coverage_notes_are_the_gated_policys_own_with_a_baseline(
+    pytester: pytest.Pytester, in_process: None
+) -> None:
+    """A declared fault the gated policy never reaches is noted whether or not a baseline ran beside it and reached
+    it (the baseline's cases ran in the policy's run, and its firing hid the note; a mutation pass found it):
+    stop_on_timeout never sends connector_no_record_yet's second request, retry_same_key does."""
+    args = [*QUIET, "--harness-policy", "stop_on_timeout", "--harness-scenario", "connector_no_record_yet",
+            "--harness-seed-count", "1"]  # fmt: skip
+    note = "note: scenario connector_no_record_yet declares fault request_delayed nth=2 delay_s=20.0, which fired in no"
+    alone = pytester.runpytest_inprocess(*args)
+    alone.stdout.fnmatch_lines([f"{note} case of stop_on_timeout*"])
+    beside = pytester.runpytest_inprocess(*args, "--harness-baseline", "retry_same_key")
+    beside.stdout.fnmatch_lines([f"{note} case of stop_on_timeout*", "note: the task ended completed in *"])

@@ -23,6 +23,7 @@ from harness.gate.cases import PolicyDoesNotRecover
 from harness.gate.runner import assert_recovers, coverage_notes
 from harness.policy import (
     AttemptView,
+    CommandResult,
     ContractView,
     Escalate,
     FollowJob,
@@ -230,14 +231,17 @@ def _connector(now: float, lookups: tuple[LookupView, ...] = (), *attempts: Atte
 def test_a_first_follow_of_the_job_within_the_margin_escalates() -> None:
     """Behind a connector, follow_and_inspect's first read of an unanswered attempt follows its job: a first read
     like any other, so within the margin it escalates, and a moment earlier it is sent. Every kind of read is one
-    when nothing was read before; none is after a read."""
+    unless a wait came right before it: after a read it escalates, after a wait it is sent."""
     assert FOLLOW.decide(_connector(OUTSIDE)) == FollowJob()
     assert FOLLOW.decide(_connector(INSIDE)) == Escalate(reason=MARGIN)
+    read_before = (LookupView(at_s=INSIDE - 10.0, effect="unknown"),)
     for read in (LookUp(), VerifyOutcome(), FollowJob()):
         assert FOLLOW.last_chance(_connector(INSIDE), read) == MARGIN
         assert FOLLOW.last_chance(_connector(OUTSIDE), read) is None
-        read_before = (LookupView(at_s=INSIDE - 10.0, effect="unknown"),)
-        assert FOLLOW.last_chance(_connector(INSIDE, read_before), read) is None
+        after_read = _connector(INSIDE, read_before).model_copy(update={"last": CommandResult(kind=read.kind)})
+        assert FOLLOW.last_chance(after_read, read) == MARGIN
+        after_wait = after_read.model_copy(update={"last": CommandResult(kind="wait")})
+        assert FOLLOW.last_chance(after_wait, read) is None
 
 
 def test_a_new_key_retry_within_the_margin_escalates() -> None:
