@@ -715,6 +715,38 @@ class RetriesWithSecondsLeft(_Variant):
         return super().last_chance(situation, command)
 
 
+class ClaimsFirstRetryOnly(_Variant):
+    """Claims its first retry only, and sends a later one on that claim (a lost request does not spend it): a
+    cancellation made while the second retry leaves is never rechecked, and the cancelled work is applied."""
+
+    def decide(self, situation: Situation) -> Command:
+        command = super().decide(situation)
+        later = isinstance(command, RetrySameAction) and len(situation.attempts) > 1
+        return RetrySameAction(claim=False) if later else command
+
+
+class SupersededAbsentAtOnce(_Variant):
+    """Takes the absence of an action whose revision the task has moved past, dispatch held or no longer
+    approved, as final at once ("the old revision is moot"): a late original may still land, and the newer
+    action the hold kept back is released to be overwritten by it."""
+
+    def _absent_without_retry(self, situation: Situation, looked_at_s: float) -> Command:
+        moved_on = situation.task.revision != situation.action.revision
+        if moved_on and (situation.held or not situation.approval.valid):
+            return RecordAbsent(reason="absent, and the task has moved past its revision")
+        return super()._absent_without_retry(situation, looked_at_s)
+
+
+class ExpiredAbsentAtOnce(_Variant):
+    """Takes the absence of an action whose approval has run out, dispatch held, as final at once ("nothing can
+    be sent any more"), forgetting the request already on its way, sent while the approval held."""
+
+    def _absent_without_retry(self, situation: Situation, looked_at_s: float) -> Command:
+        if situation.held and not situation.approval.valid:
+            return RecordAbsent(reason="absent, and its approval has run out")
+        return super()._absent_without_retry(situation, looked_at_s)
+
+
 class FirstReadOnlyGuarded(_Variant):
     """Takes only a worker's first read for a round trip no wait came before (revision 8 as first written): the
     read after a retry that waited out its lost reply is sent seconds before the deadline, and comes back after
@@ -907,6 +939,14 @@ CORPUS: tuple[Catch, ...] = (
     Catch(ReadsWithSecondsLeft("reads_with_seconds_left"), "read_with_seconds_left", "abandoned_actions"),
     # From its second round: a read right after another round trip is no better guarded than a first one.
     Catch(FirstReadOnlyGuarded("first_read_only_guarded"), "read_after_retry_reply_waited_out", "abandoned_actions"),
+    # From a review of the other properties (stop 56): each passed every shipped case until its scenario shipped.
+    Catch(
+        ClaimsFirstRetryOnly("claims_first_retry_only"), "cancel_while_second_retry_leaves", "unauthorized_dispatches"
+    ),
+    Catch(
+        SupersededAbsentAtOnce("superseded_absent_at_once"), "newer_write_released_by_false_absence", "false_records"
+    ),
+    Catch(ExpiredAbsentAtOnce("expired_absent_at_once"), "approval_expired_late_original", "false_records"),
 )
 
 
