@@ -761,3 +761,20 @@ def test_a_receipt_no_answered_dispatch_named_is_a_false_record() -> None:
     rejection = recorded(20, "r1", event="rejection_recorded")
     assert _hidden_records(reply(0.5, 1, "refused"), rejection)[:3] == ("true", 0, [])
     assert _hidden_records(reply(0.5, 1, "in_progress"), recorded(20, "r9"))[:3] == ("unknown", None, [])
+
+
+def test_dispatches_after_a_cancellation_each_answered_without_an_effect_settle_it() -> None:
+    """Without the ledger, a dispatch sent after the cancellation and answered for good without an effect of its
+    own (refused, rejected, in conflict; heard or not) caused none: effects_after_cancel is 0. Answered
+    ``applied``, or not answered for good, it may have: unknown."""
+    text = OPENING + CANCEL + "\n" + dispatch(3.0, 1) + "\n"
+
+    def judged(*replies: str) -> object:
+        return run("effects_after_cancel", history(text + "\n".join(replies), visible=False)).value
+
+    for status in ("refused", "rejected", "conflict"):
+        assert judged(reply(3.5, 1, status, "r1" if status == "rejected" else "none")) == 0, status
+    assert judged(reply(3.5, 1, "refused").replace(" receive ", " undeliverable ")) == 0
+    assert judged(reply(3.5, 1, "applied", "r1")) is None
+    assert judged(reply(3.5, 1, "pending")) is None
+    assert judged() is None

@@ -200,15 +200,22 @@ def _final_replies(f: Facts, action_id: str) -> list[ReplyReceived | ReplyUndeli
     heard or not (the transport log keeps both), in the order they came; ``None`` when some dispatch has none (it
     was lost on the way, its reply was, it is pending or still on its way as the case ends, or its answer said
     nothing final): what that one did is not in the evidence. An action never dispatched has none to give."""
+    final = _final_answers(f)
+    dispatched = f.dispatches_of(action_id)
+    if any(d.execution_id not in final for d in dispatched):
+        return None
+    return sorted((final[d.execution_id] for d in dispatched), key=_index)
+
+
+def _final_answers(f: Facts) -> dict[str, ReplyReceived | ReplyUndeliverable]:
+    """Each dispatch's first final reply (``FINAL_REPLIES``), heard or not, by its execution ID."""
     final: dict[str, ReplyReceived | ReplyUndeliverable] = {}
     replies: list[ReplyReceived | ReplyUndeliverable] = [*f.replies, *f.unheard]
     replies.sort(key=_index)
     for reply in replies:
-        if reply.kind == "dispatch" and reply.action_id == action_id and reply.status in FINAL_REPLIES:
+        if reply.kind == "dispatch" and reply.status in FINAL_REPLIES:
             final.setdefault(str(reply.execution_id), reply)
-    if any(d.execution_id not in final for d in f.dispatches_of(action_id)):
-        return None
-    return sorted(final.values(), key=_index)
+    return final
 
 
 def _cut_off(cut: dict[str, list[str]], what: str) -> str:
@@ -223,14 +230,17 @@ def _cut_off(cut: dict[str, list[str]], what: str) -> str:
 def effects_after_cancel(f: Facts) -> Finding:
     """Effects caused by dispatches sent after a cancellation was recorded.
 
-    An in-flight request sent before the cancellation races with it legitimately and is not counted here.
+    An in-flight request sent before the cancellation races with it legitimately and is not counted here. With the
+    destination's ledger withheld, the count is known (none) only when each dispatch sent after the cancellation
+    was answered for good without an effect of its own (``rejected``, ``refused`` or ``conflict``).
     """
     if not f.cancels:
         return NOTHING_FOUND  # nothing was sent after a cancellation (most cases have none)
     late = {d.execution_id: d for d in f.dispatches if f.cancel_before(d.index) is not None}
     if not f.destination_visible:
-        if not late:
-            return NOTHING_FOUND
+        answered = _final_answers(f)
+        if all(e in answered and answered[e].status != "applied" for e in late):
+            return NOTHING_FOUND  # none sent after it, or each answered that it took no effect (refused, say)
         return Finding(None, reason=f"{HIDDEN} and {len(late)} dispatches were sent after the cancellation")
     anomalies = []
     for effect in f.effects:
