@@ -747,6 +747,15 @@ class ExpiredAbsentAtOnce(_Variant):
         return super()._absent_without_retry(situation, looked_at_s)
 
 
+class RejectionsUnguarded(_Variant):
+    """Writes rejections without the controller's conditional update (effects still guarded): two workers that
+    both read the refusal both record it."""
+
+    def decide(self, situation: Situation) -> Command:
+        command = super().decide(situation)
+        return command.model_copy(update={"guarded": False}) if isinstance(command, RecordRejection) else command
+
+
 class FirstReadOnlyGuarded(_Variant):
     """Takes only a worker's first read for a round trip no wait came before (revision 8 as first written): the
     read after a retry that waited out its lost reply is sent seconds before the deadline, and comes back after
@@ -947,6 +956,8 @@ CORPUS: tuple[Catch, ...] = (
         SupersededAbsentAtOnce("superseded_absent_at_once"), "newer_write_released_by_false_absence", "false_records"
     ),
     Catch(ExpiredAbsentAtOnce("expired_absent_at_once"), "approval_expired_late_original", "false_records"),
+    # Found by exploring rejected_reply_lost (two workers, a slow ledger write), then shipped as its scenario.
+    Catch(RejectionsUnguarded("rejections_unguarded"), "rejected_reply_lost_racing_writers", "duplicate_records"),
 )
 
 

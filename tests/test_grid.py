@@ -712,6 +712,14 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         follow=("correct", set()),
         verify=("correct", set()),
     ),
+    "rejected_reply_lost_racing_writers": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("correct", set()),
+        reconcile=("correct", set()),
+        new_key=("correct", set()),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
     "request_lost": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("correct", set()),
