@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import OPENING, dispatch, history, recorded
+from test_baseline import NEVER_RETRIES as THE_NEVER_RETRIES
 from test_check_mutants import reply, run
 from test_grid_mutants import Supervised  # the in-process stand-in for the worker processes
 
@@ -32,21 +33,7 @@ from harness.policy import load_policy
 from harness.run import UsageError, load_grid, run_case
 from harness.run.files import read_reports
 
-NEVER_RETRIES = '''
-from policies.reconcile_and_reauthorize import ReconcileAndReauthorize
-
-
-class NeverRetries(ReconcileAndReauthorize):
-    """Takes no retry for safe: records a final absence and stops, the task left undone."""
-
-    name = "never_retries_late"
-
-    def retry_is_safe(self, situation, looked_at_s):
-        return False
-
-
-POLICY = NeverRetries()
-'''
+NEVER_RETRIES = THE_NEVER_RETRIES.replace('name = "never_retries"', 'name = "never_retries_late"')
 
 KEEPS_ESCALATING = '''
 from harness.policy import Escalate

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import OPENING, SCENARIO_DIR, dispatch, history, recorded
+from test_baseline import NEVER_RETRIES as THE_NEVER_RETRIES
 from test_check_mutants import reply, run
 from test_grid_mutants import Supervised  # the in-process stand-in for the worker processes
 from test_policies import CONTRACT, INSIDE, OUTSIDE, situation
@@ -44,21 +45,7 @@ SAFE = "reconcile_and_reauthorize"
 #: Every run of pytest here leaves out the plugins it does not need.
 QUIET = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:xdist", "-p", "no:anyio")
 
-NEVER_RETRIES = '''
-from policies.reconcile_and_reauthorize import ReconcileAndReauthorize
-
-
-class NeverRetries(ReconcileAndReauthorize):
-    """Takes no retry for safe: records a final absence and stops, the task left undone."""
-
-    name = "never_retries_stop56"
-
-    def retry_is_safe(self, situation, looked_at_s):
-        return False
-
-
-POLICY = NeverRetries()
-'''
+NEVER_RETRIES = THE_NEVER_RETRIES.replace('name = "never_retries"', 'name = "never_retries_stop56"')
 
 
 def scenario(name: str) -> str:
