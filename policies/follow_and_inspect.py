@@ -13,8 +13,8 @@ Revision 2 (from what ``harness explore`` found): the connector's "no record" no
 retry safe by itself. Revision 3: as ``reconcile_and_reauthorize`` revision 5, no retry on an absence read before
 the target's reads caught up with the last attempt. Revision 4: as its revision 6, they catch up with an attempt
 only after it may last have reached the target, not after it was sent. Revision 5: as its revision 7, the last
-command the budget allows escalates, unless it records the action. Revision 6: as its revision 8, so does any
-command within the escalation margin before the deadline.
+command the budget allows escalates, unless it records the action. Revision 6: as its revision 8, so does, within
+the escalation margin before the deadline, a retry or a read no wait came right before.
 """
 
 from __future__ import annotations

@@ -121,8 +121,9 @@ class ReconcileAndReauthorize:
 
     def decide(self, situation: Situation) -> Command:
         """The next command; the last one the action's command budget allows accounts for it (escalates,
-        unless it records what was found), and so does any within the margin before the deadline: a read or a
-        retry sent then may not come back before it, and leave the action unaccounted for."""
+        unless it records what was found), and so does, within the margin before the deadline, a retry or a read no
+        wait came right before (``unguarded``): sent then, it may not come back before the deadline, and leave the
+        action unaccounted for."""
         command = self.next_command(situation)
         if isinstance(command, ACCOUNTED_FOR_BY):
             return command

@@ -9,8 +9,8 @@ absence may be followed by sending the same call again, under the same request U
 as ``reconcile_and_reauthorize`` revision 5, no retry on an absence read before the target's reads caught up with
 the last attempt. Revision 3: as its revision 6, they catch up with a call only after it reached the tool server
 (when its error came back), not after it was sent. Revision 4: as its revision 7, the last command the budget
-allows escalates, unless it records the action. Revision 5: as its revision 8, so does any command within the
-escalation margin before the deadline.
+allows escalates, unless it records the action. Revision 5: as its revision 8, so does, within the escalation
+margin before the deadline, a retry or a read no wait came right before.
 """
 
 from __future__ import annotations

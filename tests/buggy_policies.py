@@ -12,7 +12,6 @@ Every variant can be loaded by name, as ``buggy_policies:<name>`` (with ``tests/
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from harness.policy import (
@@ -111,9 +110,12 @@ class RepeatsRefusedClaims(_Variant):
 class WritesUnguarded(_Variant):
     """Writes receipts to the ledger without the controller's conditional update."""
 
+    #: The writes made unguarded.
+    written: type[Command] = RecordEffect
+
     def decide(self, situation: Situation) -> Command:
         command = super().decide(situation)
-        return command.model_copy(update={"guarded": False}) if isinstance(command, RecordEffect) else command
+        return command.model_copy(update={"guarded": False}) if isinstance(command, self.written) else command
 
 
 class RetriesUnderNewKey(_Variant):
@@ -709,10 +711,8 @@ class RetriesWithSecondsLeft(_Variant):
     """Keeps the deadline's margin for reads and waits only: it sends a retry however little time is left, and
     with its reply lost waits for one until past the deadline, the action neither recorded nor escalated."""
 
-    def last_chance(self, situation: Situation, command: Command) -> str | None:
-        if isinstance(command, RetrySameAction):
-            situation = situation.model_copy(update={"deadline_s": math.inf})
-        return super().last_chance(situation, command)
+    def unguarded(self, situation: Situation, command: Command) -> bool:
+        return not isinstance(command, RetrySameAction) and super().unguarded(situation, command)
 
 
 class ClaimsFirstRetryOnly(_Variant):
@@ -747,13 +747,11 @@ class ExpiredAbsentAtOnce(_Variant):
         return super()._absent_without_retry(situation, looked_at_s)
 
 
-class RejectionsUnguarded(_Variant):
+class RejectionsUnguarded(WritesUnguarded):
     """Writes rejections without the controller's conditional update (effects still guarded): two workers that
     both read the refusal both record it."""
 
-    def decide(self, situation: Situation) -> Command:
-        command = super().decide(situation)
-        return command.model_copy(update={"guarded": False}) if isinstance(command, RecordRejection) else command
+    written = RecordRejection
 
 
 class FirstReadOnlyGuarded(_Variant):
@@ -770,10 +768,8 @@ class ReadsWithSecondsLeft(_Variant):
     """Keeps the deadline's margin for retries only: a first read sent seconds before the deadline does not come
     back before it, and the action is neither recorded nor escalated."""
 
-    def last_chance(self, situation: Situation, command: Command) -> str | None:
-        if isinstance(command, LookUp):
-            situation = situation.model_copy(update={"deadline_s": math.inf})
-        return super().last_chance(situation, command)
+    def unguarded(self, situation: Situation, command: Command) -> bool:
+        return not isinstance(command, LookUp) and super().unguarded(situation, command)
 
 
 class ConnectorAnswerAsTargetRead(_FollowVariant):

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -333,3 +334,23 @@ def shipped(name: str) -> Scenario:
 @pytest.fixture
 def lost_response() -> Scenario:
     return shipped("lost_response")
+
+
+@pytest.fixture
+def policy_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Path]]:
+    """``policy_module(module, text, folder="mine")``: writes a user's policy module into a folder of the test's
+    own, puts that folder on sys.path for the test, and returns it; every module so written is gone from
+    sys.modules after the test (the next test's module of that name is its own)."""
+    written: list[str] = []
+
+    def write(module: str, text: str, folder: str = "mine") -> Path:
+        where = tmp_path / folder
+        where.mkdir(exist_ok=True)
+        (where / f"{module}.py").write_text(text)
+        monkeypatch.syspath_prepend(str(where))
+        written.append(module)
+        return where
+
+    yield write
+    for module in written:
+        sys.modules.pop(module, None)

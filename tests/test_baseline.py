@@ -9,7 +9,7 @@ import shlex
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,15 +44,9 @@ POLICY = NeverRetries()
 
 
 @pytest.fixture
-def never(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A folder holding the never-retrying policy's module, on sys.path for the test (and gone from sys.modules
-    after it)."""
-    folder = tmp_path / "mine"
-    folder.mkdir()
-    (folder / "tests_never.py").write_text(NEVER_RETRIES)
-    monkeypatch.syspath_prepend(str(folder))
-    yield folder
-    sys.modules.pop("tests_never", None)
+def never(policy_module: Callable[..., Path]) -> Path:
+    """A folder holding the never-retrying policy's module (``tests_never:POLICY``), on sys.path for the test."""
+    return policy_module("tests_never", NEVER_RETRIES)
 
 
 def test_a_safe_policy_that_leaves_the_task_undone_fails_only_against_a_baseline(never: Path, tmp_path: Path) -> None:
@@ -160,19 +154,13 @@ POLICY = KeepsEscalating()
 '''
 
 
-def test_an_action_escalated_again_and_again_is_noted_not_failed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_an_action_escalated_again_and_again_is_noted_not_failed(policy_module: Callable[..., Path]) -> None:
     """An action handed to its owner stays handed over: a policy that escalates it again at every command passes
     (each escalation stands), and the check says in how many cases and how many times at most. The correct policy
     escalates an action once, and no such note is made."""
-    (tmp_path / "tests_escalating.py").write_text(KEEPS_ESCALATING)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    try:
-        options = CheckOptions(scenarios=("uncertain_lookup", "lost_response"), seeds=(1,))
-        summary = check_policy("tests_escalating:POLICY", options)
-    finally:
-        sys.modules.pop("tests_escalating", None)
+    policy_module("tests_escalating", KEEPS_ESCALATING)
+    options = CheckOptions(scenarios=("uncertain_lookup", "lost_response"), seeds=(1,))
+    summary = check_policy("tests_escalating:POLICY", options)
     [note] = [n for n in summary.notes if "more than once" in n]
     assert summary.ok and note.startswith(
         "note: keeps_escalating escalated one action more than once in 2 of 2 cases (not a failure: each "
@@ -252,19 +240,18 @@ def test_the_pytest_plugin_fails_the_items_left_incomplete_where_the_baseline_co
     )
 
 
-def test_the_pytest_plugin_refuses_a_baseline_it_cannot_tell_apart(never: Path, pytester: pytest.Pytester) -> None:
+def test_the_pytest_plugin_refuses_a_baseline_it_cannot_tell_apart(
+    never: Path, policy_module: Callable[..., Path], pytester: pytest.Pytester
+) -> None:
     """An unknown baseline is refused as check refuses it, and so is one named as a gated policy is (their cases
     would be taken for one policy's)."""
-    (never / "tests_namesake.py").write_text(NEVER_RETRIES.replace('"never_retries"', f'"{SAFE}"'))
+    policy_module("tests_namesake", NEVER_RETRIES.replace('"never_retries"', f'"{SAFE}"'))
     args = [*QUIET, "--harness-policy", "tests_never:POLICY", "--harness-scenario", "request_lost"]
     with pytest.raises(pytest.UsageError, match=r"^harness: --harness-baseline: unknown policy 'retry_sam_key'"):
         pytester.parseconfigure(*args, "--harness-baseline", "retry_sam_key")
-    try:
-        namesake = [*QUIET, "--harness-policy", "tests_namesake:POLICY", "--harness-scenario", "request_lost"]
-        with pytest.raises(pytest.UsageError) as refused:
-            pytester.parseconfigure(*namesake, "--harness-baseline", SAFE)
-    finally:
-        sys.modules.pop("tests_namesake", None)
+    namesake = [*QUIET, "--harness-policy", "tests_namesake:POLICY", "--harness-scenario", "request_lost"]
+    with pytest.raises(pytest.UsageError) as refused:
+        pytester.parseconfigure(*namesake, "--harness-baseline", SAFE)
     assert str(refused.value) == (
         f"harness: --harness-baseline {SAFE}: its name '{SAFE}' is that of --harness-policy tests_namesake:POLICY, "
         "and the cases of both would be taken for one policy's; fix: give one of them another name"
@@ -333,24 +320,18 @@ def test_a_task_the_baseline_completed_unsafely_fails_no_case(tmp_path: Path, in
 
 
 def test_an_incomplete_cases_command_finds_a_policy_and_a_baseline_from_two_folders(
-    never: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    never: Path, policy_module: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The policy and its baseline imported from two folders, neither the current one: the command names both on
     one ``PYTHONPATH`` (the shell keeps one assignment of a variable: two lost the first), and runs from a third
     folder."""
-    theirs = tmp_path / "theirs"
-    theirs.mkdir()
-    (theirs / "tests_reference.py").write_text(
+    reference = (
         "from policies.reconcile_and_reauthorize import ReconcileAndReauthorize\n\n\n"
         "class Reference(ReconcileAndReauthorize):\n    name = 'reference'\n\n\nPOLICY = Reference()\n"
     )
-    sys.path.insert(0, str(theirs))
-    try:
-        args = ["check", "--policy", "tests_never:POLICY", "--scenario", "request_lost", "--seed-count", "1"]
-        assert main([*args, "--baseline", "tests_reference:POLICY", "--out", str(tmp_path / "o")]) == 1
-    finally:
-        sys.path.remove(str(theirs))
-        sys.modules.pop("tests_reference", None)
+    theirs = policy_module("tests_reference", reference, folder="theirs")
+    args = ["check", "--policy", "tests_never:POLICY", "--scenario", "request_lost", "--seed-count", "1"]
+    assert main([*args, "--baseline", "tests_reference:POLICY", "--out", str(tmp_path / "o")]) == 1
     [fail] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("FAIL ")]
     command = fail.partition("; reproduce: ")[2]
     assert command.startswith(f"PYTHONPATH={shlex.quote(f'{never}:{theirs}')} python -m harness run ")
@@ -393,26 +374,25 @@ def test_an_incomplete_cases_command_names_a_scenario_file_by_its_whole_path(
     result.stdout.fnmatch_lines([f"*{expected}"])
 
 
-def test_check_and_assert_recovers_refuse_a_baseline_named_as_the_policy(never: Path, tmp_path: Path) -> None:
+def test_check_and_assert_recovers_refuse_a_baseline_named_as_the_policy(
+    policy_module: Callable[..., Path], tmp_path: Path
+) -> None:
     """A fork that kept the shipped name, gated against the shipped policy: refused before anything runs, as the
     plugin refuses it (their cases would be taken for one policy's, and the command running both is refused)."""
     from harness.errors import InputError
     from harness.gate.runner import assert_recovers
 
-    (never / "tests_fork.py").write_text(NEVER_RETRIES.replace('"never_retries"', f'"{SAFE}"'))
-    try:
-        options = CheckOptions(scenarios=("request_lost",), seeds=(1,), out=tmp_path / "c", baseline=SAFE)
-        with pytest.raises(InputError) as refused:
-            check_policy("tests_fork:POLICY", options)
-        assert str(refused.value) == (
-            f"--baseline {SAFE}: its name '{SAFE}' is that of --policy tests_fork:POLICY, and the cases of both would "
-            "be taken for one policy's; fix: give one of them another name"
-        )
-        assert not (tmp_path / "c").exists()
-        with pytest.raises(InputError, match=r"^assert_recovers: argument 'baseline' reconcile_and_reauthorize: its"):
-            assert_recovers("tests_fork:POLICY", ["request_lost"], seeds=[1], baseline=SAFE)
-    finally:
-        sys.modules.pop("tests_fork", None)
+    policy_module("tests_fork", NEVER_RETRIES.replace('"never_retries"', f'"{SAFE}"'))
+    options = CheckOptions(scenarios=("request_lost",), seeds=(1,), out=tmp_path / "c", baseline=SAFE)
+    with pytest.raises(InputError) as refused:
+        check_policy("tests_fork:POLICY", options)
+    assert str(refused.value) == (
+        f"--baseline {SAFE}: its name '{SAFE}' is that of --policy tests_fork:POLICY, and the cases of both would "
+        "be taken for one policy's; fix: give one of them another name"
+    )
+    assert not (tmp_path / "c").exists()
+    with pytest.raises(InputError, match=r"^assert_recovers: argument 'baseline' reconcile_and_reauthorize: its"):
+        assert_recovers("tests_fork:POLICY", ["request_lost"], seeds=[1], baseline=SAFE)
     assert check_policy(SAFE, CheckOptions(scenarios=("request_lost",), seeds=(1,), baseline=SAFE)).ok  # itself
 
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conftest import OPENING, dispatch, history, recorded
+from test_baseline import KEEPS_ESCALATING as THE_KEEPS_ESCALATING
 from test_baseline import NEVER_RETRIES as THE_NEVER_RETRIES
 from test_check_mutants import reply, run
 from test_grid_mutants import Supervised  # the in-process stand-in for the worker processes
@@ -35,21 +35,7 @@ from harness.run.files import read_reports
 
 NEVER_RETRIES = THE_NEVER_RETRIES.replace('name = "never_retries"', 'name = "never_retries_late"')
 
-KEEPS_ESCALATING = '''
-from harness.policy import Escalate
-
-
-class KeepsEscalating:
-    """Escalates at every command (never stops): safe, and a pager's nightmare."""
-
-    name, revision = "keeps_escalating_late", "test"
-
-    def decide(self, situation):
-        return Escalate(reason="outcome unknown")
-
-
-POLICY = KeepsEscalating()
-'''
+KEEPS_ESCALATING = THE_KEEPS_ESCALATING.replace('"keeps_escalating"', '"keeps_escalating_late"')
 
 #: request_lost: a same-key retry completes the task (the correct policy completes it, the never-retrying one
 #: records an absence and passes); lost_response: a lookup records the effect, no retry needed.
@@ -69,17 +55,10 @@ def supervised(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Supervised:
 
 
 @pytest.fixture
-def modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A folder holding the never-retrying and the ever-escalating policies' modules, on sys.path for the test
-    (and gone from sys.modules after it)."""
-    folder = tmp_path / "mine"
-    folder.mkdir()
-    (folder / "late_never.py").write_text(NEVER_RETRIES)
-    (folder / "late_escalating.py").write_text(KEEPS_ESCALATING)
-    monkeypatch.syspath_prepend(str(folder))
-    yield folder
-    for name in ("late_never", "late_escalating"):
-        sys.modules.pop(name, None)
+def modules(policy_module: Callable[..., Path]) -> Path:
+    """A folder holding the never-retrying and the ever-escalating policies' modules, on sys.path for the test."""
+    policy_module("late_never", NEVER_RETRIES)
+    return policy_module("late_escalating", KEEPS_ESCALATING)
 
 
 # -- false_records under a hidden ledger: what is named, what is kept ------------------------------------------------
@@ -292,7 +271,8 @@ def test_only_a_passing_case_left_incomplete_where_the_baseline_completed_it_fai
              _gate("request_lost seed 4", passed=False), _gate("request_lost seed 5"), _gate("request_lost seed 6"))  # fmt: skip
     options = CheckOptions(scenarios=("request_lost",), seeds=(1, 2, 3, 4, 5), out=tmp_path)
     spec = "policies.reconcile_and_reauthorize:POLICY"
-    judged, said = _against_baseline("mine_spec", spec, cases, reports, ["request_lost"], tmp_path, options)
+    run = load_grid(["reconcile_and_reauthorize"], ["request_lost"], range(1, 7)).cases  # the cases' own scenarios
+    judged, said = _against_baseline("mine_spec", spec, cases, reports, ["request_lost"], run, tmp_path, options)
     assert [(c.name, c.outcome) for c in judged] == [
         ("request_lost seed 1", "incomplete"),
         *[(c.name, c.outcome) for c in cases[1:]],
@@ -303,7 +283,7 @@ def test_only_a_passing_case_left_incomplete_where_the_baseline_completed_it_fai
         f"cases are in {tmp_path / 'baseline'}"
     )
     again, said = _against_baseline(
-        "mine_spec", "stop_on_timeout", cases, reports, ["request_lost"], tmp_path / "other", options
+        "mine_spec", "stop_on_timeout", cases, reports, ["request_lost"], run, tmp_path / "other", options
     )
     assert again == cases
     assert said.startswith("note: the task ended completed in 1 of 5 cases, 0 of 5 with the baseline stop_on_timeout")

@@ -9,7 +9,7 @@ unmutated). Each expectation is derived from the rule the code states."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -61,15 +61,10 @@ def supervised(monkeypatch: pytest.MonkeyPatch) -> Supervised:
 
 
 @pytest.fixture
-def never(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def never(policy_module: Callable[..., Path]) -> Path:
     """A folder holding the never-retrying policy's module (``tests_never_stop56:POLICY``, named
-    ``never_retries_stop56``), on sys.path for the test and gone from sys.modules after it."""
-    folder = tmp_path / "mine"
-    folder.mkdir()
-    (folder / "tests_never_stop56.py").write_text(NEVER_RETRIES)
-    monkeypatch.syspath_prepend(str(folder))
-    yield folder
-    sys.modules.pop("tests_never_stop56", None)
+    ``never_retries_stop56``), on sys.path for the test."""
+    return policy_module("tests_never_stop56", NEVER_RETRIES)
 
 
 # -- false_records under a hidden ledger, every dispatch answered ----------------------------------------------------

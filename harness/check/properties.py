@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 
 from harness.check.facts import Facts
 from harness.check.finding import HIDDEN, NOTHING_FOUND, Finding, counted
@@ -124,7 +125,8 @@ def duplicate_effects(f: Facts) -> Finding:
     """
     if not f.destination_visible:
         sent = Counter(d.action_id for d in f.dispatches)
-        settled = {a: _final_replies(f, a) for a, n in sent.items() if n > 1}
+        final = _final_answers(f)
+        settled = {a: _final_replies(f, a, final) for a, n in sent.items() if n > 1}
         many = {a: sent[a] for a, replies in settled.items() if replies is None}
         witnessed = _answered_applied_twice(f)
         if not many:  # each action sent once, or answered for each dispatch: its effects are its applied receipts
@@ -195,12 +197,14 @@ def _applied_replies(f: Facts) -> dict[str, dict[str, int]]:
 FINAL_REPLIES = frozenset({"applied", "rejected", "refused", "conflict"})
 
 
-def _final_replies(f: Facts, action_id: str) -> list[ReplyReceived | ReplyUndeliverable] | None:
+def _final_replies(
+    f: Facts, action_id: str, final: Mapping[str, ReplyReceived | ReplyUndeliverable]
+) -> list[ReplyReceived | ReplyUndeliverable] | None:
     """With the destination's ledger withheld: a final reply (``FINAL_REPLIES``) to each dispatch of the action,
     heard or not (the transport log keeps both), in the order they came; ``None`` when some dispatch has none (it
     was lost on the way, its reply was, it is pending or still on its way as the case ends, or its answer said
-    nothing final): what that one did is not in the evidence. An action never dispatched has none to give."""
-    final = _final_answers(f)
+    nothing final): what that one did is not in the evidence. An action never dispatched has none to give.
+    ``final`` is ``_final_answers(f)``, found once for every action."""
     dispatched = f.dispatches_of(action_id)
     if any(d.execution_id not in final for d in dispatched):
         return None
@@ -368,12 +372,12 @@ def _false_records_on_the_wire(f: Facts) -> Finding:
     an absence recorded after a dispatch was answered ``rejected`` (so accepted first) is false. A lookup's answer
     is no such proof (a misrouted lookup can name a receipt the destination never applied): what the replies do
     not settle is unknown."""
-    applied = _applied_replies(f)
+    applied, answers = _applied_replies(f), _final_answers(f)
     anomalies = []
     unsettled: list[str] = []
     for r in f.records:
         answered = applied.get(r.action_id, {})
-        final = _final_replies(f, r.action_id)
+        final = _final_replies(f, r.action_id, answers)
         if isinstance(r, EffectRecorded):
             if final is not None and r.receipt_id not in answered:
                 why = "no dispatch of it was answered applied under it, and each was answered"

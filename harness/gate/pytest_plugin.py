@@ -44,7 +44,7 @@ _REPORTS: pytest.StashKey[Mapping[tuple[str, str, int], CaseReport] | str] = pyt
 _DEFAULT_CASE_TIMEOUT_S = 60.0
 #: What ``harness check`` notes about the cases run: declared faults and operator events that fired in none.
 _NOTES: pytest.StashKey[list[str]] = pytest.StashKey()
-#: ``--harness-baseline``: its spec and its name (its cases run with the policies' and are keyed by its name).
+#: ``--harness-baseline``: its spec and its name (its cases run in a grid of their own, keyed by its name).
 _BASELINE: pytest.StashKey[tuple[str, str]] = pytest.StashKey()
 
 

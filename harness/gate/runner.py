@@ -32,7 +32,7 @@ from harness.run import CellJob, CellResult, GridOptions, GridSummary, load_grid
 from harness.run.files import read_reports
 from harness.run.grid import Progress
 from harness.run.plan import Case, UsageError, absolute
-from harness.scenario import list_scenarios, scenario_cases
+from harness.scenario import list_scenarios
 from harness.seeds import DEFAULT_SEEDS, SEED_MAX
 from harness.version import __version__
 
@@ -174,7 +174,9 @@ def _checked(
     cases = judge_reports(reports, cases_run, ReproFolder(out / "repro"))
     notes = coverage_notes(summary, policy.name)
     if options.baseline is not None:
-        cases, said = _against_baseline(policy_spec, options.baseline, cases, reports, scenarios, out, options)
+        cases, said = _against_baseline(
+            policy_spec, options.baseline, cases, reports, scenarios, cases_run, out, options
+        )
         notes.append(said)
     elapsed_s = time.perf_counter() - started
     raised = [c for c in cases if c.raised]
@@ -265,6 +267,7 @@ def _against_baseline(
     cases: tuple[GateCase, ...],
     reports: Mapping[tuple[str, str, int], CaseReport],
     scenarios: list[str],
+    cases_run: Sequence[Case],
     out: Path,
     options: CheckOptions,
 ) -> tuple[tuple[GateCase, ...], str]:
@@ -279,7 +282,7 @@ def _against_baseline(
     done_by = {(scenario, seed): r for (_, scenario, seed), r in theirs.items()}
     mine = {case_name(scenario, seed): r for (_, scenario, seed), r in reports.items()}  # one policy's cases
     # Each case's scenario as given (a file by its absolute path), so that the command that runs both finds it.
-    specs = {scenario.name: absolute(case) for spec in scenarios for case, scenario in scenario_cases(spec)}
+    specs = {c.scenario.name: absolute(c.scenario_spec) for c in cases_run}
     out_cases = []
     for case in cases:
         report = mine.get(case.name)
