@@ -14,7 +14,9 @@ retry safe by itself. Revision 3: as ``reconcile_and_reauthorize`` revision 5, n
 the target's reads caught up with the last attempt. Revision 4: as its revision 6, they catch up with an attempt
 only after it may last have reached the target, not after it was sent. Revision 5: as its revision 7, the last
 command the budget allows escalates, unless it records the action. Revision 6: as its revision 8, so does, within
-the escalation margin before the deadline, a retry or a read no wait came right before.
+the escalation margin before the deadline, a retry or a read no wait came right before. Revision 7: as its
+revision 9, a same-key retry must also arrive inside the window of an earlier request that landed just after the
+read.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from policies.reconcile_and_reauthorize import ReconcileAndReauthorize
 
 class FollowAndInspect(ReconcileAndReauthorize):
     name = "follow_and_inspect"
-    revision = "6"
+    revision = "7"
 
     def next_command(self, situation: Situation) -> Command:
         if situation.contract.via != "connector" or situation.recorded or situation.escalated:

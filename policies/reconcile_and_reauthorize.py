@@ -25,7 +25,11 @@ scenario author's review): the command its action's budget has room for last is 
 the action: a worker that waited and read until the budget ran out left the action abandoned. Revision 8 (from an
 adversarial review): so is a retry, or a read no wait came right before, within the escalation margin before the
 deadline: a worker that started recovering seconds before the deadline sent a retry, and waited for its lost reply
-until past it; one that waited out a retry's reply, or a slow read, read again too late.
+until past it; one that waited out a retry's reply, or a slow read, read again too late. Revision 9 (from an
+adversarial review): a key's window is counted from its first arrival, so a same-key retry is safe only if it, as
+late as request validity lets it be, also arrives inside the window of an earlier request that may have reached
+the target after what the read saw: with a 10 s window, a retry 20 s on the wire applied m7 a second time after
+the original landed just after the read.
 """
 
 from __future__ import annotations
@@ -79,7 +83,7 @@ def recovery_decision(
 
 class ReconcileAndReauthorize:
     name = "reconcile_and_reauthorize"
-    revision = "8"
+    revision = "9"
     #: Time between lookups while the result is pending or unknown.
     wait_s = 10.0
     #: Escalate while at least this much time is left before the deadline.
@@ -107,17 +111,34 @@ class ReconcileAndReauthorize:
 
     def retry_is_safe(self, situation: Situation, looked_at_s: float) -> bool:
         """Whether a same-key retry sent now cannot add a second effect to an earlier request: the absence it
-        follows is final, or the destination keeps the key durably and its window (counted from the retry)
-        outlasts every late arrival the request-validity rule still allows."""
+        follows is final, or the destination keeps the key durably and the key's window (counted from its first
+        arrival) covers both orders in which the retry and an earlier request can arrive, each as late as the
+        request-validity rule still allows."""
         quiet = self.quiet_after_s(situation)
         if quiet is not None and looked_at_s >= quiet:
             return True
         last_sent = situation.last_sent_bound_s
         contract = situation.contract
-        if last_sent is None or contract.dedupe != "durable" or contract.request_validity_s is None:
+        validity = contract.request_validity_s
+        if last_sent is None or contract.dedupe != "durable" or validity is None:
             return last_sent is None
-        # Every earlier request can still arrive until it is too old; the retry's window must outlast them all.
-        return last_sent + contract.request_validity_s <= situation.now_s + contract.dedupe_window_s
+        # The retry first: every earlier request can still arrive until it is too old, inside the retry's window.
+        if last_sent + validity > situation.now_s + contract.dedupe_window_s:
+            return False
+        return self.inside_unseen_window(situation, looked_at_s, validity)
+
+    def inside_unseen_window(self, situation: Situation, looked_at_s: float, validity_s: float) -> bool:
+        """Whether a same-key retry sent now, as late as request validity lets it arrive, arrives inside the window
+        of an earlier request that may land just after the read (a key's window is counted from its first
+        arrival, that request's). Where the target's reads lag, a retry waits for a read that has caught up with
+        every attempt (``caught_up_s``), so none lands unseen after it; where they do not, a read is acted on
+        while an attempt late on its way may still land."""
+        if situation.contract.lookup_lag_s > 0:
+            return True
+        reached_by = self.reached_by_s(situation)
+        if reached_by is None or reached_by <= looked_at_s:
+            return True  # every earlier request had reached the target by the read, which saw it
+        return situation.now_s + validity_s <= looked_at_s + situation.contract.dedupe_window_s
 
     def decide(self, situation: Situation) -> Command:
         """The next command; the last one the action's command budget allows accounts for it (escalates,

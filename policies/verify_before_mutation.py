@@ -10,7 +10,8 @@ as ``reconcile_and_reauthorize`` revision 5, no retry on an absence read before 
 the last attempt. Revision 3: as its revision 6, they catch up with a call only after it reached the tool server
 (when its error came back), not after it was sent. Revision 4: as its revision 7, the last command the budget
 allows escalates, unless it records the action. Revision 5: as its revision 8, so does, within the escalation
-margin before the deadline, a retry or a read no wait came right before.
+margin before the deadline, a retry or a read no wait came right before. Revision 6: as its revision 9, a same-key
+retry must also arrive inside the window of an earlier call that reached the tool server just after the read.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from policies.reconcile_and_reauthorize import ReconcileAndReauthorize
 
 class VerifyBeforeMutation(ReconcileAndReauthorize):
     name = "verify_before_mutation"
-    revision = "5"
+    revision = "6"
     read_command: Command = VerifyOutcome()
     read_source = "verify"
 

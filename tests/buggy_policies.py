@@ -772,6 +772,29 @@ class ReadsWithSecondsLeft(_Variant):
         return not isinstance(command, LookUp) and super().unguarded(situation, command)
 
 
+class WindowFromRetryOnly(_Variant):
+    """Counts the key's window from the retry (revision 8's rule): checks that every earlier request arrives
+    inside the retry's window, not that the retry, itself late, arrives inside the window of an earlier request
+    that landed first, just after the read."""
+
+    def inside_unseen_window(self, situation: Situation, looked_at_s: float, validity_s: float) -> bool:
+        return True
+
+
+class ComparesDigestNotModel(_Variant):
+    """Compares a receipt's key, operation, target and digest, but not the model's name ("the digest is the
+    model"): the same build deployed under another model's name passes for the action's effect."""
+
+    def matches(self, receipt: Receipt, situation: Situation) -> bool:
+        keys = {situation.action.idempotency_key, *(a.idempotency_key for a in situation.attempts)}
+        got, sent = receipt.artifact, situation.action.artifact
+        return receipt.idempotency_key in keys and (got.operation, got.target, got.digest) == (
+            sent.operation,
+            sent.target,
+            sent.digest,
+        )
+
+
 class ConnectorAnswerAsTargetRead(_FollowVariant):
     """Takes any fresh read for a read of the target, the connector's job follow included: its "no record of
     this key" after a crash reads as the target showing nothing."""
@@ -815,6 +838,14 @@ class FreshFromOwnAttempt(_Variant):
     def _latest_fresh_read(self, situation: Situation, latest_attempt: float | None) -> LookupView | None:
         own = situation.attempts[-1].sent_at_s if situation.attempts else None
         return super()._latest_fresh_read(situation, own)
+
+
+class FollowNotARead(_FollowVariant):
+    """Leaves the job follow out of the round trips the deadline's margin guards (its reads were lookups and
+    verifications): a follow sent seconds before the deadline waits at the connector, and answers after it."""
+
+    def unguarded(self, situation: Situation, command: Command) -> bool:
+        return not isinstance(command, FollowJob) and super().unguarded(situation, command)
 
 
 @dataclass(frozen=True)
@@ -954,6 +985,11 @@ CORPUS: tuple[Catch, ...] = (
     Catch(ExpiredAbsentAtOnce("expired_absent_at_once"), "approval_expired_late_original", "false_records"),
     # Found by exploring rejected_reply_lost (two workers, a slow ledger write), then shipped as its scenario.
     Catch(RejectionsUnguarded("rejections_unguarded"), "rejected_reply_lost_racing_writers", "duplicate_records"),
+    # From an adversarial review (stop 57): each passed every shipped case, and exploration at depth 2, until its
+    # scenario shipped. The window's variant is the three safe policies' own rule before it was found.
+    Catch(WindowFromRetryOnly("window_from_retry_only"), "retry_late_past_original_window", "duplicate_effects"),
+    Catch(ComparesDigestNotModel("compares_digest_not_model"), "aliased_receipt", "mismatched_records"),
+    Catch(FollowNotARead("follow_not_a_read"), "connector_follow_with_seconds_left", "abandoned_actions"),
 )
 
 

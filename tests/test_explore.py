@@ -307,7 +307,9 @@ def test_reconcile_has_no_finding_in_any_shipped_scenario(background_harness: Ba
     restarts the bridge at the second call, which a safe policy never sends. connector_new_operation_pending's
     fault at the second dispatch and its cancellation after it is accepted are for follow_and_inspect's new
     operation after the dead job: reconcile starts none, and escalates. retry_with_seconds_left loses the reply
-    to a retry sent within the margin before the deadline, which a safe policy never sends.
+    to a retry sent within the margin before the deadline, which a safe policy never sends, and
+    retry_late_past_original_window delays a retry that would arrive after the late original's window, which a safe
+    policy never sends either (the original lands, and its effect is recorded).
 
     Minutes of work on both cores: the command runs in the background from the start of the session, and this
     test runs last (tests/conftest.py, Background)."""
@@ -320,6 +322,7 @@ def test_reconcile_has_no_finding_in_any_shipped_scenario(background_harness: Ba
         {"scenario": "connector_new_operation_pending", "fault": "accepted_not_applied nth=2"},
         {"scenario": "connector_no_record_yet", "fault": "request_delayed nth=2 delay_s=20.0"},
         {"scenario": "process_dedupe_late_original", "fault": "destination_restart nth=2"},
+        {"scenario": "retry_late_past_original_window", "fault": "request_delayed nth=2 delay_s=20.0"},
         {"scenario": "retry_with_seconds_left", "fault": "response_lost nth=2"},
     ]
     assert {s.partition("@")[0] for s in summary["scenarios"]} == set(list_scenarios())

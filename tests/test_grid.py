@@ -57,6 +57,14 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         follow=("correct", set()),
         verify=("correct", set()),
     ),
+    "aliased_receipt": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("correct", set()),
+        reconcile=("escalated", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
+    ),
     "approval_expired_before_dispatch": dict(
         stop=("correct", set()),
         same_key=("correct", set()),
@@ -324,6 +332,14 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         reconcile=("escalated", set()),
         new_key=("correct", set()),
         follow=("correct", set()),
+        verify=("escalated", set()),
+    ),
+    "connector_follow_with_seconds_left": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("abandoned", {"abandoned_actions"}),
+        reconcile=("escalated", set()),
+        new_key=("incorrect", {"abandoned_actions", "duplicate_effects"}),
+        follow=("escalated", set()),
         verify=("escalated", set()),
     ),
     "connector_forgotten_late_job_short_window": dict(
@@ -735,6 +751,14 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         new_key=("incorrect", {"duplicate_effects"}),
         follow=("escalated", set()),
         verify=("escalated", set()),
+    ),
+    "retry_late_past_original_window": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"duplicate_effects"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
     ),
     "retry_with_seconds_left": dict(
         stop=("abandoned", {"abandoned_actions"}),

@@ -166,6 +166,39 @@ def test_reconcile_does_not_retry_when_the_window_is_shorter_than_request_validi
     assert isinstance(RECONCILE.decide(s), Wait)
 
 
+@pytest.mark.parametrize(("window", "retries"), [(60.5, True), (60.25, False)])
+def test_reconcile_retries_only_inside_the_window_of_an_original_landing_just_after_the_read(
+    window: float, retries: bool
+) -> None:
+    """Revision 9: the original, sent at 0 s and unanswered, may land just after the read (sent at 15 s), and the
+    key's window counts from that arrival: a retry sent at 15.5 s, arriving as late as 75.5 s, needs a window of
+    60.5 s. Shorter, it waits for the absence to be final; the other order (the original arriving by 60 s,
+    inside a window counted from the retry) holds for both windows."""
+    contract = CONTRACT.model_copy(update={"dedupe_window_s": window})
+    s = situation(lookups=(LookupView(at_s=15.2, sent_at_s=15.0, effect="absent"),), now=15.5, contract=contract)
+    command = RECONCILE.decide(s)
+    assert command == RetrySameAction(claim=True) if retries else isinstance(command, Wait), command
+
+
+@pytest.mark.parametrize(("replied_at", "retries"), [(15.0, True), (15.25, False)])
+def test_reconcile_retries_under_a_short_window_once_every_attempt_had_reached_the_target(
+    replied_at: float, retries: bool
+) -> None:
+    """An attempt whose reply came back by the time the read (sent at 15 s) saw the target had reached it: no
+    earlier request can land unseen after the read, so a 60.25 s window is enough for the retry. One answered
+    later may have landed after the read, and the retry could arrive 60 s after it: wait for the absence to be
+    final."""
+    contract = CONTRACT.model_copy(update={"dedupe_window_s": 60.25})
+    answered = (
+        situation()
+        .attempts[0]
+        .model_copy(update={"observation": "response", "response_status": "error", "replied_at_s": replied_at})
+    )
+    s = situation(lookups=(LookupView(at_s=15.2, sent_at_s=15.0, effect="absent"),), now=15.5, contract=contract)
+    command = RECONCILE.decide(s.model_copy(update={"attempts": (answered,)}))
+    assert command == RetrySameAction(claim=True) if retries else isinstance(command, Wait), command
+
+
 def test_reconcile_waits_out_a_refused_claim_instead_of_repeating_it() -> None:
     """After its claim was refused, the policy does not ask for the same claim again at once."""
     refused = CommandResult(kind="retry_same_action", refused=True, reason="claim refused: target held")
