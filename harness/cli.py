@@ -604,14 +604,14 @@ def _write_junit(junit: Path, plan: Plan, out: Path) -> None:
     from harness.gate.junit import write_junit
     from harness.gate.repro import ReproFolder
     from harness.gate.runner import grid_suites
-    from harness.run.files import read_reports
+    from harness.run.files import iter_reports
 
     cells = [(c.policy_spec, c.scenario_spec) for c in plan.cells]
     all_seeds = sorted({s for c in plan.cells for s in c.seeds})
     # The repro files' paths as absolute ones: a reproduce command read from the JUnit runs from anywhere, and a
     # resumed run's JUnit is the same whichever folder the resume was started from.
     repros = ReproFolder((out / "repro").absolute())
-    write_junit(junit, grid_suites(cells, all_seeds, read_reports(out), repros))
+    write_junit(junit, grid_suites(cells, all_seeds, iter_reports(out), repros))
 
 
 def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> int:

@@ -847,14 +847,14 @@ def test_reports_are_judged_in_the_grids_order_and_cases_not_run_are_left_out(tm
         for c in grid.cases
         if c.seed == 1 or c.policy.name == "reconcile_and_reauthorize"
     }
-    judged = judge_reports(dict(reversed(reports.items())), grid.cases, ReproFolder(tmp_path))
+    judged = judge_reports(reversed(reports.values()), grid.cases, ReproFolder(tmp_path))
     assert [(j.policy, j.name, j.status) for j in judged] == [
         ("retry_new_key", "lost_response seed 1", "failed"),
         ("reconcile_and_reauthorize", "lost_response seed 1", "passed"),
         ("reconcile_and_reauthorize", "lost_response seed 2", "passed"),
     ]
     assert judged[0].repro == tmp_path / "retry_new_key" / "seed-1" / "lost_response.yaml"
-    assert judge_reports({}, grid.cases, ReproFolder(tmp_path)) == ()
+    assert judge_reports([], grid.cases, ReproFolder(tmp_path)) == ()
 
 
 def test_grid_suites_are_one_per_policy_in_the_grids_order(tmp_path: Path) -> None:
@@ -866,8 +866,8 @@ def test_grid_suites_are_one_per_policy_in_the_grids_order(tmp_path: Path) -> No
         ("reconcile_and_reauthorize", "lost_response"),
         ("reconcile_and_reauthorize", "uncertain_lookup"),
     ]
-    suites = grid_suites(specs, [1], dict(reversed(reports.items())), ReproFolder(tmp_path))
-    judged = judge_reports(reports, grid.cases, ReproFolder(tmp_path / "again"))
+    suites = grid_suites(specs, [1], reversed(reports.values()), ReproFolder(tmp_path))
+    judged = judge_reports(reports.values(), grid.cases, ReproFolder(tmp_path / "again"))
     assert [s.name for s in suites] == ["retry_new_key", "reconcile_and_reauthorize"]
     assert [(s.time_s, s.properties) for s in suites] == [
         (None, (("policy_revision", "1"), ("harness_version", __version__))),

@@ -26,7 +26,7 @@ import harness.run.pool as pool
 from harness import cli
 from harness.check.finding import HIDDEN
 from harness.gate.cases import GateCase
-from harness.gate.runner import CheckOptions, _against_baseline, _escalated_again, check_policy
+from harness.gate.runner import Brief, CheckOptions, _against_baseline, _escalated_again, check_policy
 from harness.model import CaseReport
 from harness.model.report import Entry
 from harness.policy import load_policy
@@ -121,11 +121,11 @@ def _escalations(*actions: str) -> tuple[Entry, ...]:
     return tuple(entries)
 
 
-def _report(scenario: str, seed: int, *escalated: str) -> tuple[tuple[str, str, int], CaseReport]:
+def _report(scenario: str, seed: int, *escalated: str) -> tuple[tuple[str, str, int], Brief]:
     report = _base().model_copy(
         update={"policy": "pager", "scenario": scenario, "seed": seed, "timeline": _escalations(*escalated)}
     )
-    return ("pager", scenario, seed), report
+    return ("pager", scenario, seed), Brief.of(report)
 
 
 def test_the_note_counts_the_cases_an_action_was_escalated_in_more_than_once_and_names_the_worst() -> None:
@@ -261,10 +261,10 @@ def test_only_a_passing_case_left_incomplete_where_the_baseline_completed_it_fai
     fails. The note counts the completed tasks of the policy's reports and of the baseline's, and names the
     baseline by its policy's name."""
 
-    def mine(seed: int, completed: bool | None) -> tuple[tuple[str, str, int], CaseReport]:
+    def mine(seed: int, completed: bool | None) -> tuple[tuple[str, str, int], Brief]:
         metrics = {**_base().metrics, "task_completed": completed}
         report = _base().model_copy(update={"scenario": "request_lost", "seed": seed, "metrics": metrics})
-        return ("mine", "request_lost", seed), report
+        return ("mine", "request_lost", seed), Brief.of(report)
 
     reports = dict([mine(1, False), mine(2, None), mine(3, True), mine(4, False), mine(6, False)])
     cases = (_gate("request_lost seed 1"), _gate("request_lost seed 2"), _gate("request_lost seed 3"),

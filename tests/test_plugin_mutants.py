@@ -30,7 +30,7 @@ from harness.gate.repro import ReproFolder
 from harness.gate.runner import CheckOptions, assert_recovers, check_policy, coverage_notes, judge_reports
 from harness.policy import Escalate, Situation
 from harness.run import GridOptions, load_grid, plan_cells, run_case, run_grid
-from harness.run.files import read_reports
+from harness.run.files import iter_reports
 from harness.run.grid import RunInterrupted, RunNotWritten
 from harness.run.plan import Cell, Plan, UsageError
 from harness.scenario import list_scenarios
@@ -387,7 +387,7 @@ def test_a_check_of_a_failing_policy_keeps_its_temporary_folder_and_judges_every
     assert summary.out == options.out and summary.out is not None and summary.out.is_dir()
     assert summary.out.name.startswith("harness-check-")
     grid_ = load_grid([UNSAFE], ["lost_response", "request_lost"], [1, 2])
-    assert summary.cases == judge_reports(read_reports(summary.out), grid_.cases, ReproFolder(summary.out / "repro"))
+    assert summary.cases == judge_reports(iter_reports(summary.out), grid_.cases, ReproFolder(summary.out / "repro"))
     assert (summary.policy, summary.policy_revision) == (UNSAFE, grid_.cases[0].policy.revision)
     assert summary.seeds == (1, 2) and summary.explored == () and summary.schedules == 0
     assert summary.explore_elapsed_s == 0.0 and 0 < summary.elapsed_s < 60

@@ -244,11 +244,13 @@ class ScenarioSeed(pytest.Item):
         verdict = judge(report, self.case, self.config.stash[_REPROS])
         baseline = self.config.stash.get(_BASELINE, None)
         if baseline is not None:
-            from harness.gate.runner import against_baseline
+            from harness.gate.runner import Brief, against_baseline
 
             spec, name = baseline
-            reference = reports.get((name, self.case.scenario.name, self.case.seed))
-            verdict = against_baseline(verdict, report, reference, self.case.policy_spec, spec, self.case.scenario_spec)
+            found = reports.get((name, self.case.scenario.name, self.case.seed))
+            reference = Brief.of(found) if found is not None else None
+            mine = Brief.of(report)
+            verdict = against_baseline(verdict, mine, reference, self.case.policy_spec, spec, self.case.scenario_spec)
         if not verdict.passed:
             raise PolicyDoesNotRecover(verdict.policy, [verdict], 1)
 
@@ -325,13 +327,13 @@ def _completion_notes(
 ) -> list[str]:
     """For each policy gated against the baseline, how often it and the baseline completed the task on the
     selected cases (``harness check --baseline``'s note)."""
-    from harness.gate.runner import completion_note
+    from harness.gate.runner import Brief, completion_note
 
     notes = []
     for policy in dict.fromkeys(i.case.policy.name for i in items):
         cases = [(i.case.scenario.name, i.case.seed) for i in items if i.case.policy.name == policy]
-        mine = [reports[(policy, *c)] for c in cases if (policy, *c) in reports]
-        theirs = [reports[(baseline, *c)] for c in cases if (baseline, *c) in reports]
+        mine = [Brief.of(reports[(policy, *c)]) for c in cases if (policy, *c) in reports]
+        theirs = [Brief.of(reports[(baseline, *c)]) for c in cases if (baseline, *c) in reports]
         notes.append(f"{completion_note(mine, theirs, baseline)} ({policy})")
     return notes
 

@@ -29,7 +29,7 @@ from harness.limits import DEFAULT_CASE_TIMEOUT_S
 from harness.model import PASSING, CaseReport
 from harness.policy import Policy, builtin_policy_names, load_policy
 from harness.run import CellJob, CellResult, GridOptions, GridSummary, load_grid, plan_cells, run_case, run_grid
-from harness.run.files import read_reports
+from harness.run.files import iter_reports
 from harness.run.grid import Progress
 from harness.run.plan import Case, UsageError, absolute
 from harness.scenario import list_scenarios
@@ -37,6 +37,7 @@ from harness.seeds import DEFAULT_SEEDS, SEED_MAX
 from harness.version import __version__
 
 __all__ = [
+    "Brief",
     "CheckOptions",
     "CheckSummary",
     "against_baseline",
@@ -47,6 +48,37 @@ __all__ = [
     "grid_suites",
     "judge_reports",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class Brief:
+    """What the gate keeps of a case once it is judged: what its notes and a baseline's comparison read, not
+    the case's evidence (a report is about 33 KB in memory, and a check may run a million cases)."""
+
+    policy: str
+    policy_revision: str
+    scenario: str
+    scenario_revision: str
+    seed: int
+    outcome: str
+    task_completed: bool | None
+    #: The most times one action was escalated to its owner.
+    escalations_most: int
+
+    @classmethod
+    def of(cls, report: CaseReport) -> Brief:
+        counts = Counter(str(e.data.get("action_id")) for e in report.timeline if e.event == "escalated")
+        completed = report.metrics.get("task_completed")
+        return cls(
+            sys.intern(report.policy),
+            sys.intern(report.policy_revision),
+            sys.intern(report.scenario),
+            sys.intern(report.scenario_revision),
+            report.seed,
+            sys.intern(report.outcome),
+            completed if isinstance(completed, bool) else None,
+            max(counts.values(), default=0),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,12 +202,12 @@ def _checked(
     started = time.perf_counter()
     grid_options = GridOptions(out=out, tracking="none", report=False, case_timeout_s=options.case_timeout_s)
     summary = run_grid(plan, grid_options, cases_progress)
-    reports = read_reports(summary.out)
-    cases = judge_reports(reports, cases_run, ReproFolder(out / "repro"))
+    briefs: dict[tuple[str, str, int], Brief] = {}
+    cases = judge_reports(iter_reports(summary.out), cases_run, ReproFolder(out / "repro"), briefs)
     notes = coverage_notes(summary, policy.name)
     if options.baseline is not None:
         cases, said = _against_baseline(
-            policy_spec, options.baseline, cases, reports, scenarios, cases_run, out, options
+            policy_spec, options.baseline, cases, briefs, scenarios, cases_run, out, options
         )
         notes.append(said)
     elapsed_s = time.perf_counter() - started
@@ -187,7 +219,7 @@ def _checked(
             f"(each passed on the evidence: its actions accounted for or escalated in time): {raised[0].name}: "
             f"{raised[0].raised}"
         )
-    repeated = _escalated_again(reports)
+    repeated = _escalated_again(briefs)
     if repeated:
         notes.append(repeated)
     explored: tuple[GateCase, ...] = ()
@@ -231,16 +263,11 @@ def _checked(
     )
 
 
-def _escalated_again(reports: Mapping[tuple[str, str, int], CaseReport]) -> str | None:
+def _escalated_again(reports: Mapping[tuple[str, str, int], Brief]) -> str | None:
     """A note of the cases where one action was escalated to its owner more than once (a policy that goes on after
     handing the action over pages its owner again and again): not unsafe, so not a failure, but said; ``None``
     when none was."""
-    again: list[tuple[int, CaseReport]] = []
-    for report in reports.values():
-        counts = Counter(str(e.data.get("action_id")) for e in report.timeline if e.event == "escalated")
-        most = max(counts.values(), default=0)
-        if most > 1:
-            again.append((most, report))
+    again = [(r.escalations_most, r) for r in reports.values() if r.escalations_most > 1]
     if not again:
         return None
     most, worst = max(again, key=lambda m: (m[0], -m[1].seed))
@@ -265,7 +292,7 @@ def _against_baseline(
     policy_spec: str,
     baseline_spec: str,
     cases: tuple[GateCase, ...],
-    reports: Mapping[tuple[str, str, int], CaseReport],
+    reports: Mapping[tuple[str, str, int], Brief],
     scenarios: list[str],
     cases_run: Sequence[Case],
     out: Path,
@@ -278,7 +305,7 @@ def _against_baseline(
     grid_options = GridOptions(
         out=out / "baseline", tracking="none", report=False, case_timeout_s=options.case_timeout_s
     )
-    theirs = read_reports(run_grid(plan, grid_options).out)
+    theirs = {(r.policy, r.scenario, r.seed): Brief.of(r) for r in iter_reports(run_grid(plan, grid_options).out)}
     done_by = {(scenario, seed): r for (_, scenario, seed), r in theirs.items()}
     mine = {case_name(scenario, seed): r for (_, scenario, seed), r in reports.items()}  # one policy's cases
     # Each case's scenario as given (a file by its absolute path), so that the command that runs both finds it.
@@ -298,8 +325,8 @@ def _against_baseline(
 
 def against_baseline(
     case: GateCase,
-    report: CaseReport | None,
-    reference: CaseReport | None,
+    report: Brief | None,
+    reference: Brief | None,
     policy_spec: str,
     baseline_spec: str,
     scenario_spec: str | None = None,
@@ -313,21 +340,21 @@ def against_baseline(
         case.passed
         and report is not None
         and reference is not None
-        and report.metrics.get("task_completed") is False
-        and reference.metrics.get("task_completed") is True
+        and report.task_completed is False
+        and reference.task_completed is True
         and reference.outcome in PASSING
     ):
         return _incomplete(case, report, reference, policy_spec, baseline_spec, scenario_spec or report.scenario)
     return case
 
 
-def completion_note(mine: Iterable[CaseReport], theirs: Iterable[CaseReport], baseline: str) -> str:
+def completion_note(mine: Iterable[Brief], theirs: Iterable[Brief], baseline: str) -> str:
     """How often the task ended completed, for the policy and for its baseline on the same cases; and, when the
     baseline itself was not correct or escalated in some, how many (its safety is not gated: a comparison with an
     unsafe baseline is said to be one)."""
     mine, theirs = list(mine), list(theirs)
-    completed = sum(r.metrics.get("task_completed") is True for r in mine)
-    reference_completed = sum(r.metrics.get("task_completed") is True for r in theirs)
+    completed = sum(r.task_completed is True for r in mine)
+    reference_completed = sum(r.task_completed is True for r in theirs)
     said = (
         f"note: the task ended completed in {completed} of {len(mine)} cases, {reference_completed} of "
         f"{len(theirs)} with the baseline {baseline}"
@@ -343,7 +370,7 @@ def completion_note(mine: Iterable[CaseReport], theirs: Iterable[CaseReport], ba
 
 
 def _incomplete(
-    case: GateCase, report: CaseReport, reference: CaseReport, policy_spec: str, baseline_spec: str, scenario_spec: str
+    case: GateCase, report: Brief, reference: Brief, policy_spec: str, baseline_spec: str, scenario_spec: str
 ) -> GateCase:
     """A passing case whose task the policy left incomplete and the baseline completed: a failure, reproduced by
     running both on the case (there is no property to replay to)."""
@@ -395,13 +422,24 @@ def coverage_notes(summary: GridSummary, policy: str) -> list[str]:
 
 
 def judge_reports(
-    reports: Mapping[tuple[str, str, int], CaseReport], cases: Sequence[Case], repros: ReproFolder
+    reports: Iterable[CaseReport],
+    cases: Sequence[Case],
+    repros: ReproFolder,
+    briefs: dict[tuple[str, str, int], Brief] | None = None,
 ) -> tuple[GateCase, ...]:
-    """The gate's verdict on each case, in the grid's order; ``reports`` are the cases a run wrote, by (policy,
-    scenario, seed) (a repro file is written from the case's own scenario)."""
-    return tuple(
-        judge(reports[key], c, repros) for c in cases if (key := (c.policy.name, c.scenario.name, c.seed)) in reports
-    )
+    """The gate's verdict on each case, in the grid's order; ``reports`` are the cases a run wrote, read one at a
+    time and let go once judged (a repro file is written from the case's own scenario). ``briefs``, when given,
+    gets a ``Brief`` of every report read, by (policy, scenario, seed)."""
+    wanted = {(c.policy.name, c.scenario.name, c.seed): c for c in cases}
+    judged: dict[tuple[str, str, int], GateCase] = {}
+    for report in reports:
+        key = (report.policy, report.scenario, report.seed)
+        if briefs is not None:
+            briefs[key] = Brief.of(report)
+        case = wanted.get(key)
+        if case is not None:
+            judged[key] = judge(report, case, repros)
+    return tuple(judged[key] for key in wanted if key in judged)
 
 
 def judge_exploration(summary: ExploreSummary, seeds: Sequence[int]) -> tuple[GateCase, ...]:
@@ -444,7 +482,7 @@ def judge_exploration(summary: ExploreSummary, seeds: Sequence[int]) -> tuple[Ga
 def grid_suites(
     cell_specs: Sequence[tuple[str, str]],
     seeds: Sequence[int],
-    reports: Mapping[tuple[str, str, int], CaseReport],
+    reports: Iterable[CaseReport],
     repros: ReproFolder,
 ) -> tuple[Suite, ...]:
     """The gate's view of a grid ``harness run`` ran: one suite per policy (in the grid's order), one test case
@@ -510,7 +548,7 @@ def assert_recovers(
     chosen = [scenarios] if isinstance(scenarios, str) else list(scenarios or list_scenarios())
     # A scenario file's path made absolute, as the command line makes it: the failure's commands run anywhere.
     grid = load_grid([spec], [absolute(s) for s in chosen], checked)
-    references: dict[tuple[str, int], CaseReport] = {}
+    references: dict[tuple[str, int], Brief] = {}
     baseline_spec = None
     if baseline is not None:
         baseline_spec = baseline if isinstance(baseline, str) else _spec_of(baseline)
@@ -520,7 +558,7 @@ def assert_recovers(
             raise InputError(f"assert_recovers: argument 'baseline': {exc}") from None
         where = "assert_recovers: argument 'baseline'"
         _distinct(spec, grid.policies[0], baseline_spec, theirs.policies[0], where, "the policy")
-        references = {(c.scenario.name, c.seed): run_case(c)[0] for c in theirs.cases}
+        references = {(c.scenario.name, c.seed): Brief.of(run_case(c)[0]) for c in theirs.cases}
     repros = ReproFolder(folder.absolute() if folder else None, prefix="harness-recovers-")  # its commands run anywhere
     verdicts = []
     for case in grid.cases:
@@ -528,7 +566,7 @@ def assert_recovers(
         verdict = judge(report, case, repros)
         if baseline_spec is not None:
             reference = references.get((case.scenario.name, case.seed))
-            verdict = against_baseline(verdict, report, reference, spec, baseline_spec, case.scenario_spec)
+            verdict = against_baseline(verdict, Brief.of(report), reference, spec, baseline_spec, case.scenario_spec)
         verdicts.append(verdict)
     failures = [v for v in verdicts if not v.passed]
     if failures:

@@ -8,7 +8,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from harness.check.registry import METRIC_NAMES
@@ -22,6 +22,7 @@ __all__ = [
     "RecordWriter",
     "case_path",
     "check_new_or_empty",
+    "iter_reports",
     "read_reports",
     "record_line",
     "recovery_json",
@@ -104,20 +105,27 @@ class Deferred:
             self.path.unlink(missing_ok=True)
 
 
-def read_reports(out: Path) -> dict[tuple[str, str, int], CaseReport]:
-    """Every case a run folder holds, by (policy, scenario, seed): from its recovery.json files and its compact
-    records (a case in both, one that is not correct, is read once). For consumers that need whole reports
-    after a run (the gate, JUnit); the run itself never holds them."""
-    found: dict[tuple[str, str, int], CaseReport] = {}
+def iter_reports(out: Path) -> Iterator[CaseReport]:
+    """Every case a run folder holds, once each and one at a time: its recovery.json files, then its compact
+    records (a case in both, one that is not correct, is read from its recovery.json). What the gate and the
+    JUnit judge a run by: a report is about 33 KB in memory, so a consumer keeps what it needs of each, not it."""
+    whole: set[tuple[str, str, int]] = set()
     for path in sorted((out / "cases").rglob("recovery.json")):
         report = CaseReport.model_validate_json(path.read_bytes())
-        found[(report.policy, report.scenario, report.seed)] = report
+        whole.add((report.policy, report.scenario, report.seed))
+        yield report
     for path in sorted((out / "cases").rglob(RECORDS_GLOB)):
         with gzip.open(path, "rb") as lines:
             for line in lines:
                 report = CaseReport.model_validate_json(line)
-                found.setdefault((report.policy, report.scenario, report.seed), report)
-    return found
+                if (report.policy, report.scenario, report.seed) not in whole:
+                    yield report
+
+
+def read_reports(out: Path) -> dict[tuple[str, str, int], CaseReport]:
+    """Every case a run folder holds, by (policy, scenario, seed) (``iter_reports``), all in memory: for a
+    consumer that looks cases up as it goes (the pytest plugin's items)."""
+    return {(r.policy, r.scenario, r.seed): r for r in iter_reports(out)}
 
 
 _UMASK = os.umask(0)
