@@ -1195,6 +1195,15 @@ def _is_case_schema(path: Path) -> bool:
 _SCHEMA_MAX = 4 * 1024 * 1024
 
 
+def script() -> int:
+    """The ``harness`` command the package installs: ``python -m harness`` by another name. As ``-m`` does, it puts
+    the folder it is run in first on the import path, so that a policy of one's own (``package.module:attr``) in
+    that folder imports as it would with ``python -m harness``; an installed script's own folder is first
+    otherwise, and the module was not found."""
+    sys.path.insert(0, os.getcwd())
+    return main()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     stderr = sys.stderr
