@@ -54,14 +54,15 @@ Exit statuses:
   3  the cases are complete on disk, but Polyaxon tracking or the push to the server failed (the message says
      how to send the runs later)
   4  everything is written, but a fault or operator event a scenario declares fired in no case (the scenario
-     tested nothing it claims to; the message names the scenario and the fault or event)
+     tested nothing it claims to; the message names the scenario and the fault or event); --unfired note
+     says it as a note instead, and the status is what it would be had it fired
   130 interrupted (Ctrl-C, SIGTERM): a run's folder is resumable with 'harness run --resume DIR' (a check is
      not: run it again)
   141 the program reading the output went away (as in 'harness list | true')
 explore: 0 no finding, 1 findings (each a runnable file) or harness errors on some schedules (a case over
   --case-timeout or a worker that died stops that policy's exploration of that template), 2 bad usage or
   input, 3 Polyaxon tracking failed, 4 a declared fault or operator event fired in no case of the template
-  as written, for the policies explored.
+  as written, for the policies explored (--unfired note: said, not a status).
 replay: 0 the case came out the same as recorded, 1 it did not, 2 bad input.
 check: 0 every case is correct or escalated, 1 some case is not (each printed with its reproduce command and
   repro file), 2 bad usage or input.
@@ -235,6 +236,7 @@ def _parser(defaults: bool = True) -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress lines")
     run.add_argument("--no-report", action="store_true", help="skip report.html, heatmap.png and the timelines")
     _case_timeout(run, "counted as a harness error")
+    _unfired(run, "run")
     _force_concurrency(run)
     run.add_argument(
         "--resume",
@@ -302,6 +304,7 @@ def _parser(defaults: bool = True) -> argparse.ArgumentParser:
         help=f"Polyaxon project for the runs (default: {DEFAULT_PROJECT})",
     )
     _case_timeout(explore, "reported as a harness error, and its policy explored no further in that part")
+    _unfired(explore, "exploration")
     explore.add_argument("--quiet", action="store_true", help="no progress lines")
     check = sub.add_parser(
         "check", help="gate one policy: exit 1 unless every case is correct or escalated; JUnit XML, repro files"
@@ -445,7 +448,8 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             raise RunInterrupted(args.resume) from None
         if resumed is None:
             ended = Ended.read(args.resume)
-            status = _exit_status(ended.harness_errors, ended.unfired, ended.tracking_ok, junit_failed=False)
+            unfired = ended.unfired if begun_as(args.resume)[1].unfired == "fail" else 0
+            status = _exit_status(ended.harness_errors, unfired, ended.tracking_ok, junit_failed=False)
             said = _ENDED.get(status)
             print(f"nothing to resume: the run in {args.resume} is complete" + (f"; {said}" if said else ""))
             for name in ("summary.csv", "coverage.json"):
@@ -464,6 +468,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             return status
         plan, options = begun_as(args.resume)
         args.junit = args.junit or options.junit  # the JUnit XML the run was asked for, written now it is complete
+        args.unfired = options.unfired
         return _ran(args, resumed, plan)
     if args.records == "full" and args.failing_files is not None:
         raise UsageError(
@@ -534,6 +539,7 @@ def _plan_and_run(args: argparse.Namespace, hold: Claim, created: bool, resumed:
         records=args.records,
         failing_files=args.failing_files,
         case_timeout_s=args.case_timeout or None,
+        unfired=args.unfired,
         junit=args.junit.absolute() if args.junit else None,
     )
     try:
@@ -683,10 +689,16 @@ def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> i
         _, failed = summary.finished(c.scenario)
         fix, cases = (_MEND_FIRST, "no case of this run that finished") if failed else (c.fix, "no case of this run")
         print(
-            f"harness: scenario {c.scenario} declares {c.what}, which fired in {cases} ({c.reached_in}); {fix}",
+            f"harness: {_NOTED[args.unfired]}scenario {c.scenario} declares {c.what}, which fired in {cases} "
+            f"({c.reached_in}); {fix}",
             file=sys.stderr,
         )
-    return _exit_status(summary.error_count, len(summary.unfired), summary.tracking.ok, problem is not None)
+    unfired = len(summary.unfired) if args.unfired == "fail" else 0
+    return _exit_status(summary.error_count, unfired, summary.tracking.ok, problem is not None)
+
+
+#: How an unfired fault's line begins: an error's (exit 4), or a note's (``--unfired note``).
+_NOTED = {"fail": "", "note": "note: "}
 
 
 #: Past this many recovery.json files of failing cases beside compact records, a run says how to write fewer.
@@ -836,6 +848,17 @@ def _force_concurrency(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _unfired(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--unfired",
+        choices=("fail", "note"),
+        default="fail",
+        help=f"a fault or operator event a scenario declares that fired in no case of this {what}: fail (default) "
+        "exits 4; note says it all the same, and exits as if it had fired (for a job that runs one cell of a grid, "
+        "as a Polyaxon grid's does: another policy may fire it)",
+    )
+
+
 def _case_timeout(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
         "--case-timeout",
@@ -927,15 +950,15 @@ def _explore(args: argparse.Namespace) -> int:
         # As a run says it: a case that did not finish reached no fault, so the error comes first.
         fix = _MEND_FIRST if u.scenario in summary.stopped_in else u.fix
         print(
-            f"harness: scenario {u.scenario} declares {u.what}, which fired in no case of the policies explored "
-            f"({u.reached_in}); {fix}",
+            f"harness: {_NOTED[args.unfired]}scenario {u.scenario} declares {u.what}, which fired in no case of the "
+            f"policies explored ({u.reached_in}); {fix}",
             file=sys.stderr,
         )
     if summary.tracking.message:
         print(summary.tracking.message, file=sys.stdout if summary.tracking.ok else sys.stderr)
     if summary.findings or summary.errors:
         return EXIT_HARNESS_ERROR
-    if summary.unfired:
+    if summary.unfired and args.unfired == "fail":
         return EXIT_COVERAGE
     return EXIT_OK if summary.tracking.ok else EXIT_TRACKING
 

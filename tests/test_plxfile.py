@@ -64,6 +64,30 @@ def test_a_cell_writes_its_cases_into_the_jobs_outputs_which_outlive_it() -> Non
     assert args[args.index("--out") + 1] == "{{ globals.run_outputs_path }}/run"
 
 
+@pytest.mark.parametrize("given", ["note", "fail"])
+def test_a_safe_cell_of_the_grid_succeeds_though_its_scenario_declares_what_its_policy_never_reaches(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], given: str
+) -> None:
+    """A demanding user's review: one job of the grid runs one policy on one scenario, and a correct policy never
+    fires retry_with_seconds_left's fault at a second reply (it sends no retry that late), so the job exited 4 and
+    Polyaxon would mark a correct cell failed (83 of 552 jobs), while an incorrect one exited 0. The component
+    asks for ``--unfired note``: the line is said as a note, and the job exits 0; as a run's default, 4."""
+    import re
+
+    from harness.cli import main
+
+    container = yaml.safe_load((FILES / "component.yaml").read_text())["run"]["container"]
+    cell = {"policy": "reconcile_and_reauthorize", "scenario": "retry_with_seconds_left", "seed_count": 1}
+    args = [re.sub(r"\{\{ (\w+) \}\}", lambda m: str(cell.get(m.group(1), m.group(0))), a) for a in container["args"]]
+    args[args.index("--out") + 1] = str(tmp_path / "cell")
+    assert args[args.index("--unfired") + 1] == "note"
+    args[args.index("--unfired") + 1] = given
+    assert main(["run", *args, "--tracking", "none", "--no-report"]) == (0 if given == "note" else 4)
+    err = capsys.readouterr().err
+    said = "scenario retry_with_seconds_left declares fault response_lost nth=2, which fired in no case of this run"
+    assert f"harness: {'note: ' if given == 'note' else ''}{said}" in err
+
+
 def test_component_image_is_the_dockerfile_build() -> None:
     """The component runs the image the Dockerfile builds, tagged with this version."""
     image = yaml.safe_load((FILES / "component.yaml").read_text())["run"]["container"]["image"]

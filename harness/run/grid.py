@@ -87,6 +87,7 @@ _PROJECT = re.compile(r"([a-z0-9][a-z0-9_-]*/)?[a-z0-9][a-z0-9_-]*")  # whole: f
 
 
 RecordsMode = Literal["auto", "full", "compact"]
+UnfiredMode = Literal["fail", "note"]
 #: A piece of a cell holds at most this many seeds: large cells are split so that processes share them.
 PIECE_MAX = 5000
 #: A cell is split among processes only into pieces of at least this many seeds: a piece costs a job, a tally
@@ -110,6 +111,10 @@ class GridOptions:
     case_timeout_s: float | None = DEFAULT_CASE_TIMEOUT_S
     #: Run the cases in worker processes the run supervises. Off only for tests that patch the harness in place.
     isolate: bool = True
+    #: ``fail``: a declared fault or operator event that fired in no case makes the exit status 4; ``note``: it is
+    #: said, and the status is what it would be had it fired (a run of one cell cannot know whether another
+    #: policy fires it: a Polyaxon grid's job, say).
+    unfired: UnfiredMode = "fail"
     #: Where the gate's JUnit XML goes once the run is complete (written by the CLI; kept in the manifest so that
     #: a resumed run writes it too).
     junit: Path | None = None
@@ -449,7 +454,7 @@ def _any_tally(out: Path) -> bool:
 
 
 #: The options a run's manifest keeps, so ``--resume`` completes the run as it began.
-_PERSISTED = ("tracking", "project", "report", "records", "failing_files", "case_timeout_s", "junit")
+_PERSISTED = ("tracking", "project", "report", "records", "failing_files", "case_timeout_s", "unfired", "junit")
 
 
 def _options_json(options: GridOptions) -> dict[str, object]:
@@ -472,7 +477,7 @@ _TRACKED_NOTE = TypeAdapter(_TrackedNote)
 @with_config(ConfigDict(strict=True))
 class _OptionsShape(TypedDict, total=False):
     """The options a manifest keeps, typed as ``GridOptions`` types them (``junit`` as text); a manifest from
-    before "junit" lacks it."""
+    before "junit" or "unfired" lacks it."""
 
     tracking: TrackingMode
     project: str
@@ -480,6 +485,7 @@ class _OptionsShape(TypedDict, total=False):
     records: RecordsMode
     failing_files: Annotated[int, Field(ge=0, le=SEED_COUNT_MAX)] | None
     case_timeout_s: Annotated[float, Field(ge=0, le=CASE_TIMEOUT_MAX_S)] | None
+    unfired: UnfiredMode
     junit: str | None
 
 
