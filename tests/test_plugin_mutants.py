@@ -139,6 +139,31 @@ def test_without_a_policy_the_plugin_collects_nothing(pytester: pytest.Pytester,
     assert grids.calls == []
 
 
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [
+        (
+            ("--harness-seed-count", "2", "--harness-scenario", "lost_response"),
+            "--harness-scenario, --harness-seed-count",
+        ),
+        (("--harness-case-timeout", "5"), "--harness-case-timeout"),
+        (("--harness-baseline", "retry_same_key", "--harness-out", "o"), "--harness-baseline, --harness-out"),
+    ],
+)
+def test_the_plugins_options_without_a_policy_are_warned_of(
+    pytester: pytest.Pytester, given: tuple[str, ...], named: str
+) -> None:
+    """A demanding user's review: a CI script that lost --harness-policy passed, gating nothing, and said nothing.
+    Its other options given are named in a warning; given as their defaults, or not at all, nothing is said."""
+    pytester.makepyfile(test_own="def test_own():\n    pass\n")
+    ran = pytester.runpytest_inprocess(*QUIET, *given)
+    assert ran.ret == pytest.ExitCode.OK
+    said = f"harness: {named} given without --harness-policy, so no case is collected and nothing is gated"
+    assert any(said in line for line in ran.outlines), ran.outlines
+    quiet = pytester.runpytest_inprocess(*QUIET, "--harness-seed-count", "3", "--harness-case-timeout", "60")
+    assert not any("without --harness-policy" in line for line in quiet.outlines)
+
+
 # --- Collection -------------------------------------------------------------------------------------------------
 
 

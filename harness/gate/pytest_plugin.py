@@ -134,12 +134,34 @@ def _rootdir_moved(config: pytest.Config) -> str | None:
     )
 
 
+def _given_without_a_policy(config: pytest.Config) -> list[str]:
+    """The plugin's options given other than as their defaults: without ``--harness-policy`` they do nothing, and a
+    CI script that lost that option would pass without gating anything."""
+    given = {
+        "--harness-scenario": bool(config.getoption("harness_scenario")),
+        "--harness-seed-count": config.getoption("harness_seed_count") != _DEFAULT_SEED_COUNT,
+        "--harness-case-timeout": config.getoption("harness_case_timeout") != _DEFAULT_CASE_TIMEOUT_S,
+        "--harness-baseline": config.getoption("harness_baseline") is not None,
+        "--harness-out": config.getoption("harness_out") is not None,
+    }
+    return [name for name, was in given.items() if was]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     moved = _rootdir_moved(config)
     if moved is not None:
         config.issue_config_time_warning(pytest.PytestConfigWarning(moved), stacklevel=2)
     specs: list[str] = config.getoption("harness_policy")
     if not specs:
+        alone = _given_without_a_policy(config)
+        if alone:
+            config.issue_config_time_warning(
+                pytest.PytestConfigWarning(
+                    f"harness: {', '.join(alone)} given without --harness-policy, so no case is collected and nothing "
+                    "is gated; fix: add --harness-policy SPEC (or drop them)"
+                ),
+                stacklevel=2,
+            )
         return
     # Only now, and only when asked: loading the harness costs a fraction of a second.
     from harness.errors import InputError
