@@ -66,6 +66,8 @@ explore: 0 no finding, 1 findings (each a runnable file) or harness errors on so
 replay: 0 the case came out the same as recorded, 1 it did not, 2 bad input.
 check: 0 every case is correct or escalated, 1 some case is not (each printed with its reproduce command and
   repro file), 2 bad usage or input.
+push: 0 every offline run is on the server (sent now, or there already), 2 bad input, 3 some could not be sent
+  (given again, it sends the rest).
 """
 
 EXIT_OK, EXIT_HARNESS_ERROR, EXIT_USAGE, EXIT_TRACKING, EXIT_COVERAGE = 0, 1, 2, 3, 4
@@ -382,6 +384,18 @@ def _parser(defaults: bool = True) -> argparse.ArgumentParser:
     )
     schema = sub.add_parser("schema", help="print the JSON Schema of recovery.json")
     schema.add_argument("--out", type=_path, metavar="FILE", help="write it to FILE instead")
+    push = sub.add_parser(
+        "push",
+        help="send a folder's offline Polyaxon runs to the server (POLYAXON_HOST), one request at a time, "
+        "skipping those it has already: given again after a failure, it sends the rest",
+    )
+    push.add_argument("run_dir", type=_path, metavar="RUN_DIR", help="a folder written by 'harness run' or 'explore'")
+    push.add_argument(
+        "--project",
+        metavar="[OWNER/]NAME",
+        help=f"the project to send them to (default: the run's own, from its manifest; else {DEFAULT_PROJECT}); "
+        "created if the server lacks it",
+    )
     view = sub.add_parser("view", help="browse a run's Polyaxon runs in the Polyaxon UI (haupt viewer)")
     view.add_argument("run_dir", type=_path, metavar="RUN_DIR", help="a folder written by 'harness run'")
     view.add_argument("--port", type=_port, default=8000, help="port on 127.0.0.1 (default: 8000)")
@@ -706,6 +720,42 @@ FAILING_FILES_SAID = 10_000
 
 #: The fix for a fault that fired in no case where some case did not finish (it may have fired there).
 _MEND_FIRST = "fix: mend the harness errors above first; a case that did not run reached no fault"
+
+
+def _push(out: Path, project: str | None) -> int:
+    """``harness push RUN_DIR``: the folder's offline runs sent to the server, those it has already skipped."""
+    from harness.plx.tracking import offline_root, push_runs
+    from harness.run.folder import Manifest
+    from harness.run.grid import check_project
+    from harness.run.plan import UsageError
+
+    runs = offline_root(out) / "runs"
+    uuids = sorted(p.name for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []
+    if not uuids:
+        raise UsageError(
+            f"{out}: holds no offline Polyaxon run ({runs} is missing or empty); fix: give a folder 'harness run' "
+            "or 'harness explore' wrote with --tracking offline (the default)"
+        )
+    if project is None:
+        manifest = Manifest.read(out) if (out / "manifest.json").is_file() else None
+        project = str(manifest.options.get("project", DEFAULT_PROJECT)) if manifest is not None else DEFAULT_PROJECT
+    check_project(project)
+    result = push_runs(offline_root(out), uuids, project, skip_present=True)
+    sent, present = len(result.pushed), len(result.present)
+    done = f"{sent} of {len(uuids)} run{'' if len(uuids) == 1 else 's'} sent to project {project}" + (
+        f" ({present} the server had already)" if present else ""
+    )
+    if result.error:
+        unset = "" if os.environ.get("POLYAXON_HOST") else "; POLYAXON_HOST is not set: set it to the server's address"
+        print(
+            f"harness: could not send runs to Polyaxon ({result.error}{unset}); {done}; nothing local is lost: give "
+            f"the same command again, and it sends the rest: python -m harness push {shlex.quote(str(out))}"
+            + (f" --project {shlex.quote(project)}" if project != DEFAULT_PROJECT else ""),
+            file=sys.stderr,
+        )
+        return EXIT_TRACKING
+    print(f"Polyaxon: {done}")
+    return EXIT_OK
 
 
 def _exit_status(harness_errors: int, unfired: int, tracking_ok: bool, junit_failed: bool) -> int:
@@ -1356,6 +1406,8 @@ def _command(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return view(args.run_dir, args.port)
     if args.command == "report":
         return _report(args.run_dir, args.out)
+    if args.command == "push":
+        return _push(args.run_dir, args.project)
     if args.command == "explore":
         return _explore(args)
     if args.command == "replay":

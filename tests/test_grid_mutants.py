@@ -1146,9 +1146,8 @@ def test_a_tracked_run_tracks_every_cell_and_names_its_runs(tmp_path: Path, trac
     assert _run_json(out)["project"] == "o/p"
     assert summary.tracking.ok and summary.tracking.message is not None
     assert summary.tracking.message == (
-        f"Polyaxon: 2 offline runs in {out / 'polyaxon'}; browse: python -m harness view {out}; a server needs the "
-        f"project first: polyaxon project create --name=o/p; send to a server: polyaxon ops push -p o/p --path "
-        f"{out / 'polyaxon'} -a"
+        f"Polyaxon: 2 offline runs in {out / 'polyaxon'}; browse: python -m harness view {out}; send to a server: "
+        f"python -m harness push {out} --project o/p"
     )
 
 
@@ -1203,11 +1202,7 @@ def test_an_offline_run_says_where_its_runs_are_and_how_to_send_them(
 ) -> None:
     monkeypatch.setattr(grid, "is_managed", lambda: False)
     out = tmp_path / "my run"
-    root = f"'{out / 'polyaxon'}'"
-    tail = (
-        f"browse: python -m harness view {out}; a server needs the project first: polyaxon project create "
-        f"--name='o/my p'; send to a server: polyaxon ops push -p 'o/my p' --path {root} -a"
-    )
+    tail = f"browse: python -m harness view {out}; send to a server: python -m harness push '{out}' --project 'o/my p'"
     runs = [Tracked("a", "succeeded"), Tracked(None, "failed"), Tracked("c", "failed")]
     assert tracking_note("offline", "o/my p", out, runs) == TrackingNote(
         True, f"Polyaxon: 2 offline runs in {out / 'polyaxon'}; {tail}"
@@ -1225,7 +1220,8 @@ def test_a_server_run_pushes_its_runs_and_says_what_was_sent(tmp_path: Path, mon
     pushed: list[tuple[Path, list[str], str]] = []
     answer = PushResult(("a", "c"), None)
 
-    def push(root: Path, uuids: Sequence[str], project: str) -> PushResult:
+    def push(root: Path, uuids: Sequence[str], project: str, skip_present: bool = False) -> PushResult:
+        assert not skip_present  # a run's own push has sent nothing before
         pushed.append((root, list(uuids), project))
         return answer
 
@@ -1236,8 +1232,8 @@ def test_a_server_run_pushes_its_runs_and_says_what_was_sent(tmp_path: Path, mon
     answer = PushResult(("a",), "refused")
     monkeypatch.setenv("POLYAXON_HOST", "http://127.0.0.1:9")
     later = (
-        f"nothing local is lost: the runs are in {tmp_path / 'polyaxon'}; send them later (a server needs the "
-        f"project first: polyaxon project create --name=o/p): polyaxon ops push -p o/p --path {tmp_path / 'polyaxon'} -a"
+        f"nothing local is lost: the runs are in {tmp_path / 'polyaxon'}; send the rest later: python -m harness push "
+        f"{tmp_path} --project o/p"
     )
     assert tracking_note("server", "o/p", tmp_path, runs) == TrackingNote(
         False, f"harness: could not send runs to Polyaxon (refused); 1 of 2 sent; {later}"

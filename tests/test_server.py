@@ -144,8 +144,34 @@ def assert_arrived(out: Path, runs: list[dict[str, Any]]) -> None:
             assert "duplicate_effects" not in r["metrics"]
 
 
+def test_offline_runs_pushed_by_the_harness_arrive_whole_and_a_second_push_sends_nothing_again(
+    server: dict[str, str], tmp_path: Path
+) -> None:
+    """A grid tracked offline, sent with the `harness push` command the run prints, reads back whole; the project is
+    made by the push. Given again (as after a push that failed part way), it skips every run the server has: a
+    demanding user's review saw `polyaxon ops push` send them again, each answered 400, and exit 0."""
+    out = tmp_path / "run"
+    proc = run(
+        [sys.executable, "-m", "harness", "run", "--out", str(out), "--quiet", "--project", "default/pushed", *CELLS],
+        server,
+    )
+    assert proc.returncode == 0, proc.stderr
+    hint = shlex.split(proc.stdout.split("send to a server: ", 1)[1].splitlines()[0])
+    assert hint == ["python", "-m", "harness", "push", str(out), "--project", "default/pushed"]
+    first = run([sys.executable, *hint[1:]], server)
+    assert (first.returncode, first.stdout) == (0, "Polyaxon: 4 of 4 runs sent to project default/pushed\n"), (
+        first.stderr
+    )
+    again = run([sys.executable, "-m", "harness", "push", str(out)], server)  # the project from the run's manifest
+    assert (again.returncode, again.stdout) == (
+        0,
+        "Polyaxon: 0 of 4 runs sent to project default/pushed (4 the server had already)\n",
+    ), again.stderr
+    assert_arrived(out, read("server", "default/pushed", str(tmp_path / "dl"), env=server))
+
+
 def test_offline_runs_pushed_with_the_cli_arrive_whole(server: dict[str, str], tmp_path: Path) -> None:
-    """A grid tracked offline, sent with the `polyaxon ops push` command the harness prints, reads back whole.
+    """A grid tracked offline, sent with Polyaxon's own `polyaxon ops push` (as the README shows), reads back whole.
 
     The sandbox server answers 405 to a write that comes while it makes another (sqlite: one writer at a time),
     and Polyaxon's own CLI does not retry; a run it then leaves half-sent cannot be pushed again under its uuid.
@@ -160,13 +186,10 @@ def test_offline_runs_pushed_with_the_cli_arrive_whole(server: dict[str, str], t
         given = [] if attempt == 0 else ["--project", project]
         proc = run([sys.executable, "-m", "harness", "run", "--out", str(out), "--quiet", *given, *CELLS], server)
         assert proc.returncode == 0, proc.stderr
-        hint = shlex.split(proc.stdout.split("send to a server: ", 1)[1].splitlines()[0])
-        # The project the run was given, owner included (the CLI would otherwise use its own default owner's).
-        assert hint[:5] == ["polyaxon", "ops", "push", "-p", project]
-        # The project is made by the command the run printed for it.
-        create = proc.stdout.split("a server needs the project first: ", 1)[1].split("; send to a server: ")[0]
-        assert shlex.split(create) == ["polyaxon", "project", "create", f"--name={project}"]
-        create_project(project, server, shlex.split(create)[1:])
+        # The project the run was given, owner included (the CLI would otherwise use its own default owner's), as
+        # the README says it; the server must have the project first.
+        hint = ["polyaxon", "ops", "push", "-p", project, "--path", str(out / "polyaxon"), "-a"]
+        create_project(project, server, ["project", "create", f"--name={project}"])
         push = polyaxon(*hint[1:], env=server)
         if "Status: 405" not in push.stdout:
             break

@@ -266,10 +266,39 @@ def test_unreachable_server_loses_nothing(tmp_path: Path) -> None:
     )
     assert proc.returncode == 3
     errors = [line for line in proc.stderr.splitlines() if line.startswith("harness:")]
-    assert len(errors) == 1 and "polyaxon ops push" in errors[0] and "nothing local is lost" in errors[0]
+    assert len(errors) == 1 and f"python -m harness push {out}" in errors[0] and "nothing local is lost" in errors[0]
     assert len(list(out.rglob("recovery.json"))) == 3  # the case files (the Polyaxon run points to them)
     assert len(list((out / "polyaxon" / "runs").iterdir())) == 1
     assert len(read_offline(out / "polyaxon")) == 1
+
+
+def test_push_to_an_unreachable_server_says_how_far_it_got_and_to_give_it_again(tmp_path: Path) -> None:
+    """``harness push`` of a run's offline runs with no server listening: one line with the error, how many were
+    sent, and the same command to give again (it skips what the server has); exit 3. A folder without offline runs
+    is refused (exit 2) naming it and the fix."""
+    out, home = tmp_path / "run", tmp_path / "home"
+    home.mkdir()
+    env = {"POLYAXON_HOST": "http://127.0.0.1:9", "HOME": str(home)}
+    made = harness(
+        "run", "--out", str(out), "--quiet", "--scenario", "lost_response", "--policy", "stop_on_timeout", env=env
+    )
+    assert made.returncode == 0, made.stderr
+    proc = harness("push", str(out), env=env)
+    assert proc.returncode == 3 and proc.stdout == ""
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("harness: could not send runs to Polyaxon (")
+    assert line.endswith(
+        f"0 of 1 run sent to project default/recovery-harness; nothing local is lost: give the same command again, and "
+        f"it sends the rest: python -m harness push {out}"
+    )
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    refused = harness("push", str(bare), env=env)
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        f"harness: {bare}: holds no offline Polyaxon run ({bare / 'polyaxon' / 'runs'} is missing or empty); fix: give "
+        "a folder 'harness run' or 'harness explore' wrote with --tracking offline (the default)\n"
+    )
 
 
 def test_managed_job_runs_exactly_one_cell(tmp_path: Path) -> None:
@@ -346,8 +375,8 @@ def test_a_refused_later_write_retries_that_write_alone(monkeypatch: pytest.Monk
 def test_the_push_command_names_the_project_with_its_owner(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, project: str, given: str
 ) -> None:
-    """The printed `polyaxon ops push` sends the runs to the project the run was given, owner included: with the
-    owner dropped, the CLI would send them to its own default owner's project of that name."""
+    """The printed `harness push` sends the runs to the project the run was given, owner included (the default
+    project is the run's own, read from its manifest)."""
     import shlex
 
     from harness.plx.tracking import Tracked
@@ -357,10 +386,7 @@ def test_the_push_command_names_the_project_with_its_owner(
     note = tracking_note("offline", project, tmp_path, [Tracked("u1", "succeeded")])
     assert note.ok and note.message is not None
     command = shlex.split(note.message.split("send to a server: ", 1)[1])
-    assert command == ["polyaxon", "ops", "push", "-p", given, "--path", str(tmp_path / "polyaxon"), "-a"]
-    # The push answers 404 and exits 0 for a project the server lacks: the note names the command that makes it.
-    create = note.message.split("a server needs the project first: ", 1)[1].split("; send to a server: ")[0]
-    assert shlex.split(create) == ["polyaxon", "project", "create", f"--name={given}"]
+    assert command == ["python", "-m", "harness", "push", str(tmp_path), "--project", given]
 
 
 def _polyaxons_summaries(run: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:

@@ -2,7 +2,7 @@
 
 Modes:
   offline  (default) tracks into ``<out>/polyaxon/runs/<uuid>/``, no server needed; send later with
-           ``polyaxon ops push -p PROJECT --path <out>/polyaxon -a``
+           ``harness push <out>`` (``push_runs``: the runs the server has already are skipped)
   server   tracks offline the same way, then pushes each finished run to the configured server
            (``POLYAXON_HOST``), one request at a time; if that fails, nothing local is lost
   none     no Polyaxon at all
@@ -443,6 +443,8 @@ def _log_cell(tracking: ModuleType, cell: CellRecord, out: Path) -> str | None:
 class PushResult:
     pushed: tuple[str, ...]
     error: str | None
+    #: Runs the server had already (``skip_present``), not sent again.
+    present: tuple[str, ...] = ()
 
 
 T = TypeVar("T")
@@ -488,8 +490,23 @@ def _push_offline_run(client: Any, path: str) -> None:
         _one_at_a_time(partial(client.upload_artifacts_dir, dirpath=path, path="/", overwrite=True, relative_to=path))
 
 
-def push_runs(root: Path, run_uuids: Sequence[str], project: str) -> PushResult:
-    """Send finished offline runs to the configured Polyaxon server, one at a time; stop at the first error."""
+def _on_server(client: Any) -> bool:
+    """Whether the server has the run ``client`` names already (sent by an earlier push, whole or in part)."""
+    from polyaxon.exceptions import ApiException
+
+    try:
+        client.refresh_data()
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
+
+
+def push_runs(root: Path, run_uuids: Sequence[str], project: str, skip_present: bool = False) -> PushResult:
+    """Send finished offline runs to the configured Polyaxon server, one at a time; stop at the first error. With
+    ``skip_present``, a run the server has already is not sent again (it would answer 400: a run with that uuid
+    already exists): what ``harness push`` does, so that a push that stopped part way can be given again."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         from polyaxon.client import ProjectClient, RunClient  # type: ignore[attr-defined]
@@ -498,6 +515,7 @@ def push_runs(root: Path, run_uuids: Sequence[str], project: str) -> PushResult:
     previous = logging.root.manager.disable
     logging.disable(logging.CRITICAL)  # the client logs whole tracebacks for errors it also raises
     pushed: list[str] = []
+    present: list[str] = []
     try:
         projects = ProjectClient(owner=owner, project=name, is_offline=False)
         try:
@@ -507,6 +525,9 @@ def push_runs(root: Path, run_uuids: Sequence[str], project: str) -> PushResult:
                 raise
             _one_at_a_time(lambda: projects.create({"name": name}))
         for run_uuid in run_uuids:
+            if skip_present and _on_server(RunClient(owner=owner, project=name, run_uuid=run_uuid, is_offline=False)):
+                present.append(run_uuid)
+                continue
             path = str(root / "runs" / run_uuid)
             client = RunClient(owner=owner, project=name, run_uuid=run_uuid, is_offline=True)
             RunClient.load_offline_run(path=path, run_client=client, reset_project=True, raise_if_not_found=True)
@@ -514,7 +535,7 @@ def push_runs(root: Path, run_uuids: Sequence[str], project: str) -> PushResult:
             pushed.append(run_uuid)
     except Exception as exc:
         reason = one_line(getattr(exc, "reason", None) or exc)
-        return PushResult(tuple(pushed), f"{type(exc).__name__}: {reason}")
+        return PushResult(tuple(pushed), f"{type(exc).__name__}: {reason}", tuple(present))
     finally:
         logging.disable(previous)
-    return PushResult(tuple(pushed), None)
+    return PushResult(tuple(pushed), None, tuple(present))

@@ -827,10 +827,11 @@ def tracking_note(tracking: TrackingMode, project: str, out: Path, tracked: Sequ
     if tracking == "none":
         return TrackingNote(True, None)
     root = offline_root(out)
-    # The project as given, owner and all: without its owner, the CLI would send them to its default owner's.
-    push_later = f"polyaxon ops push -p {shlex.quote(project)} --path {shlex.quote(str(root))} -a"
-    # The push sends runs into a project the server already has: into any other, it answers 404 and exits 0.
-    create_first = f"polyaxon project create --name={shlex.quote(project)}"
+    # The harness's own push: one request at a time, each retried, the project created, and the runs the server has
+    # already skipped, so that it can be given again after a failure (Polyaxon's `ops push` re-sends those, and
+    # exits 0 when the server refuses a run). The project as given, owner and all.
+    named = "" if project == DEFAULT_PROJECT else f" --project {shlex.quote(project)}"
+    push_later = f"python -m harness push {shlex.quote(str(out))}{named}"
     broken = [t for t in tracked if t.status == "error"]
     if broken:
         return TrackingNote(
@@ -846,8 +847,7 @@ def tracking_note(tracking: TrackingMode, project: str, out: Path, tracked: Sequ
         return TrackingNote(
             True,
             f"Polyaxon: {len(uuids)} offline run{'' if len(uuids) == 1 else 's'} in {root}; "
-            f"browse: python -m harness view {out}; "
-            f"a server needs the project first: {create_first}; send to a server: {push_later}",
+            f"browse: python -m harness view {out}; send to a server: {push_later}",
         )
     result = push_runs(root, uuids, project)
     if result.error:
@@ -856,8 +856,7 @@ def tracking_note(tracking: TrackingMode, project: str, out: Path, tracked: Sequ
         return TrackingNote(
             False,
             f"harness: could not send runs to Polyaxon ({result.error}{unset}); {len(result.pushed)} of {len(uuids)} "
-            f"sent; nothing local is lost: the runs are in {root}; send them later (a server needs the project "
-            f"first: {create_first}): {push_later}",
+            f"sent; nothing local is lost: the runs are in {root}; send the rest later: {push_later}",
         )
     sent = len(result.pushed)
     return TrackingNote(True, f"Polyaxon: {sent} run{'' if sent == 1 else 's'} sent to project {project}")
