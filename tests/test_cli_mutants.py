@@ -430,7 +430,7 @@ def _summary(tmp_path: Path, **changes: object) -> GridSummary:
 
 
 def _args(junit: Path | None = None) -> argparse.Namespace:
-    return argparse.Namespace(junit=junit)
+    return argparse.Namespace(junit=junit, unfired="fail")
 
 
 def _line_of(policy: str, scenario: str, outcome: str, seed: int = 1, **more: object) -> CaseLine:
