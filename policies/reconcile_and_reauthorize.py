@@ -26,10 +26,12 @@ the action: a worker that waited and read until the budget ran out left the acti
 adversarial review): so is a retry, or a read no wait came right before, within the escalation margin before the
 deadline: a worker that started recovering seconds before the deadline sent a retry, and waited for its lost reply
 until past it; one that waited out a retry's reply, or a slow read, read again too late. Revision 9 (from an
-adversarial review): a key's window is counted from its first arrival, so a same-key retry is safe only if it, as
-late as request validity lets it be, also arrives inside the window of an earlier request that may have reached
-the target after what the read saw: with a 10 s window, a retry 20 s on the wire applied m7 a second time after
-the original landed just after the read.
+adversarial review): a key's window is counted from its first arrival, so an earlier request that lands just
+after the read starts a window the retry may arrive after: with a 10 s window, a retry 20 s on the wire applied m7
+a second time after the original landed just after the read. The retry must arrive inside that request's window
+too, leaving by the moment that allows (``send_by_s``), and its claim is leased to that moment: the worker may
+send it later than it was decided (the review's second round: a bound taken from the decision's time alone failed
+when the worker sent the retry 13 s after deciding it), and a claim made after it is refused.
 """
 
 from __future__ import annotations
@@ -125,20 +127,37 @@ class ReconcileAndReauthorize:
         # The retry first: every earlier request can still arrive until it is too old, inside the retry's window.
         if last_sent + validity > situation.now_s + contract.dedupe_window_s:
             return False
-        return self.inside_unseen_window(situation, looked_at_s, validity)
+        return self.inside_unseen_window(situation, looked_at_s)
 
-    def inside_unseen_window(self, situation: Situation, looked_at_s: float, validity_s: float) -> bool:
-        """Whether a same-key retry sent now, as late as request validity lets it arrive, arrives inside the window
-        of an earlier request that may land just after the read (a key's window is counted from its first
-        arrival, that request's). Where the target's reads lag, a retry waits for a read that has caught up with
-        every attempt (``caught_up_s``), so none lands unseen after it; where they do not, a read is acted on
-        while an attempt late on its way may still land."""
-        if situation.contract.lookup_lag_s > 0:
-            return True
+    def inside_unseen_window(self, situation: Situation, looked_at_s: float) -> bool:
+        """Whether a same-key retry decided now can still arrive inside the window of an earlier request that
+        lands just after the read (a key's window is counted from its first arrival, that request's): it must
+        leave by ``send_by_s``, and the claim made as it leaves holds it to that (``leased``)."""
+        send_by = self.send_by_s(situation, looked_at_s)
+        return send_by is None or situation.now_s <= send_by
+
+    def send_by_s(self, situation: Situation, looked_at_s: float) -> float | None:
+        """The latest moment a same-key retry decided on a read made at ``looked_at_s`` may leave, so that it
+        arrives (request validity after it leaves, at most) inside the window of an earlier request that lands
+        just after the read; ``None`` when none can. Where the target's reads lag, a retry waits for a read that
+        has caught up with every attempt (``caught_up_s``); where every earlier request had reached the target by
+        the read, the read saw it."""
+        validity = situation.contract.request_validity_s
+        if situation.contract.lookup_lag_s > 0 or validity is None:
+            return None
         reached_by = self.reached_by_s(situation)
         if reached_by is None or reached_by <= looked_at_s:
-            return True  # every earlier request had reached the target by the read, which saw it
-        return situation.now_s + validity_s <= looked_at_s + situation.contract.dedupe_window_s
+            return None
+        return looked_at_s + situation.contract.dedupe_window_s - validity
+
+    def leased(self, situation: Situation, command: Command, send_by_s: float | None) -> Command:
+        """``command`` with its claim's lease: a same-key retry whose safety rests on leaving by ``send_by_s``
+        says so, and the controller refuses the claim made later (the worker may send a retry later than it was
+        decided, by a delay the policy does not see). A moment already past is no lease: the retry did not rest
+        on it."""
+        if send_by_s is None or situation.now_s > send_by_s or not isinstance(command, RetrySameAction):
+            return command
+        return command.model_copy(update={"send_by_s": send_by_s})
 
     def decide(self, situation: Situation) -> Command:
         """The next command; the last one the action's command budget allows accounts for it (escalates,
@@ -211,7 +230,7 @@ class ReconcileAndReauthorize:
             if refused or len(situation.attempts) > self.retry_count_max:
                 why = situation.last.reason if refused and situation.last else "absent after the allowed retries"
                 return self._wait_or_escalate(situation, f"cannot retry yet: {why}")
-            return self.retry_command(situation)
+            return self.leased(situation, self.retry_command(situation), self.send_by_s(situation, looked_at))
         return self._absent_without_retry(situation, looked_at)
 
     def _latest_fresh_read(self, situation: Situation, latest_attempt: float | None) -> LookupView | None:

@@ -777,8 +777,17 @@ class WindowFromRetryOnly(_Variant):
     inside the retry's window, not that the retry, itself late, arrives inside the window of an earlier request
     that landed first, just after the read."""
 
-    def inside_unseen_window(self, situation: Situation, looked_at_s: float, validity_s: float) -> bool:
+    def inside_unseen_window(self, situation: Situation, looked_at_s: float) -> bool:
         return True
+
+
+class WindowFromDecision(_Variant):
+    """Bounds the retry's arrival by request validity after the decision, without leasing its claim to the moment
+    that bound needs it to leave by (revision 9 as first written): the worker sends it later, by a delay the policy
+    does not see, and it arrives after the window of an original that landed just after the read."""
+
+    def leased(self, situation: Situation, command: Command, send_by_s: float | None) -> Command:
+        return command
 
 
 class ComparesDigestNotModel(_Variant):
@@ -988,6 +997,8 @@ CORPUS: tuple[Catch, ...] = (
     # From an adversarial review (stop 57): each passed every shipped case, and exploration at depth 2, until its
     # scenario shipped. The window's variant is the three safe policies' own rule before it was found.
     Catch(WindowFromRetryOnly("window_from_retry_only"), "retry_late_past_original_window", "duplicate_effects"),
+    # Its second round: the retry's arrival bounded from the decision, not from when the worker sends it.
+    Catch(WindowFromDecision("window_from_decision"), "retry_sent_late_past_unseen_window", "duplicate_effects"),
     Catch(ComparesDigestNotModel("compares_digest_not_model"), "aliased_receipt", "mismatched_records"),
     Catch(FollowNotARead("follow_not_a_read"), "connector_follow_with_seconds_left", "abandoned_actions"),
 )

@@ -132,8 +132,12 @@ def test_reconcile_escalates_a_mismatched_receipt() -> None:
 
 
 def test_reconcile_retries_absent_only_with_a_claim() -> None:
-    """Absent with everything still valid: retry the same action, claiming it first."""
+    """Absent with everything still valid: retry the same action, claiming it first (its claim leased to the
+    moment it must leave by for its key's window to cover an original landing just after the read); with no
+    earlier request still on its way (the original, sent at 0 s, is refused from 60 s), no lease."""
     s = situation(lookups=(LookupView(at_s=15.2, effect="absent"),), now=15.3)
+    assert RECONCILE.decide(s) == RetrySameAction(claim=True, send_by_s=15.2 + 300.0 - 60.0)
+    s = situation(lookups=(LookupView(at_s=60.2, effect="absent"),), now=60.3)
     assert RECONCILE.decide(s) == RetrySameAction(claim=True)
 
 
@@ -171,13 +175,16 @@ def test_reconcile_retries_only_inside_the_window_of_an_original_landing_just_af
     window: float, retries: bool
 ) -> None:
     """Revision 9: the original, sent at 0 s and unanswered, may land just after the read (sent at 15 s), and the
-    key's window counts from that arrival: a retry sent at 15.5 s, arriving as late as 75.5 s, needs a window of
-    60.5 s. Shorter, it waits for the absence to be final; the other order (the original arriving by 60 s,
-    inside a window counted from the retry) holds for both windows."""
+    key's window counts from that arrival: a retry arriving 60 s after it leaves must leave by 15 s + window - 60 s,
+    and its claim is leased to that moment (the worker may send it later). At 15.5 s, a window of 60.5 s leaves
+    it till 15.5 s; shorter, it waits for the absence to be final (60 s)."""
     contract = CONTRACT.model_copy(update={"dedupe_window_s": window})
     s = situation(lookups=(LookupView(at_s=15.2, sent_at_s=15.0, effect="absent"),), now=15.5, contract=contract)
     command = RECONCILE.decide(s)
-    assert command == RetrySameAction(claim=True) if retries else isinstance(command, Wait), command
+    if retries:
+        assert command == RetrySameAction(claim=True, send_by_s=15.5), command
+    else:
+        assert isinstance(command, Wait) and 15.5 + command.duration_s >= 60.0, command
 
 
 @pytest.mark.parametrize(("replied_at", "retries"), [(15.0, True), (15.25, False)])

@@ -136,7 +136,9 @@ def _reference_data(event: Event) -> dict[str, Any]:
         if hints[f.name] is Artifact:
             data.update(value.model_dump())
         elif hints[f.name] == Command:
-            data.update(value.model_dump(mode="json"))
+            # A retry's lease, added later, is left out unset: the evidence reads as it did before it.
+            dumped = value.model_dump(mode="json")
+            data.update({k: v for k, v in dumped.items() if not (k == "send_by_s" and v is None)})
         else:
             data[f.name] = value
     return data

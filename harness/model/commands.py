@@ -71,6 +71,11 @@ class RetrySameAction(Frozen):
 
     kind: Literal["retry_same_action"] = "retry_same_action"
     claim: bool = True
+    #: With ``claim``: the latest moment the claim may be made, a lease on the decision. A retry is safe only if
+    #: it leaves by then (a key's window that it relies on ends, counting request validity after it leaves), and
+    #: the worker may send it later than it was decided (``worker.retry_send_s``): a claim made after it is
+    #: refused, and nothing is sent. ``None``: no such bound (and the field is left out of the evidence).
+    send_by_s: float | None = None
 
 
 class RetryNewKey(Frozen):

@@ -1060,8 +1060,17 @@ def _data_reader(cls: type[Event]) -> Callable[[Event], dict[str, Scalar]]:
     return compiled(source, {"_dump": _command_data}, "data", f"event_data[{cls.__name__}]")  # type: ignore[no-any-return]
 
 
+#: Command fields left out of a command's entry when unset (``None``): added later, so that the evidence of a
+#: command that does not use one reads as it did before it was added.
+_UNSET_LEFT_OUT = ("send_by_s",)
+
+
 def _command_data(command: BaseModel) -> dict[str, Scalar]:
-    return command.model_dump(mode="json")
+    data: dict[str, Scalar] = command.model_dump(mode="json")
+    for name in _UNSET_LEFT_OUT:
+        if name in data and data[name] is None:
+            del data[name]
+    return data
 
 
 _DATA = {cls: _data_reader(cls) for cls in EVENT_TYPES}

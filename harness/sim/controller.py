@@ -204,7 +204,9 @@ class Controller:
         self._auditor.action_recorded(action_id)
         return view
 
-    def claim_if_revision(self, action_id: str, revision: int, attempts_seen: int | None = None) -> str | None:
+    def claim_if_revision(
+        self, action_id: str, revision: int, attempts_seen: int | None = None, send_by_s: float | None = None
+    ) -> str | None:
         """Atomically recheck the task, the approval, the target and the action (not accounted for, held or
         escalated), and claim the action for dispatch.
 
@@ -213,6 +215,8 @@ class Controller:
         action's record, as the task's revision is: an attempt recorded since (another worker's) refuses it, as a
         newer revision does, so that the decision is made again on what the ledger now says. A decision and its
         claim made at one instant see the same ledger, so nothing changes there.
+
+        ``send_by_s``: the latest moment the decision allows the claim (a lease on it): made later, it is refused.
 
         Returns ``None`` when claimed, else the reason it was refused.
         """
@@ -238,6 +242,8 @@ class Controller:
             reason = f"{HELD_TARGET}: {older} is not accounted for"
         elif attempts_seen is not None and len(action.execution_ids) > attempts_seen:
             reason = f"attempt {action.execution_ids[attempts_seen]} was recorded since the dispatch was decided"
+        elif send_by_s is not None and self._history.now_s() > send_by_s:
+            reason = f"made after {send_by_s:.3f} s, the latest moment the decision allowed it"
         if reason is None:
             action.claim = t.revision
         self._history.record(ClaimDecided(action_id=action_id, revision=revision, ok=reason is None, reason=reason))
