@@ -1078,10 +1078,10 @@ def _check(args: argparse.Namespace) -> int:
     for note in summary.notes:
         print(note, file=sys.stderr)
     outcomes = [c.outcome for c in summary.cases if not c.passed]
-    counts = ", ".join(f"{o} {outcomes.count(o)}" for o in dict.fromkeys(outcomes))
+    counts = ", ".join(f"{o} {outcomes.count(o):,}" for o in dict.fromkeys(outcomes))
     line = (
-        f"{summary.policy} (revision {summary.policy_revision}): {len(summary.cases) - len(outcomes)} of "
-        f"{len(summary.cases)} cases correct or escalated"
+        f"{summary.policy} (revision {summary.policy_revision}): {len(summary.cases) - len(outcomes):,} of "
+        f"{len(summary.cases):,} cases correct or escalated"
         + (" and complete where the baseline completes" if args.baseline else "")
         + (f"; not: {counts}" if counts else "")
     )

@@ -987,6 +987,18 @@ def test_check_prints_each_failure_its_warnings_its_notes_and_the_outcomes_not_p
     )
 
 
+def test_checks_counts_are_written_with_thousands_separators(
+    checks: _Checks, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As its progress lines write them (a demanding user's review: "28500 of 28500 cases" beside "12,300 of
+    28,500")."""
+    passing = tuple(_gate(f"s seed {n}") for n in range(1, 1101))
+    failing = tuple(_gate(f"t seed {n}", "incorrect", message="incorrect", reproduce="r") for n in range(1, 1002))
+    checks.summary = CheckSummary("p", "7", None, passing + failing)
+    assert cli.main(["check", "--policy", "p", "--quiet"]) == 1
+    assert "p (revision 7): 1,100 of 2,101 cases correct or escalated; not: incorrect 1,001\n" in _out(capsys)[0]
+
+
 def test_check_with_exploration_says_the_schedules_the_findings_and_what_stopped_it(
     checks: _Checks, capsys: pytest.CaptureFixture[str]
 ) -> None:

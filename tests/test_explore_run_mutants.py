@@ -449,7 +449,7 @@ def test_each_policy_and_scenario_explored_is_one_offline_run_with_its_own_explo
         f"{p} x lost_response": runs[f"explore-{p}-lost_response"]["uuid"] for p in POLICIES
     }
     assert summary.tracking.ok and summary.tracking.message is not None and str(out) in summary.tracking.message
-    assert "default/recovery-harness" in summary.tracking.message  # the project a server needs first
+    assert summary.tracking.message.endswith(f"send to a server: python -m harness push {out}")  # its own project
     for e in summary.explorations:
         run = runs[f"explore-{e.policy}-lost_response"]
         assert run["status"] == "succeeded"

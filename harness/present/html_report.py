@@ -338,6 +338,7 @@ def write_report(
         missing = timelines_to_draw(frame)
         if missing:
             draw(missing)
+    had_heatmap = out.with_name("heatmap.png").exists()
     heat = save_png(heatmap(frame), out.with_name("heatmap.png"))
     skipped = frame.attrs.get("skipped", [])
     if skipped and tell is not None:
@@ -407,7 +408,12 @@ def write_report(
     if not errors.empty:
         body += _errors(errors)
     body.append("</body></html>")
-    write_replacing(out, ("\n".join(body) + "\n").encode("utf-8"))
+    try:
+        write_replacing(out, ("\n".join(body) + "\n").encode("utf-8"))
+    except OSError:
+        if not had_heatmap:  # nothing half-written left behind: the picture is the page's
+            heat.unlink(missing_ok=True)
+        raise
     if undrawn and tell is not None:
         more = f" (and {len(undrawn) - 1} more)" if len(undrawn) > 1 else ""
         tell(

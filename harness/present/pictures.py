@@ -274,7 +274,9 @@ def write_replacing(path: Path, data: bytes) -> Path:
     try:
         tmp.write_bytes(data)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = str(path)  # a full disk says so on a write, with no file's name: the one being written
         raise
     return path
