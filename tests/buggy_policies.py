@@ -142,18 +142,22 @@ class AssumesDurableDedupe(_Variant):
         return super().retry_is_safe(situation.model_copy(update={"contract": durable}), looked_at_s)
 
 
-class ComparesModelNotDigest(_Variant):
-    """Compares a receipt's operation, target and model name with the action's, but not the model's digest: a
-    rebuilt model under the same name passes for the one that was sent."""
+class _ComparesSome(_Variant):
+    """Compares a receipt's key and only the arguments in ``compared`` with the action's."""
+
+    compared: tuple[str, ...] = ()
 
     def matches(self, receipt: Receipt, situation: Situation) -> bool:
         keys = {situation.action.idempotency_key, *(a.idempotency_key for a in situation.attempts)}
         got, sent = receipt.artifact, situation.action.artifact
-        return receipt.idempotency_key in keys and (got.operation, got.target, got.model) == (
-            sent.operation,
-            sent.target,
-            sent.model,
-        )
+        return receipt.idempotency_key in keys and all(getattr(got, f) == getattr(sent, f) for f in self.compared)
+
+
+class ComparesModelNotDigest(_ComparesSome):
+    """Compares a receipt's operation, target and model name with the action's, but not the model's digest: a
+    rebuilt model under the same name passes for the one that was sent."""
+
+    compared = ("operation", "target", "model")
 
 
 class ComparesArgumentsOnly(_Variant):
@@ -790,18 +794,11 @@ class WindowFromDecision(_Variant):
         return command
 
 
-class ComparesDigestNotModel(_Variant):
+class ComparesDigestNotModel(_ComparesSome):
     """Compares a receipt's key, operation, target and digest, but not the model's name ("the digest is the
     model"): the same build deployed under another model's name passes for the action's effect."""
 
-    def matches(self, receipt: Receipt, situation: Situation) -> bool:
-        keys = {situation.action.idempotency_key, *(a.idempotency_key for a in situation.attempts)}
-        got, sent = receipt.artifact, situation.action.artifact
-        return receipt.idempotency_key in keys and (got.operation, got.target, got.digest) == (
-            sent.operation,
-            sent.target,
-            sent.digest,
-        )
+    compared = ("operation", "target", "digest")
 
 
 class ConnectorAnswerAsTargetRead(_FollowVariant):

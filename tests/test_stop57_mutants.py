@@ -11,11 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import SCENARIO_DIR
 from test_baseline import NEVER_RETRIES
 from test_grid_mutants import Supervised  # the in-process stand-in for the worker processes
+from test_stop56_mutants import scenario, supervised  # noqa: F401 (the fixture, autouse, and its helper)
 
-import harness.run.pool as pool
 from harness.errors import InputError
 from harness.gate.runner import assert_recovers
 from harness.policy import load_policy
@@ -25,18 +24,6 @@ pytest_plugins = ["pytester"]
 SAFE = "reconcile_and_reauthorize"
 #: Every run of pytest here leaves out the plugins it does not need.
 QUIET = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:xdist", "-p", "no:anyio")
-
-
-def scenario(name: str) -> str:
-    """A shipped scenario's file, by its absolute path (the tests do not depend on the current folder)."""
-    return str(SCENARIO_DIR / f"{name}.yaml")
-
-
-@pytest.fixture(autouse=True)
-def supervised(monkeypatch: pytest.MonkeyPatch) -> Supervised:
-    fake = Supervised()
-    monkeypatch.setattr(pool, "supervise", fake)
-    return fake
 
 
 # -- assert_recovers: a baseline named as the policy it gates -------------------------------------------------------
@@ -74,7 +61,8 @@ def test_assert_recovers_takes_a_policy_as_its_own_baseline() -> None:
 
 
 def test_the_plugins_baseline_grid_runs_one_process_at_a_time(
-    pytester: pytest.Pytester, supervised: Supervised
+    pytester: pytest.Pytester,
+    supervised: Supervised,  # noqa: F811 (the fixture imported above)
 ) -> None:
     """The plugin runs the gated policies' cases one worker process at a time (pytest, or pytest-xdist's workers,
     have the rest of the machine), and the baseline's grid, run apart, likewise: two runs, each of both
