@@ -49,3 +49,20 @@ def test_a_lease_is_in_the_commands_entry_only_when_it_is_given() -> None:
     for event in (leased, plain):
         back = parse_event("worker", "command", event_data(event))
         assert isinstance(back, CommandGiven) and back.command == event.command
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ({"send_by_s": float("nan")}, "Input should be a finite number"),
+        ({"send_by_s": float("inf")}, "Input should be a finite number"),
+        ({"claim": False, "send_by_s": 3.0}, "send_by_s leases a claim: give claim=True with it, or leave it out"),
+    ],
+)
+def test_a_lease_is_a_moment_and_leases_a_claim(given: dict[str, object], said: str) -> None:
+    """A third review round: a NaN lease was taken, never refused anything, and was written as null; a lease on a
+    retry sent without a claim was ignored, the retry judged as if it had none."""
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=said):
+        RetrySameAction(**given)  # type: ignore[arg-type]

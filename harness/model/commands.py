@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, get_args
 
-from pydantic import Field, TypeAdapter
+from pydantic import Field, TypeAdapter, model_validator
 
 from harness.limits import cut
 from harness.model.base import Frozen
@@ -75,7 +75,13 @@ class RetrySameAction(Frozen):
     #: it leaves by then (a key's window that it relies on ends, counting request validity after it leaves), and
     #: the worker may send it later than it was decided (``worker.retry_send_s``): a claim made after it is
     #: refused, and nothing is sent. ``None``: no such bound (and the field is left out of the evidence).
-    send_by_s: float | None = None
+    send_by_s: Annotated[float, Field(allow_inf_nan=False)] | None = None
+
+    @model_validator(mode="after")
+    def _leased_claims_only(self) -> RetrySameAction:
+        if self.send_by_s is not None and not self.claim:
+            raise ValueError("send_by_s leases a claim: give claim=True with it, or leave it out")
+        return self
 
 
 class RetryNewKey(Frozen):
