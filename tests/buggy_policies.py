@@ -794,6 +794,14 @@ class WindowFromDecision(_Variant):
         return command
 
 
+class LeaseFromDecision(_Variant):
+    """Dates the lease (and the window rule's bound) from the decision, not from when the read was sent: the
+    original may land while the read's answer is on its way back, so the lease is late by that trip."""
+
+    def send_by_s(self, situation: Situation, looked_at_s: float) -> float | None:
+        return super().send_by_s(situation, situation.now_s)
+
+
 class ComparesDigestNotModel(_ComparesSome):
     """Compares a receipt's key, operation, target and digest, but not the model's name ("the digest is the
     model"): the same build deployed under another model's name passes for the action's effect."""
@@ -996,6 +1004,8 @@ CORPUS: tuple[Catch, ...] = (
     Catch(WindowFromRetryOnly("window_from_retry_only"), "retry_late_past_original_window", "duplicate_effects"),
     # Its second round: the retry's arrival bounded from the decision, not from when the worker sends it.
     Catch(WindowFromDecision("window_from_decision"), "retry_sent_late_past_unseen_window", "duplicate_effects"),
+    # Its third round: the lease dated from the decision; it passed every other shipped case and exploration.
+    Catch(LeaseFromDecision("lease_from_decision"), "lease_dated_by_the_read", "duplicate_effects"),
     Catch(ComparesDigestNotModel("compares_digest_not_model"), "aliased_receipt", "mismatched_records"),
     Catch(FollowNotARead("follow_not_a_read"), "connector_follow_with_seconds_left", "abandoned_actions"),
 )

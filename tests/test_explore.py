@@ -309,7 +309,8 @@ def test_reconcile_has_no_finding_in_any_shipped_scenario(background_harness: Ba
     operation after the dead job: reconcile starts none, and escalates. retry_with_seconds_left loses the reply
     to a retry sent within the margin before the deadline, which a safe policy never sends, and
     retry_late_past_original_window delays a retry that would arrive after the late original's window, which a safe
-    policy never sends either (the original lands, and its effect is recorded).
+    policy never sends either (the original lands, and its effect is recorded); lease_dated_by_the_read delays a
+    retry whose leased claim a safe policy's worker makes too late, so it is never sent.
 
     Minutes of work on both cores: the command runs in the background from the start of the session, and this
     test runs last (tests/conftest.py, Background)."""
@@ -321,6 +322,7 @@ def test_reconcile_has_no_finding_in_any_shipped_scenario(background_harness: Ba
         {"scenario": "connector_new_operation_pending", "event": "request_cancel after=destination.accepted nth=1"},
         {"scenario": "connector_new_operation_pending", "fault": "accepted_not_applied nth=2"},
         {"scenario": "connector_no_record_yet", "fault": "request_delayed nth=2 delay_s=20.0"},
+        {"scenario": "lease_dated_by_the_read", "fault": "request_delayed nth=2 delay_s=4.94"},
         {"scenario": "process_dedupe_late_original", "fault": "destination_restart nth=2"},
         {"scenario": "retry_late_past_original_window", "fault": "request_delayed nth=2 delay_s=20.0"},
         {"scenario": "retry_with_seconds_left", "fault": "response_lost nth=2"},
