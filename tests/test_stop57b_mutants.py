@@ -5,7 +5,6 @@ scenarios are given by their absolute path, so the current folder does not matte
 
 from __future__ import annotations
 
-import errno
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -18,6 +17,7 @@ from conftest import SCENARIO_DIR
 from test_baseline import NEVER_RETRIES
 from test_grid_mutants import Supervised  # the in-process stand-in for the worker processes
 from test_policies import CONTRACT, situation
+from test_report_full_disk import fill_disk_at
 from test_sim import controller_at
 from test_tracking_mutants import _api
 
@@ -298,14 +298,7 @@ def test_a_page_that_cannot_be_written_leaves_the_heatmap_an_earlier_page_shows(
     page = tmp_path / "pages" / "p.html"
     assert main(["report", str(run), "--out", str(page)]) == 0
     before = page.read_bytes()
-    real = Path.write_bytes
-
-    def write_bytes(self: Path, data: bytes) -> int:
-        if self.name.startswith(".p.html."):  # the page's temporary file: the disk is full by then
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return real(self, data)
-
-    monkeypatch.setattr(Path, "write_bytes", write_bytes)
+    fill_disk_at(page, monkeypatch)
     capsys.readouterr()
     assert main(["report", str(run), "--out", str(page)]) == 1
     assert capsys.readouterr().err.startswith(f"harness: cannot write a file ({page}): No space left on device")
