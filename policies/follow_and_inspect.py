@@ -16,7 +16,8 @@ only after it may last have reached the target, not after it was sent. Revision 
 command the budget allows escalates, unless it records the action. Revision 6: as its revision 8, so does, within
 the escalation margin before the deadline, a retry or a read no wait came right before. Revision 7: as its
 revision 9, a same-key retry must also arrive inside the window of an earlier request that landed just after the
-read.
+read. Revision 8: as its revision 10, a same-key retry's claim is leased to the deadline less the margin too (a new
+key's operation has no claim to lease).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from policies.reconcile_and_reauthorize import ReconcileAndReauthorize
 
 class FollowAndInspect(ReconcileAndReauthorize):
     name = "follow_and_inspect"
-    revision = "7"
+    revision = "8"
 
     def next_command(self, situation: Situation) -> Command:
         if situation.contract.via != "connector" or situation.recorded or situation.escalated:

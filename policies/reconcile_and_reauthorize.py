@@ -31,7 +31,10 @@ after the read starts a window the retry may arrive after: with a 10 s window, a
 a second time after the original landed just after the read. The retry must arrive inside that request's window
 too, leaving by the moment that allows (``send_by_s``), and its claim is leased to that moment: the worker may
 send it later than it was decided (the review's second round: a bound taken from the decision's time alone failed
-when the worker sent the retry 13 s after deciding it), and a claim made after it is refused.
+when the worker sent the retry 13 s after deciding it), and a claim made after it is refused. Revision 10 (from
+the same review's third round): the margin rule held a retry when it was decided, not when it left: a retry decided
+16 s before the deadline and sent 12 s later, whose reply was lost, was waited out past the deadline. Every same-key
+retry's claim is leased to the deadline less the margin too (``leave_by_s``), and a refused claim is escalated.
 """
 
 from __future__ import annotations
@@ -85,7 +88,7 @@ def recovery_decision(
 
 class ReconcileAndReauthorize:
     name = "reconcile_and_reauthorize"
-    revision = "9"
+    revision = "10"
     #: Time between lookups while the result is pending or unknown.
     wait_s = 10.0
     #: Escalate while at least this much time is left before the deadline.
@@ -152,12 +155,21 @@ class ReconcileAndReauthorize:
 
     def leased(self, situation: Situation, command: Command, send_by_s: float | None) -> Command:
         """``command`` with its claim's lease: a same-key retry whose safety rests on leaving by ``send_by_s``
-        says so, and the controller refuses the claim made later (the worker may send a retry later than it was
-        decided, by a delay the policy does not see). A moment already past is no lease: the retry did not rest
-        on it."""
-        if send_by_s is None or situation.now_s > send_by_s or not isinstance(command, RetrySameAction):
+        says so, and so does every one by the moment it must leave by to come back before the escalation margin
+        (``leave_by_s``); the controller refuses the claim made later than the earlier of the two (the worker may
+        send a retry later than it was decided, by a delay the policy does not see), and the refusal is escalated
+        while the margin lasts. A moment already past is no lease: the retry did not rest on it. A retry without a
+        claim has nothing to lease."""
+        if not isinstance(command, RetrySameAction) or not command.claim:
             return command
-        return command.model_copy(update={"send_by_s": send_by_s})
+        moments = [m for m in (send_by_s, self.leave_by_s(situation)) if m is not None and situation.now_s <= m]
+        return command.model_copy(update={"send_by_s": min(moments)}) if moments else command
+
+    def leave_by_s(self, situation: Situation) -> float | None:
+        """The latest moment a retry may leave and still have its reply back with the margin to escalate in: the
+        margin rule (``last_chance``) judges a retry when it is decided, and this holds its claim to it when the
+        worker sends it later."""
+        return situation.deadline_s - self.escalate_margin_s
 
     def decide(self, situation: Situation) -> Command:
         """The next command; the last one the action's command budget allows accounts for it (escalates,

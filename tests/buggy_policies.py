@@ -802,6 +802,15 @@ class LeaseFromDecision(_Variant):
         return super().send_by_s(situation, situation.now_s)
 
 
+class MarginAtDecisionOnly(_Variant):
+    """Keeps the escalation margin when a retry is decided, not when it leaves (revision 9): its claim carries no
+    lease to the deadline less the margin, so a retry the worker sends late, its reply lost, is waited out past
+    the deadline."""
+
+    def leave_by_s(self, situation: Situation) -> float | None:
+        return None
+
+
 class ComparesDigestNotModel(_ComparesSome):
     """Compares a receipt's key, operation, target and digest, but not the model's name ("the digest is the
     model"): the same build deployed under another model's name passes for the action's effect."""
@@ -1006,6 +1015,9 @@ CORPUS: tuple[Catch, ...] = (
     Catch(WindowFromDecision("window_from_decision"), "retry_sent_late_past_unseen_window", "duplicate_effects"),
     # Its third round: the lease dated from the decision; it passed every other shipped case and exploration.
     Catch(LeaseFromDecision("lease_from_decision"), "lease_dated_by_the_read", "duplicate_effects"),
+    # Its third round too: the margin held when a retry is decided, not when it leaves (the three safe policies'
+    # own rule until stop 58, which leased every same-key retry to the deadline less the margin).
+    Catch(MarginAtDecisionOnly("margin_at_decision_only"), "retry_leaves_after_margin", "abandoned_actions"),
     Catch(ComparesDigestNotModel("compares_digest_not_model"), "aliased_receipt", "mismatched_records"),
     Catch(FollowNotARead("follow_not_a_read"), "connector_follow_with_seconds_left", "abandoned_actions"),
 )

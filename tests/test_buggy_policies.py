@@ -290,7 +290,8 @@ def test_a_unit_test_tells_each_unseen_variant_from_the_correct_policy() -> None
     by_type = {type(v): v for v in UNSEEN}
     answered = connector_answered_running()
     assert isinstance(load_policy("reconcile_and_reauthorize").decide(answered), Wait)
-    assert by_type[ConnectorReplyBounds].decide(answered) == RetrySameAction(claim=True)
+    leave_by = answered.deadline_s - ConnectorReplyBounds.escalate_margin_s
+    assert by_type[ConnectorReplyBounds].decide(answered) == RetrySameAction(claim=True, send_by_s=leave_by)
     dead = dead_job_without_validity()
     assert isinstance(load_policy("follow_and_inspect").decide(dead), Escalate)
     assert by_type[NoValidityReachedBySend].decide(dead) == RetryNewKey(claim=True)

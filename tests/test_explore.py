@@ -310,7 +310,8 @@ def test_reconcile_has_no_finding_in_any_shipped_scenario(background_harness: Ba
     to a retry sent within the margin before the deadline, which a safe policy never sends, and
     retry_late_past_original_window delays a retry that would arrive after the late original's window, which a safe
     policy never sends either (the original lands, and its effect is recorded); lease_dated_by_the_read delays a
-    retry whose leased claim a safe policy's worker makes too late, so it is never sent.
+    retry whose leased claim a safe policy's worker makes too late, so it is never sent, and so does
+    retry_leaves_after_margin, whose retry would leave within the margin before the deadline.
 
     Minutes of work on both cores: the command runs in the background from the start of the session, and this
     test runs last (tests/conftest.py, Background)."""
@@ -325,6 +326,7 @@ def test_reconcile_has_no_finding_in_any_shipped_scenario(background_harness: Ba
         {"scenario": "lease_dated_by_the_read", "fault": "request_delayed nth=2 delay_s=4.94"},
         {"scenario": "process_dedupe_late_original", "fault": "destination_restart nth=2"},
         {"scenario": "retry_late_past_original_window", "fault": "request_delayed nth=2 delay_s=20.0"},
+        {"scenario": "retry_leaves_after_margin", "fault": "response_lost nth=2"},
         {"scenario": "retry_with_seconds_left", "fault": "response_lost nth=2"},
     ]
     assert {s.partition("@")[0] for s in summary["scenarios"]} == set(list_scenarios())

@@ -760,6 +760,14 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         follow=("escalated", set()),
         verify=("escalated", set()),
     ),
+    "retry_leaves_after_margin": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("abandoned", {"abandoned_actions"}),
+        reconcile=("escalated", set()),
+        new_key=("abandoned", {"abandoned_actions"}),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
+    ),
     "retry_late_past_original_window": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("incorrect", {"duplicate_effects"}),

@@ -58,10 +58,11 @@ def situation(
     contract: ContractView = CONTRACT,
     last: CommandResult | None = None,
     held: bool = False,
+    deadline: float = 120.0,
 ) -> Situation:
     return Situation(
         now_s=now,
-        deadline_s=120.0,
+        deadline_s=deadline,
         started_at_s=0.0,
         action=ACTION,
         attempts=(
@@ -133,12 +134,15 @@ def test_reconcile_escalates_a_mismatched_receipt() -> None:
 
 def test_reconcile_retries_absent_only_with_a_claim() -> None:
     """Absent with everything still valid: retry the same action, claiming it first (its claim leased to the
-    moment it must leave by for its key's window to cover an original landing just after the read); with no
-    earlier request still on its way (the original, sent at 0 s, is refused from 60 s), no lease."""
-    s = situation(lookups=(LookupView(at_s=15.2, effect="absent"),), now=15.3)
+    moment it must leave by for its key's window to cover an original landing just after the read, or to the
+    deadline less the margin, whichever comes first); with no earlier request still on its way (the original,
+    sent at 0 s, is refused from 60 s), leased to the deadline less the margin only."""
+    s = situation(lookups=(LookupView(at_s=15.2, effect="absent"),), now=15.3, deadline=400.0)
     assert RECONCILE.decide(s) == RetrySameAction(claim=True, send_by_s=15.2 + 300.0 - 60.0)
-    s = situation(lookups=(LookupView(at_s=60.2, effect="absent"),), now=60.3)
-    assert RECONCILE.decide(s) == RetrySameAction(claim=True)
+    s = situation(lookups=(LookupView(at_s=15.2, effect="absent"),), now=15.3)
+    assert RECONCILE.decide(s) == RetrySameAction(claim=True, send_by_s=120.0 - 15.0)
+    s = situation(lookups=(LookupView(at_s=60.2, effect="absent"),), now=60.3, deadline=400.0)
+    assert RECONCILE.decide(s) == RetrySameAction(claim=True, send_by_s=400.0 - 15.0)
 
 
 def test_reconcile_holds_absent_after_cancel() -> None:
@@ -203,7 +207,7 @@ def test_reconcile_retries_under_a_short_window_once_every_attempt_had_reached_t
     )
     s = situation(lookups=(LookupView(at_s=15.2, sent_at_s=15.0, effect="absent"),), now=15.5, contract=contract)
     command = RECONCILE.decide(s.model_copy(update={"attempts": (answered,)}))
-    assert command == RetrySameAction(claim=True) if retries else isinstance(command, Wait), command
+    assert command == RetrySameAction(claim=True, send_by_s=105.0) if retries else isinstance(command, Wait), command
 
 
 def test_reconcile_waits_out_a_refused_claim_instead_of_repeating_it() -> None:
@@ -305,9 +309,11 @@ def test_a_first_read_within_the_margin_escalates_and_one_before_it_is_sent(name
 
 
 def test_a_retry_within_the_margin_escalates_and_one_before_it_is_sent() -> None:
-    """A retry is decided on a read, which may have taken long to answer: within the margin it escalates."""
+    """A retry is decided on a read, which may have taken long to answer: within the margin it escalates. One
+    decided before it is leased to the margin's start: the worker may send it later, and a claim made inside the
+    margin is refused (revision 10)."""
     absent = (LookupView(at_s=OUTSIDE - 0.2, sent_at_s=OUTSIDE - 1.0, effect="absent"),)
-    assert RECONCILE.decide(situation(now=OUTSIDE, lookups=absent)) == RetrySameAction(claim=True)
+    assert RECONCILE.decide(situation(now=OUTSIDE, lookups=absent)) == RetrySameAction(claim=True, send_by_s=INSIDE)
     late = RECONCILE.decide(situation(now=INSIDE, lookups=absent))
     assert isinstance(late, Escalate) and late.reason.startswith("only 15 s left before the deadline")
 

@@ -65,13 +65,13 @@ def test_a_retry_whose_window_cannot_outlast_a_late_original_waits_though_the_re
 ) -> None:
     """The retry-first check alone: the original may arrive until 0 s + 60 s, and the retry's window, counted from
     15.5 s at the earliest, must reach that (44.5 s exactly does: ``<=``); shorter, the policy waits for the absence
-    to be final. ``send_by_s`` gives no lease here, so the retry carries none."""
+    to be final. ``send_by_s`` gives no lease here, so the retry carries the deadline's only (revision 10)."""
     s = answered_before_the_read(window)
     assert RECONCILE.send_by_s(s, 15.0) is None
     assert RECONCILE.retry_is_safe(s, 15.0) is retries
     command = RECONCILE.decide(s)
     if retries:
-        assert command == RetrySameAction(claim=True), command
+        assert command == RetrySameAction(claim=True, send_by_s=s.deadline_s - RECONCILE.escalate_margin_s), command
     else:
         assert isinstance(command, Wait) and 15.5 + command.duration_s >= 60.0, command
 
@@ -386,9 +386,9 @@ def test_an_incomplete_case_says_both_policies_and_the_scenario_by_their_revisio
     [failure] = failed.value.failures
     scenario_revision = load_scenario(SCENARIO_DIR / "request_lost.yaml").revision
     first, second = (failure.text or "").splitlines()[:2]
-    assert first.startswith(f"never_retries (revision 9) on request_lost (revision {scenario_revision}) at seed 1: ")
+    assert first.startswith(f"never_retries (revision 10) on request_lost (revision {scenario_revision}) at seed 1: ")
     assert first.endswith(", task_completed false")
-    assert second.startswith(f"{SAFE} (revision 9), the baseline, on the same case: ")
+    assert second.startswith(f"{SAFE} (revision 10), the baseline, on the same case: ")
 
 
 def brief(seed: int, escalations_most: int) -> Brief:
@@ -447,7 +447,7 @@ def test_a_brief_counts_the_escalations_of_each_action_apart() -> None:
     again = once.model_copy(update={"index": once.index + 1})
     assert Brief.of(report.model_copy(update={"timeline": (*report.timeline, again)})).escalations_most == 2
     brief = Brief.of(report)
-    assert (brief.policy, brief.policy_revision, brief.scenario, brief.seed) == (SAFE, "9", "uncertain_lookup", 1)
+    assert (brief.policy, brief.policy_revision, brief.scenario, brief.seed) == (SAFE, "10", "uncertain_lookup", 1)
     assert brief.scenario_revision == report.scenario_revision and brief.task_completed is report.metrics.get(
         "task_completed"
     )
