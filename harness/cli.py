@@ -36,6 +36,8 @@ from harness.plx import DEFAULT_PROJECT, TRACKING_MODES
 from harness.seeds import DEFAULT_SEEDS, SEED_MAX
 
 if TYPE_CHECKING:
+    from collections import Counter
+
     from harness.present.analysis import Reading
     from harness.run import CellJob, CellResult, GridSummary, Plan
     from harness.run.folder import Claim, Request
@@ -449,12 +451,14 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         junit = args.junit or begun_as(args.resume)[1].junit
         if junit:
             check_junit_path(junit, args.resume)
+        table = _EarlyTable()
         try:
             resumed = resume_grid(
                 args.resume,
                 progress=None if args.quiet else _progress,
                 report=not args.no_report,
                 reading=None if args.quiet else _ReadingLines(),
+                tallied=table,
             )
         except RunInterrupted:
             raise
@@ -483,7 +487,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         plan, options = begun_as(args.resume)
         args.junit = args.junit or options.junit  # the JUnit XML the run was asked for, written now it is complete
         args.unfired = options.unfired
-        return _ran(args, resumed, plan)
+        return _ran(args, resumed, plan, table)
     if args.records == "full" and args.failing_files is not None:
         raise UsageError(
             "--failing-files: limits the recovery.json files of cells written as compact records, and --records "
@@ -556,6 +560,7 @@ def _plan_and_run(args: argparse.Namespace, hold: Claim, created: bool, resumed:
         unfired=args.unfired,
         junit=args.junit.absolute() if args.junit else None,
     )
+    table = _EarlyTable()
     try:
         summary = run_grid(
             plan,
@@ -564,6 +569,7 @@ def _plan_and_run(args: argparse.Namespace, hold: Claim, created: bool, resumed:
             begun=hold,
             checked=note,
             reading=None if args.quiet else _ReadingLines(),
+            tallied=table,
         )
     except RunFailed:  # not bad input: the folder could not be written (it resumes from its request)
         raise
@@ -571,7 +577,7 @@ def _plan_and_run(args: argparse.Namespace, hold: Claim, created: bool, resumed:
         if not (hold.out / "manifest.json").is_file():
             undo()
         raise
-    return _ran(args, summary, plan)
+    return _ran(args, summary, plan, table)
 
 
 def _plan(args: argparse.Namespace) -> tuple[Plan, Callable[[], None] | None]:
@@ -634,7 +640,30 @@ def _write_junit(junit: Path, plan: Plan, out: Path) -> None:
     write_junit(junit, grid_suites(cells, all_seeds, iter_reports(out), repros))
 
 
-def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> int:
+class _EarlyTable:
+    """The outcome table, printed once every case is counted and before report.html is drawn (seconds on the
+    default grid; a run stopped then has said what it found). A reader gone by then (``| head``) does not stop
+    the run: its files are written, and the run exits as one whose reader went away."""
+
+    def __init__(self) -> None:
+        self.printed = False
+        self.reader_gone = False
+
+    def __call__(
+        self, counts: dict[tuple[str, str], Counter[str]], policies: Sequence[str], scenarios: Sequence[str]
+    ) -> None:
+        from harness.present.table import outcome_table
+
+        self.printed = True
+        try:
+            print(outcome_table(counts, policies, scenarios), flush=True)
+        except BrokenPipeError:
+            self.reader_gone = True
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None, table: _EarlyTable | None = None) -> int:
     """Print what a finished (or resumed) run found, and turn it into the exit status."""
     from harness.model import FAILING
     from harness.present.table import outcome_table
@@ -648,7 +677,8 @@ def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> i
             f"interrupted while writing --junit {args.junit}; the run in {summary.out} is complete, and a resume "
             f"writes it: python -m harness run --resume {out}"
         ) from None
-    print(outcome_table(summary.counts, summary.policies, summary.scenarios))
+    if table is None or not table.printed:
+        print(outcome_table(summary.counts, summary.policies, summary.scenarios))
     print(
         f"\n{summary.cases:,} case{'' if summary.cases == 1 else 's'} in {summary.out}"
         f"  (summary: {summary.summary_csv})"
@@ -708,6 +738,8 @@ def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None) -> i
             file=sys.stderr,
         )
     unfired = len(summary.unfired) if args.unfired == "fail" else 0
+    if table is not None and table.reader_gone:
+        return EXIT_BROKEN_PIPE
     return _exit_status(summary.error_count, unfired, summary.tracking.ok, problem is not None)
 
 

@@ -120,6 +120,10 @@ class GridOptions:
     junit: Path | None = None
 
 
+#: Called with a run's outcome counts per (policy, scenario) and the grid's order once every case is counted.
+Tallied = Callable[[dict[tuple[str, str], Counter[str]], tuple[str, ...], tuple[str, ...]], None]
+
+
 @dataclass(frozen=True, slots=True)
 class TrackingNote:
     """What happened to the Polyaxon runs, said once: ``ok`` false means the exit status is 3."""
@@ -345,11 +349,13 @@ def run_grid(
     begun: Claim | None = None,
     checked: Callable[[], None] | None = None,
     reading: Callable[[Reading], object] | None = None,
+    tallied: Tallied | None = None,
 ) -> GridSummary:
     """Check everything, then run every cell of ``plan``, write the run's files, and track it.
 
     Raises ``InputError`` (before writing anything) for bad input. ``progress(progress, job, result)`` is
-    called once per finished piece of a cell, ``reading`` as the report reads the cases back (see ``load``).
+    called once per finished piece of a cell, ``reading`` as the report reads the cases back (see ``load``), and
+    ``tallied`` with the outcome counts once every case is counted, before the report is drawn.
     Memory stays flat in the number of seeds: each case is written as it finishes, and only tallies come back.
     The folder is claimed for this run alone, and its manifest is written before any case runs, so a run that
     is stopped can be resumed (``resume_grid``).
@@ -377,7 +383,7 @@ def run_grid(
             write_atomic(out / MANIFEST, manifest.to_json())
         except OSError as exc:  # the request it began with is there: a resume plans the run again
             raise RunNotWritten(out, exc.strerror or str(exc)) from None
-        return _complete(out, plan, options, grid, progress, reading)
+        return _complete(out, plan, options, grid, progress, reading, tallied)
     finally:
         hold.release()
 
@@ -387,11 +393,12 @@ def resume_grid(
     progress: Callable[[Progress, CellJob, CellResult], None] | None = None,
     report: bool = True,
     reading: Callable[[Reading], object] | None = None,
+    tallied: Tallied | None = None,
 ) -> GridSummary | None:
     """Complete a run that was stopped: run only the pieces and Polyaxon runs that are missing, then write the
-    summary, run.json and the report (``report`` false: no report, whatever the run began with; ``reading`` as
-    for ``run_grid``). None when the run is already complete (its report written: a run stopped while writing
-    it completes again from its pieces' parts). Raises ``UsageError`` when a scenario, a policy or
+    summary, run.json and the report (``report`` false: no report, whatever the run began with; ``reading`` and
+    ``tallied`` as for ``run_grid``). None when the run is already complete (its report written: a run stopped
+    while writing it completes again from its pieces' parts). Raises ``UsageError`` when a scenario, a policy or
     the harness changed since the run began (its results would mix two inputs)."""
     manifest = Manifest.read(out)
     hold = claim(out, fresh=False)
@@ -417,7 +424,7 @@ def resume_grid(
         if not manifest.digested:  # begun before digests were kept: its pieces are written as now, so it keeps one
             write_atomic(out / MANIFEST, manifest.to_json())
         stray_temporaries(out)
-        return _complete(out, plan, options, grid, progress, reading)
+        return _complete(out, plan, options, grid, progress, reading, tallied)
     finally:
         hold.release()
 
@@ -525,6 +532,7 @@ def _complete(
     grid: Grid,
     progress: Callable[[Progress, CellJob, CellResult], None] | None,
     reading: Callable[[Reading], object] | None,
+    tallied: Tallied | None = None,
 ) -> GridSummary:
     """Run what is missing of the run in ``out`` (everything, for a new run), then write its files."""
     jobs = [
@@ -630,6 +638,8 @@ def _complete(
         # A page drawn while the run was stopped (``harness report``) calls it incomplete: drawn again, even under
         # --no-report, so that no page in the folder tells less than the folder holds.
         if options.report or (out / REPORT_HTML).is_file():
+            if tallied is not None:  # what the run found, said before the page takes its seconds to draw
+                tallied(counts, grid.policies, grid.scenarios)
             from harness.present.html_report import write_report
             from harness.run.pictures import draw_timelines
 
