@@ -871,6 +871,27 @@ class FollowNotARead(_FollowVariant):
         return not isinstance(command, FollowJob) and super().unguarded(situation, command)
 
 
+class ReachedByTheClock(_Variant):
+    """Asks whether every earlier request had reached the target by now, not by when the read was sent: an
+    original whose last moment to land passes while the read's answer is on its way back leaves the retry
+    without its window's lease, and the read never saw that original."""
+
+    def send_by_s(self, situation: Situation, looked_at_s: float) -> float | None:
+        reached_by = self.reached_by_s(situation)
+        if reached_by is not None and looked_at_s < reached_by <= situation.now_s:
+            return None
+        return super().send_by_s(situation, looked_at_s)
+
+
+class NewKeyUnguarded(_FollowVariant):
+    """Leaves the new key's operation after a dead job out of the round trips the deadline's margin guards (only
+    a same-key retry was thought of): one decided seconds before the deadline, its reply lost, is waited out
+    past it."""
+
+    def unguarded(self, situation: Situation, command: Command) -> bool:
+        return not isinstance(command, RetryNewKey) and super().unguarded(situation, command)
+
+
 @dataclass(frozen=True)
 class Catch:
     """Where a variant must be caught: the scenario, and the property whose verdict must be false."""
@@ -1018,6 +1039,9 @@ CORPUS: tuple[Catch, ...] = (
     # Its third round too: the margin held when a retry is decided, not when it leaves (the three safe policies'
     # own rule until stop 58, which leased every same-key retry to the deadline less the margin).
     Catch(MarginAtDecisionOnly("margin_at_decision_only"), "retry_leaves_after_margin", "abandoned_actions"),
+    # A fourth round (stop 58): each passed every other shipped case and exploration at depth 2.
+    Catch(ReachedByTheClock("reached_by_the_clock"), "original_expires_while_read_returns", "duplicate_effects"),
+    Catch(NewKeyUnguarded("new_key_unguarded"), "connector_new_operation_with_seconds_left", "abandoned_actions"),
     Catch(ComparesDigestNotModel("compares_digest_not_model"), "aliased_receipt", "mismatched_records"),
     Catch(FollowNotARead("follow_not_a_read"), "connector_follow_with_seconds_left", "abandoned_actions"),
 )

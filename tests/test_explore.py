@@ -310,8 +310,11 @@ def test_reconcile_has_no_finding_in_any_shipped_scenario(background_harness: Ba
     to a retry sent within the margin before the deadline, which a safe policy never sends, and
     retry_late_past_original_window delays a retry that would arrive after the late original's window, which a safe
     policy never sends either (the original lands, and its effect is recorded); lease_dated_by_the_read delays a
-    retry whose leased claim a safe policy's worker makes too late, so it is never sent, and so does
-    retry_leaves_after_margin, whose retry would leave within the margin before the deadline.
+    retry whose leased claim a safe policy's worker makes too late, so it is never sent, and so do
+    retry_leaves_after_margin, whose retry would leave within the margin before the deadline, and
+    original_expires_while_read_returns, whose retry would leave after the window of an original landing just
+    after the read; connector_new_operation_with_seconds_left loses the reply to a new operation a safe policy
+    never starts (reconcile starts none; follow's would be decided within the margin, and escalates).
 
     Minutes of work on both cores: the command runs in the background from the start of the session, and this
     test runs last (tests/conftest.py, Background)."""
@@ -322,8 +325,10 @@ def test_reconcile_has_no_finding_in_any_shipped_scenario(background_harness: Ba
         {"scenario": "bridge_restart_late_original", "fault": "bridge_restart nth=2"},
         {"scenario": "connector_new_operation_pending", "event": "request_cancel after=destination.accepted nth=1"},
         {"scenario": "connector_new_operation_pending", "fault": "accepted_not_applied nth=2"},
+        {"scenario": "connector_new_operation_with_seconds_left", "fault": "response_lost nth=2"},
         {"scenario": "connector_no_record_yet", "fault": "request_delayed nth=2 delay_s=20.0"},
         {"scenario": "lease_dated_by_the_read", "fault": "request_delayed nth=2 delay_s=4.94"},
+        {"scenario": "original_expires_while_read_returns", "fault": "request_delayed nth=2 delay_s=4.9"},
         {"scenario": "process_dedupe_late_original", "fault": "destination_restart nth=2"},
         {"scenario": "retry_late_past_original_window", "fault": "request_delayed nth=2 delay_s=20.0"},
         {"scenario": "retry_leaves_after_margin", "fault": "response_lost nth=2"},

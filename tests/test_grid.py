@@ -363,6 +363,14 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         follow=("escalated", set()),
         verify=("escalated", set()),
     ),
+    "connector_new_operation_with_seconds_left": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"abandoned_actions", "retries_after_uncertain"}),
+        reconcile=("escalated", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
+    ),
     "connector_no_record_yet": dict(
         stop=("abandoned", {"abandoned_actions"}),
         # Whether the late original or the retry reaches the connector first depends on the seed's latencies.
@@ -571,6 +579,14 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         follow=("correct", set()),
         verify=("correct", set()),
     ),
+    "late_original_rejected_after_absence": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("correct", set()),
+        reconcile=("correct", set()),
+        new_key=("correct", set()),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
     "lease_dated_by_the_read": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("correct", set()),
@@ -612,6 +628,14 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         verify=("correct", set()),
     ),
     "no_dedupe_flaky_lookup": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"duplicate_effects"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
+    "original_expires_while_read_returns": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("incorrect", {"duplicate_effects"}),
         reconcile=("correct", set()),

@@ -312,7 +312,8 @@ def false_records(f: Facts) -> Finding:
     """Ledger writes the destination's ledger contradicts: an effect recorded with a receipt the destination
     never applied for that action; an action recorded rejected or absent although the destination applied it
     (before or after the write: a late request can land after an absent lookup); or recorded absent although
-    the destination had already accepted an operation for it (pending, even if it never applies)."""
+    the destination accepted an operation for it: before the write (pending, even if it never applies), or
+    after it (a late request the record said could no longer arrive, even if it is then rejected)."""
     if not f.records:
         return NOTHING_FOUND
     if not f.destination_visible:
@@ -335,16 +336,18 @@ def false_records(f: Facts) -> Finding:
                 )
             )
         elif isinstance(r, AbsenceRecorded):
-            accepted = next(
-                (a for a in f.accepts if owner.get(a.execution_id) == r.action_id and a.index < r.index), None
-            )
+            accepted = next((a for a in f.accepts if owner.get(a.execution_id) == r.action_id), None)
             if accepted is not None:
+                said = (
+                    f"had accepted it ({accepted.execution_id}, pending)"
+                    if accepted.index < r.index
+                    else f"accepted it after the write ({accepted.execution_id}, a late request)"
+                )
                 anomalies.append(
                     Anomaly(
                         kind="false_record",
                         witnesses=(r.index, accepted.index),
-                        detail=f"{r.action_id} recorded absent, but the destination had accepted it "
-                        f"({accepted.execution_id}, pending)",
+                        detail=f"{r.action_id} recorded absent, but the destination {said}",
                     )
                 )
     if not anomalies:
@@ -369,7 +372,8 @@ def _false_records_on_the_wire(f: Facts) -> Finding:
     recorded with it is no false record, and an absence or a rejection recorded for an action some dispatch of
     which was so answered (before or after the write) is one. Where every dispatch of the action has a final reply
     (``_final_replies``) they say all it did: a receipt none was answered ``applied`` under is no effect of it, and
-    an absence recorded after a dispatch was answered ``rejected`` (so accepted first) is false. A lookup's answer
+    an absence recorded for an action a dispatch of which was answered ``rejected`` (so accepted, before the write
+    or after it) is false. A lookup's answer
     is no such proof (a misrouted lookup can name a receipt the destination never applied): what the replies do
     not settle is unknown."""
     applied, answers = _applied_replies(f), _final_answers(f)
@@ -398,7 +402,7 @@ def _false_records_on_the_wire(f: Facts) -> Finding:
             unsettled.append(f"{r.action_id} recorded {'rejected' if isinstance(r, RejectionRecorded) else 'absent'}")
         elif isinstance(r, AbsenceRecorded):
             rejected = [x for x in final if x.status == "rejected"]
-            if rejected and rejected[0].index < r.index:  # accepted before its reply, so before the write
+            if rejected:  # accepted, before the write or after it: either way it arrived, and the absence is false
                 anomalies.append(
                     Anomaly(
                         kind="false_record",
@@ -406,8 +410,6 @@ def _false_records_on_the_wire(f: Facts) -> Finding:
                         detail=f"{r.action_id} recorded absent, but a dispatch of it was accepted (answered rejected)",
                     )
                 )
-            elif rejected:  # accepted before or after the write: not in the evidence
-                unsettled.append(f"{r.action_id} recorded absent")
     if unsettled:  # a count beside the witnessed would be a lower bound: null, with them kept
         return Finding(None, tuple(anomalies), reason=f"{HIDDEN}, and no dispatch's reply settles {unsettled[0]}")
     return counted(anomalies)

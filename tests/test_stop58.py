@@ -1,0 +1,50 @@
+"""What a fourth adversarial review of the judge found (stop 58), pinned where the grid's catches do not say it.
+
+- ``false_records`` judged an absence recorded before a late original was accepted (and then rejected) as true,
+  where the same acceptance before the write was a false record: the record said no earlier request could still
+  arrive, and one did. Both are false records now, the later one said so.
+- Every same-key retry's claim is leased to the deadline less the escalation margin (``leave_by_s``): a claim
+  made later is refused, and the refusal escalated while the margin lasts.
+"""
+
+from __future__ import annotations
+
+from buggy_policies import RecordsAbsenceAtOnce
+from conftest import SCENARIO_DIR
+from test_policies import INSIDE, OUTSIDE, situation
+
+from harness.check import check
+from harness.policy import CommandResult, Escalate, LookupView, RetrySameAction, load_policy
+from harness.scenario import load_scenario
+from harness.sim import simulate
+
+LATE_REJECTED = load_scenario(SCENARIO_DIR / "late_original_rejected_after_absence.yaml")
+RECONCILE = load_policy("reconcile_and_reauthorize")
+
+
+def _false_records(policy: object, seed: int = 1) -> tuple[str, tuple[str, ...]]:
+    judged = check(simulate(LATE_REJECTED, policy, seed).evidence)  # type: ignore[arg-type]
+    [result] = [r for r in judged.results if r.name == "false_records"]
+    return result.verdict, tuple(a.detail for a in result.anomalies)
+
+
+def test_an_absence_recorded_before_a_late_original_is_accepted_is_a_false_record() -> None:
+    """The late original is accepted (and rejected) 30 s in, after the variant recorded a73 absent at about 15 s:
+    a false record, said as one made before the acceptance. The correct policy waits until no earlier request can
+    still arrive, and records the rejection."""
+    verdict, said = _false_records(RecordsAbsenceAtOnce("records_absence_at_once"))
+    assert verdict == "false"
+    assert said == ("a73 recorded absent, but the destination accepted it after the write (a73-x1, a late request)",)
+    assert _false_records(RECONCILE) == ("true", ())
+
+
+def test_every_same_key_retry_is_leased_to_the_margin_and_its_refusal_escalates() -> None:
+    """A retry decided just outside the margin carries the margin's start as its lease; the claim, refused when
+    the worker makes it later, is escalated, not waited out or asked for again."""
+    absent = (LookupView(at_s=OUTSIDE - 0.2, sent_at_s=OUTSIDE - 1.0, effect="absent"),)
+    retry = RECONCILE.decide(situation(now=OUTSIDE, lookups=absent))
+    assert retry == RetrySameAction(claim=True, send_by_s=INSIDE)
+    assert RECONCILE.leave_by_s(situation(now=OUTSIDE)) == 120.0 - RECONCILE.escalate_margin_s  # type: ignore[attr-defined]
+    refused = CommandResult(kind="retry_same_action", refused=True, reason="claim refused: made after 105.000 s")
+    after = RECONCILE.decide(situation(now=INSIDE + 11.0, lookups=absent, last=refused))
+    assert isinstance(after, Escalate), after
