@@ -35,6 +35,9 @@ when the worker sent the retry 13 s after deciding it), and a claim made after i
 the same review's third round): the margin rule held a retry when it was decided, not when it left: a retry decided
 16 s before the deadline and sent 12 s later, whose reply was lost, was waited out past the deadline. Every same-key
 retry's claim is leased to the deadline less the margin too (``leave_by_s``), and a refused claim is escalated.
+Revision 11 (from a fourth adversarial review): a bridge's connection error bounds nothing of when the call reaches
+the tool server (the error can come back while the call is still on its way); a retry after one, leased as a
+retry after any request that may still land, is refused when the worker sends it too late for the window.
 """
 
 from __future__ import annotations
@@ -88,7 +91,7 @@ def recovery_decision(
 
 class ReconcileAndReauthorize:
     name = "reconcile_and_reauthorize"
-    revision = "10"
+    revision = "11"
     #: Time between lookups while the result is pending or unknown.
     wait_s = 10.0
     #: Escalate while at least this much time is left before the deadline.
@@ -292,14 +295,15 @@ class ReconcileAndReauthorize:
         directly or through a bridge had reached it by the time its reply came back; any other may be late on
         the way until the target no longer accepts it: request validity after it was sent (``inf`` when the
         target accepts a request however old). A device connector's reply bounds nothing: its job may reach the
-        target after it (and a connector that forgot the job reports nothing of it)."""
+        target after it (and a connector that forgot the job reports nothing of it); nor does a bridge's connection
+        error: it may come back while the call is still on its way to the tool server."""
         validity = situation.contract.request_validity_s
         answered = situation.contract.via != "connector"
         latest: float | None = None
         for attempt in situation.attempts:
             if attempt.sent is False:
                 continue
-            if answered and attempt.replied_at_s is not None:
+            if answered and attempt.replied_at_s is not None and attempt.response_status != "connection_error":
                 by = attempt.replied_at_s
             else:
                 sent = attempt.sent_at_s

@@ -12,7 +12,9 @@ the last attempt. Revision 3: as its revision 6, they catch up with a call only 
 allows escalates, unless it records the action. Revision 5: as its revision 8, so does, within the escalation
 margin before the deadline, a retry or a read no wait came right before. Revision 6: as its revision 9, a same-key
 retry must also arrive inside the window of an earlier call that reached the tool server just after the read.
-Revision 7: as its revision 10, a same-key retry's claim is leased to the deadline less the margin too.
+Revision 7: as its revision 10, a same-key retry's claim is leased to the deadline less the margin too. Revision
+8: as its revision 11, the bridge's connection error bounds nothing of when the call reaches the tool server: it
+can come back while the call is still on its way (seed 002: the error says only that no reply came).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from policies.reconcile_and_reauthorize import ReconcileAndReauthorize
 
 class VerifyBeforeMutation(ReconcileAndReauthorize):
     name = "verify_before_mutation"
-    revision = "7"
+    revision = "8"
     read_command: Command = VerifyOutcome()
     read_source = "verify"
 

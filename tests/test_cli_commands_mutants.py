@@ -502,7 +502,7 @@ def test_list_of_the_shipped_ones_names_every_policy_scenario_and_boundary(capsy
     lines = _out(capsys)[0].splitlines()
     assert lines[0] == "policies:" and lines[1 : 1 + len(builtin_policy_names())] == [
         f"  {name} (revision {r})"
-        for name, r in zip(builtin_policy_names(), ("8", "10", "1", "1", "1", "7"), strict=True)
+        for name, r in zip(builtin_policy_names(), ("9", "11", "1", "1", "1", "8"), strict=True)
     ]
     assert len(lines) == 3 + len(builtin_policy_names()) + 2 * len(list_scenarios()) + len(BOUNDARIES)
     assert "  request_lost (wire): The dispatch is lost in the transport before it reaches the destination" in lines
@@ -878,7 +878,7 @@ def test_check_of_a_passing_policy_keeps_nothing_and_exits_0(
     words = ["check", "--policy", "reconcile_and_reauthorize", "--scenario", "lost_response", "--seed-count", "1"]
     assert cli.main(words) == 0
     assert _out(capsys) == (
-        "reconcile_and_reauthorize (revision 10): 1 of 1 cases correct or escalated\ncheck: passed\n",
+        "reconcile_and_reauthorize (revision 11): 1 of 1 cases correct or escalated\ncheck: passed\n",
         "",
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # its temporary folder went
@@ -1675,14 +1675,18 @@ def test_a_stopped_run_is_resumed_with_what_the_resume_asks_and_its_policies_fou
     assert sys.path.count(str(tmp_path)) == 1
     ((resumed, kw),) = resumes.calls
     assert resumed == out and kw["progress"] is cli._progress and kw["report"] is True
-    assert isinstance(kw["reading"], cli._ReadingLines)
+    assert isinstance(kw["reading"], cli._ReadingLines) and isinstance(kw["tallied"], cli._EarlyTable)
     printed, err = _out(capsys)
     assert f"2 cases in {out}  (summary: {out / 'summary.csv'})" in printed
     assert err == f"[1/1] {POLICY} x {SCENARIO}: incorrect 1, correct 1\n"
     (out / RUN_RECORD).unlink()
     assert cli.main(["run", "--resume", str(out), "--quiet", "--no-report"]) == 0
     assert sys.path.count(str(tmp_path)) == 1
-    assert resumes.calls[1][1] == {"progress": None, "report": False, "reading": None}
+    assert {k: v for k, v in resumes.calls[1][1].items() if k != "tallied"} == {
+        "progress": None,
+        "report": False,
+        "reading": None,
+    }
     assert _out(capsys)[1] == ""
 
 

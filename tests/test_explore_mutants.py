@@ -524,7 +524,8 @@ def test_an_element_holds_what_its_yaml_says_less_the_defaults() -> None:
 
 def test_fault_sites_follow_the_path_the_variants_and_the_actions() -> None:
     """A boundary that needs a connector or a bridge is tried only where one stands; each boundary with
-    variants is tried in each (delays, connector crash phases, a bridge error before and after forwarding);
+    variants is tried in each (delays, connector crash phases, a bridge error before and after forwarding, and
+    ahead of a forwarded call still on its way);
     a fault on another action than the template's first names that action, one on the first does not."""
     seen = Observed(dispatches=1, reads=1, kinds=())
     for name, part in (("bridge_error_after_forward", "bridge"), ("connector_crash_while_running", "connector")):
@@ -534,7 +535,10 @@ def test_fault_sites_follow_the_path_the_variants_and_the_actions() -> None:
             ("request_delayed", [{"delay_s": d} for d in DELAYS_S]),
             ("apply_delayed", [{"delay_s": d} for d in DELAYS_S]),
             ("connector_crash", [{"phase": p} for p in CONNECTOR_PHASES]),
-            ("bridge_connection_error", [{"forwarded": True}, {"forwarded": False}]),
+            (
+                "bridge_connection_error",
+                [{"forwarded": True}, {"forwarded": False}, *({"lands_after_s": d} for d in DELAYS_S)],
+            ),
             ("request_lost", [{}]),
         ):
             if BOUNDARIES[boundary].needs in (None, part):

@@ -109,7 +109,7 @@ def connector(spec: ConnectorSpec | None = None) -> Any:
 
 def bridge(spec: BridgeSpec | None = None) -> Any:
     spec = spec or BridgeSpec()
-    return lambda env, history, injector, destination: Bridge(spec, history, injector, destination)
+    return lambda env, history, injector, destination: Bridge(env, spec, history, injector, destination)
 
 
 def applied(events: list[Event]) -> int:

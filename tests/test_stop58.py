@@ -9,11 +9,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from buggy_policies import RecordsAbsenceAtOnce
 from conftest import SCENARIO_DIR
 from test_policies import INSIDE, OUTSIDE, situation
 
 from harness.check import check
+from harness.errors import InputError
 from harness.policy import CommandResult, Escalate, LookupView, RetrySameAction, load_policy
 from harness.scenario import load_scenario
 from harness.sim import simulate
@@ -48,3 +52,40 @@ def test_every_same_key_retry_is_leased_to_the_margin_and_its_refusal_escalates(
     refused = CommandResult(kind="retry_same_action", refused=True, reason="claim refused: made after 105.000 s")
     after = RECONCILE.decide(situation(now=INSIDE + 11.0, lookups=absent, last=refused))
     assert isinstance(after, Escalate), after
+
+
+def test_a_bridge_error_can_outrun_the_call_it_is_about(tmp_path: Path) -> None:
+    """``lands_after_s``: the caller gets the do-not-replay error at once, and the forwarded call reaches the tool
+    server that much later (seed 002: the error says only that no reply came); only a forwarded call can."""
+    from harness.model.events import ConnectionBroken, Received
+
+    scenario = load_scenario(SCENARIO_DIR / "bridge_error_before_call_lands.yaml")
+    history = simulate(scenario, RECONCILE, 1).evidence.history
+    broken = next(e for e in history if isinstance(e, ConnectionBroken))
+    landed = next(e for e in history if isinstance(e, Received))
+    assert broken.forwarded and landed.execution_id == broken.execution_id == "a73-x1"
+    assert landed.at_s - broken.at_s == pytest.approx(4.5)
+    text = (SCENARIO_DIR / "bridge_error_before_call_lands.yaml").read_text(encoding="utf-8")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("forwarded: true, lands_after_s", "forwarded: false, lands_after_s"), encoding="utf-8")
+    with pytest.raises(InputError) as refused:
+        load_scenario(bad)
+    assert str(refused.value) == (
+        f"{bad}: field 'faults.0': lands_after_s is when a forwarded call reaches the tool server: give forwarded: "
+        "true with it, or leave it out; fix: correct the value"
+    )
+
+
+def test_a_bridge_error_bounds_nothing_of_when_its_call_lands() -> None:
+    """Revision 11: an attempt answered with a bridge's connection error may reach the tool server until request
+    validity after it was sent; any other reply through the bridge bounds it (the call had reached the server)."""
+    answered = (
+        situation()
+        .attempts[0]
+        .model_copy(update={"observation": "response", "response_status": "connection_error", "replied_at_s": 0.1})
+    )
+    bridged = situation().contract.model_copy(update={"via": "bridge"})
+    s = situation().model_copy(update={"attempts": (answered,), "contract": bridged})
+    assert RECONCILE.reached_by_s(s) == 0.0 + 60.0  # type: ignore[attr-defined]
+    conflict = answered.model_copy(update={"response_status": "conflict"})
+    assert RECONCILE.reached_by_s(s.model_copy(update={"attempts": (conflict,)})) == 0.1  # type: ignore[attr-defined]

@@ -209,7 +209,7 @@ def _variants_of(boundary: str) -> list[dict[str, Any]]:
     if boundary == "connector_crash":
         return [{"phase": p} for p in CONNECTOR_PHASES]
     if boundary == "bridge_connection_error":
-        return [{"forwarded": True}, {"forwarded": False}]
+        return [{"forwarded": True}, {"forwarded": False}, *({"lands_after_s": d} for d in DELAYS_S)]
     return [{}]
 
 

@@ -9,9 +9,9 @@ actor that reaches it.
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal, get_args
+from typing import Annotated, ClassVar, Literal, Self, get_args
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from harness.model import Frozen
 from harness.scenario.specs import Count, Flag, PositiveSeconds, SafeName, Text
@@ -143,14 +143,26 @@ class StartedNotDurable(FaultBase):
 
 
 class BridgeConnectionError(FaultBase):
-    """The connection through the bridge breaks and the caller gets an error marked "do not replay": ``before`` the
-    call reaches the tool server, or ``after`` it (the tool ran; only the reply is lost)."""
+    """The connection through the bridge breaks and the caller gets an error marked "do not replay": before the
+    call is forwarded (``forwarded: false``), or after (the tool ran; only the reply is lost). With
+    ``lands_after_s``, the error comes back while the forwarded call is still on its way: it reaches the tool
+    server that many seconds later (the error says only that no reply came; the call may yet run)."""
 
     needs: ClassVar[Literal["connector", "bridge"] | None] = "bridge"
     side: ClassVar[Side] = "wire"
     counted: ClassVar[Literal["dispatch", "lookup"]] = "dispatch"
     boundary: Literal["bridge_connection_error"] = "bridge_connection_error"
     forwarded: Flag = True
+    lands_after_s: PositiveSeconds | None = None
+
+    @model_validator(mode="after")
+    def _lands_only_forwarded(self) -> Self:
+        if self.lands_after_s is not None and not self.forwarded:
+            raise ValueError(
+                "lands_after_s is when a forwarded call reaches the tool server: give forwarded: true with it, "
+                "or leave it out"
+            )
+        return self
 
 
 class BridgeRestart(FaultBase):

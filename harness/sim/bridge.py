@@ -5,8 +5,9 @@ request UUID (the caller's idempotency key; a new call gets a new UUID unless th
 keeps a receipt per UUID for the life of its process: the same UUID with the same content is answered from
 it, with other content it is a conflict; a restart forgets every receipt. A connection error raised in the
 bridge carries an explicit "do not replay automatically" marker, whether or not the call had reached the
-tool server. With ``block_after_uncertain`` (the convenience API), mutations of an action whose last outcome is
-uncertain are refused until a verification settles it; reads always pass.
+tool server (it may still be on its way there, and run later). With ``block_after_uncertain`` (the convenience
+API), mutations of an action whose last outcome is uncertain are refused until a verification settles it; reads
+always pass.
 """
 
 from __future__ import annotations
@@ -45,7 +46,10 @@ class _Receipt:
 
 
 class Bridge:
-    def __init__(self, spec: BridgeSpec, history: History, injector: Injector, tool_server: Handler) -> None:
+    def __init__(
+        self, env: simpy.Environment, spec: BridgeSpec, history: History, injector: Injector, tool_server: Handler
+    ) -> None:
+        self._env = env
         self._spec = spec
         self._history = history
         self._injector = injector
@@ -90,6 +94,9 @@ class Bridge:
             return self._broken(request, forwarded=False)
         held = _Receipt(request.artifact)
         self._receipts[uuid] = held
+        if broken is not None and broken.lands_after_s is not None:  # the error outruns the call it is about
+            self._env.process(self._lands_later(request, held, broken.lands_after_s))
+            return self._broken(request, forwarded=True)
         reply = yield from self._tool_server.handle(request)
         if reply is None:
             return None
@@ -97,6 +104,14 @@ class Bridge:
         if broken is not None:
             return self._broken(request, forwarded=True)
         return reply
+
+    def _lands_later(self, request: Request, held: _Receipt, after_s: float) -> Generator[simpy.Event, Any, None]:
+        """A forwarded call still on its way when the connection broke: it reaches the tool server ``after_s``
+        later, and its reply is kept under its UUID as any other (while the bridge process lives)."""
+        yield self._env.timeout(after_s)
+        reply = yield from self._tool_server.handle(request)
+        if reply is not None:
+            held.reply = reply
 
     def _broken(self, request: Request, forwarded: bool) -> Reply:
         self._uncertain.add(request.action_id)

@@ -115,7 +115,7 @@ def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
         env, scenario.destination, history, injector, auditor, approval_in_force=controller.approval_in_force
     )
     connector = Connector(env, scenario.connector, history, injector, destination) if scenario.connector else None
-    bridge = Bridge(scenario.bridge, history, injector, destination) if scenario.bridge else None
+    bridge = Bridge(env, scenario.bridge, history, injector, destination) if scenario.bridge else None
     transport = Transport(
         env,
         scenario.transport,
