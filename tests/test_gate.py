@@ -633,6 +633,22 @@ def test_an_interrupted_check_says_to_run_it_again_not_to_resume_it_as_a_run(
             f"a check is not resumable: run the same command again with a new --out ({out} holds what it wrote)"
         )
         assert len(list(out.rglob("recovery.json"))) == 1
+        # The same command again (a CI job's retry), or the resume a run's folder would take: both refused, and
+        # neither says to resume (done as a run, it exited 0 over incorrect cases, with no JUnit or repro files).
+        (out / ".parts").mkdir(exist_ok=True)  # as a check stopped before its end leaves it
+        refused = (
+            f"harness: --out {out}: holds the cases of a check that was stopped before its end, and a check is not "
+            "resumable; fix: run the check again with a new or empty --out"
+        )
+        assert check(*args, *named_out) == 2
+        assert capsys.readouterr().err.strip() == refused
+        from harness.cli import main
+
+        assert main(["run", "--resume", str(out)]) == 2
+        assert capsys.readouterr().err.strip() == refused
+        (out / ".parts").rmdir()
+        assert check(*args, *named_out) == 2
+        assert capsys.readouterr().err.strip() == refused.replace(" that was stopped before its end", "")
     else:
         assert err == "harness: interrupted; a check is not resumable: run the same command again"
         assert list((tmp_path / "tmp").iterdir()) == []

@@ -458,6 +458,7 @@ def test_the_manifest_keeps_the_cells_concurrency_options_and_fingerprints(tmp_p
     assert manifest.options == {
         "tracking": "none", "project": "default/recovery-harness", "report": False, "records": "compact",
         "failing_files": 3, "case_timeout_s": 2.5, "unfired": "fail", "junit": str(tmp_path / "j.xml"),
+        "check": False,
     }  # fmt: skip
     assert sorted(manifest.fingerprints) == [f"policy {POLICY}", f"scenario {SCENARIO} ({SCENARIO})"]
     assert begun_as(out) == (Plan(manifest.cells, 2), replace(options, isolate=True))
@@ -953,12 +954,14 @@ def test_a_damaged_piece_runs_again_on_resume(tmp_path: Path, supervised: Superv
 
 def test_a_runs_options_are_kept_and_read_back_as_given(tmp_path: Path) -> None:
     options = GridOptions(out=tmp_path, tracking="server", project="o/p", report=False, records="full",
-                          failing_files=4, case_timeout_s=None, unfired="note", junit=Path("r/j.xml"))  # fmt: skip
+                          failing_files=4, case_timeout_s=None, unfired="note", junit=Path("r/j.xml"),
+                          check=True)  # fmt: skip
     kept = grid._options_json(options)
     assert kept == {"tracking": "server", "project": "o/p", "report": False, "records": "full",
-                    "failing_files": 4, "case_timeout_s": None, "unfired": "note", "junit": "r/j.xml"}  # fmt: skip
+                    "failing_files": 4, "case_timeout_s": None, "unfired": "note", "junit": "r/j.xml",
+                    "check": True}  # fmt: skip
     assert list(kept) == [
-        "tracking", "project", "report", "records", "failing_files", "case_timeout_s", "unfired", "junit"
+        "tracking", "project", "report", "records", "failing_files", "case_timeout_s", "unfired", "junit", "check"
     ]  # fmt: skip
     assert grid._options_of(kept, tmp_path) == options
     assert grid._options_of({**kept, "junit": None}, tmp_path).junit is None

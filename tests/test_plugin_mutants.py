@@ -283,7 +283,7 @@ def test_an_unsafe_policys_items_fail_with_the_gates_text_and_write_their_repro_
     assert len(supervised.calls) == 1  # every case, once, together
     [(plan, options)] = grids.calls
     assert plan == Plan((Cell(UNSAFE, "lost_response", (1, 2)), Cell(UNSAFE, "request_lost", (1, 2))), concurrency=1)
-    assert options == GridOptions(out=options.out, tracking="none", report=False, case_timeout_s=60.0)
+    assert options == GridOptions(out=options.out, tracking="none", report=False, case_timeout_s=60.0, check=True)
     assert options.out is not None and options.out.name.startswith("harness-pytest-cases-")
     assert options.out.parent == Path(tempfile.gettempdir()) and not options.out.exists()
 
@@ -408,7 +408,7 @@ def test_a_check_of_a_failing_policy_keeps_its_temporary_folder_and_judges_every
                                                 concurrency=3, case_timeout_s=4.0))  # fmt: skip
     [(plan, options)] = calls
     assert plan == Plan((Cell(UNSAFE, "lost_response", (1, 2)), Cell(UNSAFE, "request_lost", (1, 2))), 3)
-    assert options == GridOptions(out=options.out, tracking="none", report=False, case_timeout_s=4.0)
+    assert options == GridOptions(out=options.out, tracking="none", report=False, case_timeout_s=4.0, check=True)
     assert summary.out == options.out and summary.out is not None and summary.out.is_dir()
     assert summary.out.name.startswith("harness-check-")
     grid_ = load_grid([UNSAFE], ["lost_response", "request_lost"], [1, 2])

@@ -309,7 +309,7 @@ def _reports(session: pytest.Session) -> Mapping[tuple[str, str, int], CaseRepor
             seeds.setdefault((item.case.policy_spec, item.case.scenario_spec), []).append(item.case.seed)
         plan = Plan(tuple(Cell(p, s, tuple(dict.fromkeys(n))) for (p, s), n in seeds.items()), concurrency=1)
         budget: float = config.getoption("harness_case_timeout")
-        options = GridOptions(out=out, tracking="none", report=False, case_timeout_s=budget or None)
+        options = GridOptions(out=out, tracking="none", report=False, case_timeout_s=budget or None, check=True)
         try:
             summary = run_grid(plan, options)
             policies = dict.fromkeys(i.case.policy.name for i in items)

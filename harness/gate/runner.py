@@ -200,7 +200,9 @@ def _checked(
 ) -> CheckSummary:
     plan = plan_cells([policy_spec], scenarios, options.seeds, None, options.concurrency)
     started = time.perf_counter()
-    grid_options = GridOptions(out=out, tracking="none", report=False, case_timeout_s=options.case_timeout_s)
+    grid_options = GridOptions(
+        out=out, tracking="none", report=False, case_timeout_s=options.case_timeout_s, check=True
+    )
     summary = run_grid(plan, grid_options, cases_progress)
     briefs: dict[tuple[str, str, int], Brief] = {}
     cases = judge_reports(iter_reports(summary.out), cases_run, ReproFolder(out / "repro"), briefs)
@@ -303,7 +305,7 @@ def _against_baseline(
     Safe is not done: a policy that records every absence and never retries passes every property."""
     plan = plan_cells([baseline_spec], scenarios, options.seeds, None, options.concurrency)
     grid_options = GridOptions(
-        out=out / "baseline", tracking="none", report=False, case_timeout_s=options.case_timeout_s
+        out=out / "baseline", tracking="none", report=False, case_timeout_s=options.case_timeout_s, check=True
     )
     theirs = {(r.policy, r.scenario, r.seed): Brief.of(r) for r in iter_reports(run_grid(plan, grid_options).out)}
     done_by = {(scenario, seed): r for (_, scenario, seed), r in theirs.items()}

@@ -84,6 +84,8 @@ def not_empty(out: Path) -> str:
     quoted = shlex.quote(str(out.absolute()))
     if (out / LOCK_FILE).is_file() and in_use(out):
         return f"output folder {out} is in use by another harness run; fix: wait for it to end, or pass another --out"
+    if is_check(out):
+        return checked_here(out)
     if (out / RUN_RECORD).is_file() and not (out / ".parts").exists():
         return f"--out {out}: holds a complete run; fix: give a new or empty folder"
     if (out / MANIFEST).is_file() or (out / REQUEST).is_file():
@@ -92,6 +94,25 @@ def not_empty(out: Path) -> str:
             f"python -m harness run --resume {quoted}, or give a new or empty folder"
         )
     return f"--out {out}: is not empty; fix: give a new or empty folder"
+
+
+def is_check(out: Path) -> bool:
+    """Whether ``out`` holds the cases of a gate (``harness check``, the pytest plugin), as its manifest says."""
+    try:
+        options = json.loads((out / MANIFEST).read_text(encoding="utf-8")).get("options")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return isinstance(options, dict) and options.get("check") is True
+
+
+def checked_here(out: Path) -> str:
+    """Why a folder a check wrote is not taken, and what to do (not ``run --resume``: completed as a plain run, a
+    check's cases would end without its verdict, repro files or JUnit file, and exit 0 over incorrect cases)."""
+    whole = (out / RUN_RECORD).is_file() and not (out / ".parts").exists()
+    held = "the cases of a check" + ("" if whole else " that was stopped before its end")
+    return (
+        f"--out {out}: holds {held}, and a check is not resumable; fix: run the check again with a new or empty --out"
+    )
 
 
 def in_use(out: Path) -> bool:

@@ -53,6 +53,7 @@ from harness.run.folder import (
     Claim,
     Manifest,
     Request,
+    checked_here,
     claim,
     fingerprints,
     not_empty,
@@ -118,6 +119,9 @@ class GridOptions:
     #: Where the gate's JUnit XML goes once the run is complete (written by the CLI; kept in the manifest so that
     #: a resumed run writes it too).
     junit: Path | None = None
+    #: The cases of a gate (``harness check``, the pytest plugin): the folder is not resumable as a run, which would
+    #: end without the gate's verdict, repro files or JUnit file.
+    check: bool = False
 
 
 #: Called with a run's outcome counts per (policy, scenario) and the grid's order once every case is counted.
@@ -401,6 +405,8 @@ def resume_grid(
     while writing it completes again from its pieces' parts). Raises ``UsageError`` when a scenario, a policy or
     the harness changed since the run began (its results would mix two inputs)."""
     manifest = Manifest.read(out)
+    if manifest.options.get("check") is True:
+        raise UsageError(checked_here(out))
     hold = claim(out, fresh=False)
     try:
         # run.json is written before the report; the pieces' parts are removed once the report is written too.
@@ -461,7 +467,17 @@ def _any_tally(out: Path) -> bool:
 
 
 #: The options a run's manifest keeps, so ``--resume`` completes the run as it began.
-_PERSISTED = ("tracking", "project", "report", "records", "failing_files", "case_timeout_s", "unfired", "junit")
+_PERSISTED = (
+    "tracking",
+    "project",
+    "report",
+    "records",
+    "failing_files",
+    "case_timeout_s",
+    "unfired",
+    "junit",
+    "check",
+)
 
 
 def _options_json(options: GridOptions) -> dict[str, object]:
@@ -494,6 +510,7 @@ class _OptionsShape(TypedDict, total=False):
     case_timeout_s: Annotated[float, Field(ge=0, le=CASE_TIMEOUT_MAX_S)] | None
     unfired: UnfiredMode
     junit: str | None
+    check: bool
 
 
 _OPTIONS_SHAPE = TypeAdapter(_OptionsShape)
