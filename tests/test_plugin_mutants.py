@@ -257,6 +257,40 @@ def test_the_plugin_refuses_an_out_that_holds_anything_or_is_a_file(pytester: py
     assert str(refused.value) == f"harness: --harness-out {full / 'x'}: is a file; fix: give a folder"
 
 
+def test_the_plugin_refuses_an_out_it_cannot_write_in_before_anything_runs(pytester: pytest.Pytester) -> None:
+    """Not writable (``/sys`` refuses even root): a passing run accepted it silently, and a failing case's repro
+    file ended in a PermissionError traceback in place of the finding. Refused as ``check --out`` is, in one line."""
+    with pytest.raises(pytest.UsageError) as refused:
+        pytester.parseconfigure(*_args("--harness-out", "/sys/harness-out"))
+    assert str(refused.value) == (
+        "harness: --harness-out /sys/harness-out: cannot be written (Permission denied); fix: give a writable folder"
+    )
+    pytester.parseconfigure(*_args("--harness-out", str(pytester.path / "new" / "deeper")))  # made when written
+    assert not (pytester.path / "new").exists() and list(pytester.path.glob(".harness-*")) == []
+
+
+def test_a_repro_file_that_cannot_be_written_leaves_the_finding_said_in_one_line(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk while a failing case's repro file is written: the item fails with the gate's one line (the
+    outcome and the violated property), why no repro file, and the command that runs the case again."""
+    import errno
+
+    from harness.gate.repro import ReproFolder
+
+    def full(*args: object, **kwargs: object) -> Path:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(ReproFolder, "write", full)
+    recorder = pytester.inline_run(*_args("--harness-out", "repros", scenarios=("lost_response",), seeds=1))
+    [failed] = [r for r in recorder.getreports("pytest_runtest_logreport") if r.when == "call" and r.failed]
+    assert failed.longreprtext == (
+        "incorrect: duplicate_effects violated; its repro file could not be written in "
+        f"{pytester.path / 'repros'} (No space left on device); reproduce: python -m harness run --policy "
+        f"{UNSAFE} --scenario lost_response --seed 1"
+    )
+
+
 # --- Running the items ----------------------------------------------------------------------------------------
 
 

@@ -168,7 +168,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from harness.gate.repro import ReproFolder
     from harness.limits import CASE_TIMEOUT_MAX_S, COUNT_MAX
     from harness.run import load_grid
-    from harness.run.files import check_new_or_empty
+    from harness.run.files import check_new_or_empty, check_writable_folder
     from harness.run.plan import absolute
     from harness.scenario import list_scenarios
 
@@ -213,6 +213,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if out:
         try:  # as `harness check --out`: repro files never mix with what another run left there
             check_new_or_empty(Path(out), "--harness-out")
+            check_writable_folder(Path(out), "--harness-out")
         except InputError as exc:
             raise pytest.UsageError(f"harness: {exc}") from None
     config.stash[_REPROS] = ReproFolder(Path(out).absolute() if out else None, prefix="harness-pytest-")
@@ -263,7 +264,19 @@ class ScenarioSeed(pytest.Item):
             from harness.run.plan import reproduce_command
 
             raise RuntimeError(f"the harness wrote no report for this case; reproduce: {reproduce_command(self.case)}")
-        verdict = judge(report, self.case, self.config.stash[_REPROS])
+        unwritten = None
+        try:
+            verdict = judge(report, self.case, self.config.stash[_REPROS])
+        except OSError as exc:  # a full disk, say: the verdict stands, said in one line, with no repro file
+            unwritten = exc.strerror or str(exc)
+        if unwritten is not None:
+            from harness.gate.cases import message_of
+
+            pytest.fail(
+                f"{message_of(report)}; its repro file could not be written in {self.config.stash[_REPROS].path} "
+                f"({unwritten}); reproduce: {report.reproduce}",
+                pytrace=False,
+            )
         baseline = self.config.stash.get(_BASELINE, None)
         if baseline is not None:
             from harness.gate.runner import Brief, against_baseline

@@ -154,6 +154,20 @@ def check_new_or_empty(out: Path, option: str = "--out") -> None:
         raise UsageError(f"{option} {out}: is not empty; fix: give a new or empty folder")
 
 
+def check_writable_folder(out: Path, option: str) -> None:
+    """Refuse, before anything runs, an output folder that cannot be made or written in: a scratch file is tried
+    in it, or in the nearest folder on its path that exists (where making it would start), and nothing is left."""
+    nearest = next(p for p in (out.absolute(), *out.absolute().parents) if p.exists())
+    try:
+        fd, scratch = tempfile.mkstemp(dir=nearest, prefix=".harness-", suffix=".tmp")
+        os.close(fd)
+        os.unlink(scratch)
+    except OSError as exc:
+        raise UsageError(
+            f"{option} {out}: cannot be written ({exc.strerror or exc}); fix: give a writable folder"
+        ) from None
+
+
 def check_writable(path: Path, option: str) -> None:
     """Refuse, before anything runs, an output file that cannot be written where it is asked for, so that a run
     does not end in an error after its work: a scratch file is tried in the nearest folder that exists on its path
