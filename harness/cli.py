@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import InputError, OutlivesReader, RunFailed, no_room, one_line
+from harness.errors import InputError, OutlivesReader, RunFailed, cut_keeping_place, no_room
 from harness.limits import (
     CASE_TIMEOUT_MAX_S,
     COMPACT_ABOVE,
@@ -697,7 +697,9 @@ def _ran(args: argparse.Namespace, summary: GridSummary, plan: Plan | None, tabl
 
         for n in worst[:_NAMED_CELLS_MAX]:
             # A shell comment: the line still runs as it is, pasted whole.
-            crashed = f"  # the policy failed: {printable(one_line(n.policy_error, 120))}" if n.policy_error else ""
+            crashed = (
+                f"  # the policy failed: {printable(cut_keeping_place(n.policy_error, 120))}" if n.policy_error else ""
+            )
             print(f"  {n.outcome:<13} {n.reproduce}{crashed}")
         if len(worst) > _NAMED_CELLS_MAX:
             print(

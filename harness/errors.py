@@ -62,6 +62,23 @@ def one_line(text: object, limit: int = 200) -> str:
     return " ".join(str(text).split())[:limit]
 
 
+#: How a policy's error ends when the harness knows where the policy raised it (see ``harness.sim.worker``).
+_PLACE = " (at line "
+
+
+def cut_keeping_place(text: object, limit: int) -> str:
+    """``text`` on one line, at most ``limit`` characters: a long one is cut in its middle, marked ``...``, so that
+    where the policy raised it (`` (at line N of MODULE, in FUNCTION)``, its end) is kept whole."""
+    line = " ".join(str(text).split())
+    if len(line) <= limit:
+        return line
+    at = line.rfind(_PLACE)
+    place = line[at:] if at >= 0 and line.endswith(")") else ""
+    if not place or len(place) > limit // 2:
+        return f"{line[: limit - 3]}..."
+    return f"{line[: limit - 3 - len(place)]}...{place}"
+
+
 #: Names an error lists in full as the ones to choose from; of more, it says where they are all listed.
 LISTED_MAX = 12
 

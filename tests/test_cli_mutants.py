@@ -473,7 +473,7 @@ def test_a_run_names_the_first_case_of_each_failing_cell_worst_outcome_first(
     named = out.out.split("reproduce a failing case (the first of each failing cell, worst outcome first):\n")[1]
     assert named.splitlines() == [
         "  incorrect     repro p s 9",
-        "  abandoned     repro p t 2  # the policy failed: ValueError: no way " + "x" * 101,  # cut at 120
+        "  abandoned     repro p t 2  # the policy failed: ValueError: no way " + "x" * 98 + "...",  # cut at 120
         "  harness_error repro p u 3",
     ]
     assert out.err.splitlines() == [

@@ -189,7 +189,12 @@ def test_the_message_adds_the_policys_own_error_cut_at_its_limit() -> None:
     exact = "x" * 160
     assert message_of(with_policy_error(report, exact)).endswith(f"; the policy failed: {exact}")
     long = "y" * 159 + "zw"
-    assert message_of(with_policy_error(report, long)).endswith(f"; the policy failed: {'y' * 159}z...")
+    assert message_of(with_policy_error(report, long)).endswith(f"; the policy failed: {'y' * 157}...")
+    # Cut in its middle, where the policy raised it stays whole (a CI user's review: it read "at line 41 of agentrt.r...").
+    place = " (at line 41 of agentrt.recovery.odd, in decide)"
+    placed = "ValidationError: " + "v" * 200 + place
+    kept = message_of(with_policy_error(report, placed)).split("; the policy failed: ")[1]
+    assert kept == f"ValidationError: {'v' * (160 - 3 - len(place) - 17)}...{place}" and len(kept) == 160
     assert message_of(with_policy_error(report, "a\x1bb")).endswith("; the policy failed: a\\x1bb")
     # Only the first error is named.
     twice = with_policy_error(with_policy_error(report, "first", at=1), "second", at=2)

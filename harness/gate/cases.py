@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from harness.errors import one_line
+from harness.errors import cut_keeping_place, one_line
 from harness.explore.search import Finding
 from harness.gate.repro import ReproFolder, replay_command, violated
 from harness.model import PASSING, CaseReport
@@ -98,14 +98,12 @@ POLICY_ERROR_SHOWN = 160
 
 
 def _policy_failed(report: CaseReport) -> str:
-    """``; the policy failed: ValueError: boom`` (its first error, on one line, cut), or nothing: a case the policy
+    """``; the policy failed: ValueError: boom`` (its first error, on one line, cut in its middle so that where the
+    policy raised it stays), or nothing: a case the policy
     ended by failing must not read as a flaw of its recovery logic alone."""
     if report.policy_error is None:
         return ""
-    error = one_line(report.policy_error, POLICY_ERROR_SHOWN + 1)
-    if len(error) > POLICY_ERROR_SHOWN:
-        error = f"{error[:POLICY_ERROR_SHOWN]}..."
-    return f"; the policy failed: {printable(error)}"
+    return f"; the policy failed: {printable(cut_keeping_place(report.policy_error, POLICY_ERROR_SHOWN))}"
 
 
 def message_of(report: CaseReport) -> str:
