@@ -351,6 +351,13 @@ def _parser(defaults: bool = True) -> argparse.ArgumentParser:
     _force_concurrency(check)
     _case_timeout(check, "a failure of the gate (a harness error)")
     check.add_argument(
+        "--maxfail",
+        type=_positive,
+        metavar="N",
+        help="stop once N cases failed (harness errors included), judging what ran; the rest, the baseline and the "
+        "exploration are left out (a policy that hangs costs --case-timeout a case)",
+    )
+    check.add_argument(
         "--quiet", action="store_true", help="no progress lines (every 10 s of a long check, and while exploring)"
     )
     replay = sub.add_parser(
@@ -1086,6 +1093,7 @@ def _check(args: argparse.Namespace) -> int:
         concurrency=concurrency,
         case_timeout_s=args.case_timeout or None,
         baseline=args.baseline,
+        maxfail=args.maxfail,
     )
     summary = check_policy(
         args.policy[0],

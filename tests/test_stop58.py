@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,23 @@ def test_a_bridge_error_bounds_nothing_of_when_its_call_lands() -> None:
     assert RECONCILE.reached_by_s(s) == 0.0 + 60.0  # type: ignore[attr-defined]
     conflict = answered.model_copy(update={"response_status": "conflict"})
     assert RECONCILE.reached_by_s(s.model_copy(update={"attempts": (conflict,)})) == 0.1  # type: ignore[attr-defined]
+
+
+def test_maxfail_stops_a_check_once_that_many_cases_failed(tmp_path: Path) -> None:
+    """A check stops at the end of the piece in which its failures reach ``--maxfail`` (a policy that hangs costs
+    the case timeout a case: about five hours over the shipped cases at the defaults, a CI user's review): the
+    cases that ran are judged as always, and a note says what was left out. Without it, every case runs."""
+    from harness.gate.runner import CheckOptions, check_policy
+
+    asked = CheckOptions(scenarios=("lost_response", "request_lost"), seeds=(1, 2), maxfail=1)
+    stopped = check_policy("retry_new_key", replace(asked, out=tmp_path / "stopped"))
+    assert [(c.name, c.outcome) for c in stopped.cases] == [
+        ("lost_response seed 1", "incorrect"),
+        ("lost_response seed 2", "incorrect"),
+    ]
+    assert stopped.notes == ("note: stopped after 2 failing cases (--maxfail 1): 2 of 4 cases not run",)
+    assert not stopped.ok and stopped.out == tmp_path / "stopped"
+    whole = check_policy("retry_new_key", replace(asked, out=tmp_path / "whole", maxfail=3))
+    assert len(whole.cases) == 4 and not any(n.startswith("note: stopped") for n in whole.notes)
+    with_baseline = check_policy("retry_new_key", replace(asked, out=tmp_path / "b", baseline="stop_on_timeout"))
+    assert with_baseline.notes[-1].endswith("2 of 4 cases not run, nor the baseline")

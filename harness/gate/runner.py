@@ -8,6 +8,7 @@ file for each that does not.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -96,6 +97,27 @@ class CheckOptions:
     #: A reference policy (``--baseline``): a case that passes yet leaves the task incomplete where this policy,
     #: run on the same scenario and seed, completes it fails as ``incomplete``. ``None``: safety alone is gated.
     baseline: str | None = None
+    #: Stop once this many cases failed (``--maxfail``): the cases not yet run are left out, and so are the
+    #: baseline and the exploration. ``None``: every case runs.
+    maxfail: int | None = None
+
+
+class _Enough(Exception):
+    """A check stopped early: ``maxfail`` cases failed (the pieces then running are stopped with it)."""
+
+
+class _CountFailures:
+    """The progress of a check's cases, counting those that failed (each piece's tally) until ``maxfail``."""
+
+    def __init__(self, maxfail: int, then: Callable[[Progress, CellJob, CellResult], None] | None) -> None:
+        self.maxfail, self.then, self.failed = maxfail, then, 0
+
+    def __call__(self, progress: Progress, job: CellJob, result: CellResult) -> None:
+        if self.then is not None:
+            self.then(progress, job, result)
+        self.failed += sum(n for c in result.counts.values() for o, n in c.items() if o not in PASSING)
+        if self.failed >= self.maxfail:
+            raise _Enough
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,9 +225,14 @@ def _checked(
     grid_options = GridOptions(
         out=out, tracking="none", report=False, case_timeout_s=options.case_timeout_s, check=True
     )
-    summary = run_grid(plan, grid_options, cases_progress)
+    counting = _CountFailures(options.maxfail, cases_progress) if options.maxfail is not None else None
+    summary: GridSummary | None = None
+    with contextlib.suppress(_Enough):  # stopped early: what ran is on disk, judged as any check's cases
+        summary = run_grid(plan, grid_options, counting or cases_progress)
     briefs: dict[tuple[str, str, int], Brief] = {}
-    cases = judge_reports(iter_reports(summary.out), cases_run, ReproFolder(out / "repro"), briefs)
+    cases = judge_reports(iter_reports(out), cases_run, ReproFolder(out / "repro"), briefs)
+    if summary is None:
+        return _stopped_early(policy, cases, len(cases_run), out, options, time.perf_counter() - started)
     notes = coverage_notes(summary, policy.name)
     if options.baseline is not None:
         cases, said = _against_baseline(
@@ -261,6 +288,27 @@ def _checked(
         elapsed_s=round(elapsed_s, 3),
         explore_elapsed_s=round(explore_elapsed_s, 3),
         schedules=schedules,
+        seeds=tuple(options.seeds),
+    )
+
+
+def _stopped_early(
+    policy: Policy, cases: tuple[GateCase, ...], planned: int, out: Path, options: CheckOptions, elapsed_s: float
+) -> CheckSummary:
+    """A check ``--maxfail`` stopped: the cases that ran, judged, and a note of what was left out."""
+    failed = sum(not c.passed for c in cases)
+    left = [what for what, asked in (("the baseline", options.baseline), ("the exploration", options.explore)) if asked]
+    note = (
+        f"note: stopped after {failed} failing {'case' if failed == 1 else 'cases'} (--maxfail {options.maxfail}): "
+        f"{planned - len(cases):,} of {planned:,} cases not run" + (f", nor {' and '.join(left)}" if left else "")
+    )
+    return CheckSummary(
+        policy=policy.name,
+        policy_revision=policy.revision,
+        out=out,
+        cases=cases,
+        notes=(note,),
+        elapsed_s=round(elapsed_s, 3),
         seeds=tuple(options.seeds),
     )
 
