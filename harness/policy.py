@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import inspect
 import pkgutil
 import sys
@@ -362,6 +363,24 @@ def look_in(folder: str | None) -> None:
         sys.path.append(folder)
 
 
+def _dotted_as_module(spec: str) -> str | None:
+    """How to name a policy given as a module's dotted name (``pkg.mod``) or with its attribute dotted on
+    (``pkg.mod.POLICY``), when that module is there: with a colon before the attribute. ``None`` otherwise (the
+    module is not found, or importing it fails: left to the usual error)."""
+    if "." not in spec or spec.startswith(".") or ":" in spec:
+        return None
+    head, _, tail = spec.rpartition(".")
+    for module_name, attr in ((spec, "POLICY"), (head, tail)):
+        try:
+            found = importlib.util.find_spec(module_name)
+        except (ImportError, ValueError):  # a parent that is not a package, or not there
+            found = None
+        # A package's missing module (``pkg.nosuch``) is a misspelt module, not an attribute: the usual error.
+        if found is not None and (module_name == spec or found.submodule_search_locations is None):
+            return f"name the policy object after a colon, as in {module_name}:{attr}"
+    return None
+
+
 def load_policy(spec: str) -> Policy:
     """Load a shipped policy by name, or a user's policy given as ``package.module:attr``."""
     if ":" in spec:
@@ -372,11 +391,18 @@ def load_policy(spec: str) -> Policy:
                 f"policy '{spec}': '{module_name}' is a file's path, not a module's name; fix: "
                 + _module_of_file(module_name, attr)
             )
+        if module_name and not attr and not module_name.startswith("."):
+            raise PolicyError(
+                f"policy '{spec}': no attribute after ':'; fix: name the policy object, as in {spec}POLICY"
+            )
         if not module_name or not attr or module_name.startswith("."):
             raise PolicyError(f"policy '{spec}': expected package.module:attr; fix: name an importable module")
     else:
         known = builtin_policy_names()
         if spec not in known:
+            dotted = _dotted_as_module(spec)
+            if dotted is not None:
+                raise PolicyError(f"unknown policy '{spec}'; fix: {dotted}")
             choose = one_of(spec, known, "policies 'python -m harness list' names")
             raise PolicyError(f"unknown policy '{spec}'; fix: {choose}, or package.module:attr")
         module_name, attr, where = f"policies.{spec}", "POLICY", spec

@@ -636,7 +636,8 @@ def test_an_answer_that_is_no_command_is_recorded_as_the_policys_error_naming_wh
     (what a user reads in recovery.json to find the bug), and the case is still judged."""
     result = simulate(shipped("lost_response"), Says(answer), 1)  # type: ignore[arg-type]
     errors = [e.error for e in result.evidence.history if isinstance(e, PolicyFailed)]
-    assert errors == [f"TypeError: decide() returned {type(answer).__name__}, not a Command"]
+    hint = " (a missing return?)" if answer is None else ""
+    assert errors == [f"TypeError: decide() returned {type(answer).__name__}, not a Command{hint}"]
     assert check(result.evidence).outcome == "abandoned"
 
 

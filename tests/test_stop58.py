@@ -41,6 +41,9 @@ def test_an_absence_recorded_before_a_late_original_is_accepted_is_a_false_recor
     assert verdict == "false"
     assert said == ("a73 recorded absent, but the destination accepted it after the write (a73-x1, a late request)",)
     assert _false_records(RECONCILE) == ("true", ())
+    # The simulator's own truth agrees (the soundness test holds the checker to it over random commands).
+    late = simulate(LATE_REJECTED, RecordsAbsenceAtOnce("records_absence_at_once"), 1).truth
+    assert late.false_records == 1 and simulate(LATE_REJECTED, RECONCILE, 1).truth.false_records == 0
 
 
 def test_every_same_key_retry_is_leased_to_the_margin_and_its_refusal_escalates() -> None:
@@ -110,3 +113,33 @@ def test_maxfail_stops_a_check_once_that_many_cases_failed(tmp_path: Path) -> No
     assert len(whole.cases) == 4 and not any(n.startswith("note: stopped") for n in whole.notes)
     with_baseline = check_policy("retry_new_key", replace(asked, out=tmp_path / "b", baseline="stop_on_timeout"))
     assert with_baseline.notes[-1].endswith("2 of 4 cases not run, nor the baseline")
+
+
+@pytest.mark.parametrize(
+    ("spec", "said"),
+    [
+        ("agentrt.good", "unknown policy 'agentrt.good'; fix: name the policy object after a colon, as in agentrt.good:POLICY"),
+        ("agentrt.good.MINE", "unknown policy 'agentrt.good.MINE'; fix: name the policy object after a colon, as in agentrt.good:MINE"),
+        ("agentrt.good:", "policy 'agentrt.good:': no attribute after ':'; fix: name the policy object, as in agentrt.good:POLICY"),
+    ],
+)  # fmt: skip
+def test_a_policy_named_by_its_module_is_told_the_colon(
+    spec: str, said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user's policy named as a module (``pkg.mod``), with its object dotted on, or with nothing after the colon
+    was told to choose a shipped name or to name an importable module; the module is there, so the fix shows the
+    colon. A package's misspelt module is not taken for an attribute (the usual message)."""
+    from harness.policy import PolicyError
+
+    (tmp_path / "agentrt").mkdir()
+    (tmp_path / "agentrt" / "__init__.py").write_text("")
+    (tmp_path / "agentrt" / "good.py").write_text(
+        "from policies.reconcile_and_reauthorize import POLICY\nMINE = POLICY\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(PolicyError) as refused:
+        load_policy(spec)
+    assert str(refused.value) == said
+    with pytest.raises(PolicyError) as misspelt:
+        load_policy("agentrt.nosuch")
+    assert str(misspelt.value).startswith("unknown policy 'agentrt.nosuch'; fix: use one of follow_and_inspect, ")

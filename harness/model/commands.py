@@ -214,6 +214,8 @@ def validated(command: object) -> Command:
                 f"decide() returned the class {command.__name__}, not a command; call it: {command.__name__}(...)"
             )
         raise TypeError(f"decide() returned the class {command.__name__}, not a Command")
+    if command is None:  # the usual cause: a branch that builds its command and forgets to return it
+        raise TypeError("decide() returned NoneType, not a Command (a missing return?)")
     if not isinstance(command, COMMAND_TYPES):
         raise TypeError(f"decide() returned {type(command).__name__}, not a Command")
     return _COMMAND.validate_python(_capped(command.model_dump()))

@@ -19,6 +19,8 @@ from harness.model import UNCERTAIN_REPLIES, Artifact, RequestKind, conclusive
 from harness.model.base import fast_frozen_init
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from harness.sim.controller import Controller, _Task
 
 __all__ = ["Auditor", "GroundTruth"]
@@ -73,8 +75,6 @@ class _Write:
     #: The receipt's arguments against what the action's last request asked for, or its key against every key
     #: the action's requests carried (applied writes only).
     mismatched: bool
-    #: Whether the destination had accepted an operation of the action before this write.
-    accepted_before: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,8 +227,7 @@ class Auditor:
         # Another client's operation is not this action's effect, whatever its arguments.
         foreign = bool(caller.keys) and receipt_key is not None and receipt_key not in caller.keys
         mismatched = status == "applied" and receipt_artifact is not None and (foreign or receipt_artifact != expected)
-        accepted_before = action_id in self.accepted and self.accepted[action_id] <= at_s
-        self.writes.append(_Write(action_id, status, receipt_id, at_s, mismatched, accepted_before))
+        self.writes.append(_Write(action_id, status, receipt_id, at_s, mismatched))
 
     def task_completed(self, action_revision: int, receipt_id: str, receipt_artifact: Artifact) -> None:
         """The task is being marked complete: judge it by the task's state at this instant."""
@@ -277,7 +276,7 @@ class Auditor:
             effects_after_cancel=sum(1 for e in self.effects if (e.action_id, e.dispatch_n) in after_cancel),
             duplicate_records=sum(n - 1 for n in record_counts.values()),
             wrong_revision_completions=self.wrong_completions,
-            false_records=sum(1 for w in self.writes if self._false(w, applied, applied_actions)),
+            false_records=sum(1 for w in self.writes if self._false(w, applied, applied_actions, self.accepted)),
             mismatched_records=sum(1 for w in self.writes if w.mismatched),
             changed_arguments=self.changed_arguments,
             abandoned_actions=sum(
@@ -292,12 +291,17 @@ class Auditor:
         )
 
     @staticmethod
-    def _false(w: _Write, applied: set[tuple[str, str]], applied_actions: set[str]) -> bool:
+    def _false(
+        w: _Write, applied: set[tuple[str, str]], applied_actions: set[str], accepted: Mapping[str, float]
+    ) -> bool:
+        """Whether a ledger write is false: an effect under a receipt the action never applied; a rejection or an
+        absence of an action applied; an absence of an action the destination accepted an operation of, before
+        the write or after it (a late request the write said could no longer arrive)."""
         if w.status == "applied":
             return (w.action_id, w.receipt_id) not in applied
         if w.action_id in applied_actions:
             return True
-        return w.status == "absent" and w.accepted_before
+        return w.status == "absent" and w.action_id in accepted
 
     def _time_to_account_s(self) -> float | None:
         """The slowest action's time from its first effect to the first record of one of its receipts; None if an
