@@ -154,18 +154,24 @@ def check_new_or_empty(out: Path, option: str = "--out") -> None:
         raise UsageError(f"{option} {out}: is not empty; fix: give a new or empty folder")
 
 
+def _unwritable(folder: Path, prefix: str) -> str | None:
+    """Why a scratch file cannot be written in ``folder`` (it is removed at once), or ``None`` when it can."""
+    try:
+        fd, scratch = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".tmp")
+        os.close(fd)
+        os.unlink(scratch)
+    except OSError as exc:
+        return str(exc.strerror or exc)
+    return None
+
+
 def check_writable_folder(out: Path, option: str) -> None:
     """Refuse, before anything runs, an output folder that cannot be made or written in: a scratch file is tried
     in it, or in the nearest folder on its path that exists (where making it would start), and nothing is left."""
     nearest = next(p for p in (out.absolute(), *out.absolute().parents) if p.exists())
-    try:
-        fd, scratch = tempfile.mkstemp(dir=nearest, prefix=".harness-", suffix=".tmp")
-        os.close(fd)
-        os.unlink(scratch)
-    except OSError as exc:
-        raise UsageError(
-            f"{option} {out}: cannot be written ({exc.strerror or exc}); fix: give a writable folder"
-        ) from None
+    why = _unwritable(nearest, ".harness-")
+    if why is not None:
+        raise UsageError(f"{option} {out}: cannot be written ({why}); fix: give a writable folder")
 
 
 def check_writable(path: Path, option: str) -> None:
@@ -177,14 +183,9 @@ def check_writable(path: Path, option: str) -> None:
     nearest = next(p for p in path.absolute().parents if p.exists())
     if not nearest.is_dir():
         raise UsageError(f"{option} {path}: {nearest} is a file, not a folder; fix: give another path")
-    try:
-        fd, scratch = tempfile.mkstemp(dir=nearest, prefix=f".{path.name}.", suffix=".tmp")
-        os.close(fd)
-        os.unlink(scratch)
-    except OSError as exc:
-        raise UsageError(
-            f"{option} {path}: cannot be written ({exc.strerror or exc}); fix: give a path in a writable folder"
-        ) from None
+    why = _unwritable(nearest, f".{path.name}.")
+    if why is not None:
+        raise UsageError(f"{option} {path}: cannot be written ({why}); fix: give a path in a writable folder")
 
 
 def case_path(out: Path, report: CaseReport) -> Path:
