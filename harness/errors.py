@@ -62,19 +62,22 @@ def one_line(text: object, limit: int = 200) -> str:
     return " ".join(str(text).split())[:limit]
 
 
+#: What ``cut_keeping_place`` keeps of an error at the least, before where the policy raised it.
+ERROR_KEPT = 27
 #: How a policy's error ends when the harness knows where the policy raised it (see ``harness.sim.worker``).
 _PLACE = " (at line "
 
 
 def cut_keeping_place(text: object, limit: int) -> str:
     """``text`` on one line, at most ``limit`` characters: a long one is cut in its middle, marked ``...``, so that
-    where the policy raised it (`` (at line N of MODULE, in FUNCTION)``, its end) is kept whole."""
+    where the policy raised it (`` (at line N of MODULE, in FUNCTION)``, its end) is kept whole, as long as that
+    leaves ``ERROR_KEPT`` characters of the error before it."""
     line = " ".join(str(text).split())
     if len(line) <= limit:
         return line
     at = line.rfind(_PLACE)
     place = line[at:] if at >= 0 and line.endswith(")") else ""
-    if not place or len(place) > limit // 2:
+    if not place or len(place) > limit - 3 - ERROR_KEPT:
         return f"{line[: limit - 3]}..."
     return f"{line[: limit - 3 - len(place)]}...{place}"
 

@@ -143,3 +143,47 @@ def test_a_policy_named_by_its_module_is_told_the_colon(
     with pytest.raises(PolicyError) as misspelt:
         load_policy("agentrt.nosuch")
     assert str(misspelt.value).startswith("unknown policy 'agentrt.nosuch'; fix: use one of follow_and_inspect, ")
+
+
+LATE_CALL = """name: late_call
+revision: "1"
+description: a bridge error that outruns its call, which lands LANDS s later; no deduplication, no request validity
+task: {task_id: release-42, revision: 17, target: staging/fraud, model: m7, digest: "sha256:d7d7d7"}
+approval: {approval_id: apr-17, token: "tok-17-secret-do-not-log"}
+action_id: a73
+bridge: {}
+destination: {dedupe: none, request_validity_s: null}
+faults:
+  - {boundary: bridge_connection_error, nth: 1, forwarded: true, lands_after_s: LANDS}
+"""
+
+
+@pytest.mark.parametrize(("lands_s", "seen"), [(200.0, True), (5000.0, False)])
+def test_a_bridge_call_landing_after_the_deadline_is_waited_for_or_said_to_be_cut_off(
+    lands_s: float, seen: bool, tmp_path: Path
+) -> None:
+    """The case runs on past its deadline while a forwarded call is still on its way to the tool server, as it
+    does for a request on the wire: a review found one landing 200 s after its error (the deadline 120 s) dropped,
+    and retry_new_key's second effect unseen. One the end cuts off (past the horizon) is said, so the checker
+    leaves what it might have done unknown instead of judging it absent."""
+    from harness.model.events import StillInFlight
+
+    path = tmp_path / "late_call.yaml"
+    path.write_text(LATE_CALL.replace("LANDS", str(lands_s)), encoding="utf-8")
+    result = simulate(load_scenario(path), load_policy("retry_new_key"), 1)
+    checks = check(result.evidence).checks
+    cut = [e for e in result.evidence.history if isinstance(e, StillInFlight)]
+    if seen:
+        assert checks["duplicate_effects"] == "false" and result.truth.duplicate_effects == 1 and not cut
+    else:
+        assert checks["duplicate_effects"] == "unknown" and [e.execution_id for e in cut] == ["a73-x1"]
+
+
+def test_run_s_120_character_line_keeps_where_a_deeply_packaged_policy_raised() -> None:
+    """run's reproduce list cuts a policy's error at 120 characters: a place 63 characters long (a module four
+    packages deep) was dropped while it had to fit in half of them; now it is kept while 27 of the error's are."""
+    from harness.errors import cut_keeping_place
+
+    place = " (at line 12 of acme_platform.agents.recovery.policy, in decide)"
+    cut = cut_keeping_place("RuntimeError: boom " + "x" * 200 + place, 120)
+    assert len(cut) == 120 and cut.endswith("..." + place) and cut.startswith("RuntimeError: boom xxx")

@@ -288,11 +288,12 @@ def test_an_error_that_does_not_end_in_a_place_is_cut_at_its_end(end: str) -> No
 
 
 @pytest.mark.parametrize(("extra", "kept"), [(0, True), (1, False)])
-def test_a_place_is_kept_up_to_half_the_limit(extra: int, kept: bool) -> None:
-    """A place of exactly half the limit (80 of 160) is kept whole; one character longer, the error is cut at
-    its end (a place that long would leave too little of the error)."""
-    place = " (at line 1 of " + "m" * (80 - 27 + extra) + ", in decide)"
-    assert len(place) == 80 + extra
+def test_a_place_is_kept_while_it_leaves_27_characters_of_the_error(extra: int, kept: bool) -> None:
+    """A place that leaves 27 characters of the error and the ``...`` (130 of 160) is kept whole; one character
+    longer, the error is cut at its end (a place that long would leave too little of the error). Half the limit
+    was the bound until a review found run's reproduce list (120 characters) losing a 63-character place."""
+    place = " (at line 1 of " + "m" * (130 - 27 + extra) + ", in decide)"
+    assert len(place) == 130 + extra
     text = "E: " + "v" * 300 + place
     cut = cut_keeping_place(text, 160)
     assert len(cut) == 160

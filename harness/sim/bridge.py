@@ -26,6 +26,7 @@ from harness.model.events import (
     CallForwarded,
     CallReplayed,
     ConnectionBroken,
+    StillInFlight,
 )
 from harness.scenario import BridgeSpec
 from harness.scenario.faults import BridgeConnectionError, BridgeRestart
@@ -58,6 +59,9 @@ class Bridge:
         self._rpc_id = 0
         #: Actions whose last outcome was uncertain and is not verified yet.
         self._uncertain: set[str] = set()
+        #: Forwarded calls still on their way to the tool server after their error came back (``lands_after_s``):
+        #: the case runs on past its deadline while any is, and one the end cuts off is said (``unsettled``).
+        self.landing: dict[int, Request] = {}
 
     def handle(self, request: Request) -> Generator[simpy.Event, Any, Reply | None]:
         if request.kind == "verify":
@@ -108,10 +112,16 @@ class Bridge:
     def _lands_later(self, request: Request, held: _Receipt, after_s: float) -> Generator[simpy.Event, Any, None]:
         """A forwarded call still on its way when the connection broke: it reaches the tool server ``after_s``
         later, and its reply is kept under its UUID as any other (while the bridge process lives)."""
+        self.landing[id(request)] = request
         yield self._env.timeout(after_s)
+        del self.landing[id(request)]
         reply = yield from self._tool_server.handle(request)
         if reply is not None:
             held.reply = reply
+
+    def unsettled(self) -> list[StillInFlight]:
+        """A record of each forwarded call still on its way to the tool server, as the case ends."""
+        return [StillInFlight(n=r.n, action_id=r.action_id, execution_id=r.execution_id) for r in self.landing.values()]
 
     def _broken(self, request: Request, forwarded: bool) -> Reply:
         self._uncertain.add(request.action_id)

@@ -139,11 +139,17 @@ def simulate(scenario: Scenario, policy: Policy, seed: int) -> SimResult:
     settle(
         env,
         scenario.horizon_s,
-        lambda: bool(transport.in_flight or destination.pending or any(w.is_alive for w in workers)),
+        lambda: bool(
+            transport.in_flight
+            or destination.pending
+            or (bridge is not None and bridge.landing)
+            or any(w.is_alive for w in workers)
+        ),
     )
     # Whatever the end cut off is said, so that the checker does not take a dispatch that never arrived, or an
     # operation never applied, for one that had no effect.
-    for record in (*transport.unsettled(), *destination.unsettled()):
+    landing = bridge.unsettled() if bridge is not None else []
+    for record in (*transport.unsettled(), *landing, *destination.unsettled()):
         history.record(record)
     auditor.stop_watching()
     history.stop_listening()
