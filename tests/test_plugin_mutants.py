@@ -269,24 +269,29 @@ def test_the_plugin_refuses_an_out_it_cannot_write_in_before_anything_runs(pytes
     assert not (pytester.path / "new").exists() and list(pytester.path.glob(".harness-*")) == []
 
 
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (OSError(errno.ENOSPC, "No space left on device"), "No space left on device"),
+        (OSError("the disk went away"), "the disk went away"),  # no errno: its message
+    ],
+)
 def test_a_repro_file_that_cannot_be_written_leaves_the_finding_said_in_one_line(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    error: OSError, said: str, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A full disk while a failing case's repro file is written: the item fails with the gate's one line (the
     outcome and the violated property), why no repro file, and the command that runs the case again."""
-    import errno
-
     from harness.gate.repro import ReproFolder
 
     def full(*args: object, **kwargs: object) -> Path:
-        raise OSError(errno.ENOSPC, "No space left on device")
+        raise error
 
     monkeypatch.setattr(ReproFolder, "write", full)
     recorder = pytester.inline_run(*_args("--harness-out", "repros", scenarios=("lost_response",), seeds=1))
     [failed] = [r for r in recorder.getreports("pytest_runtest_logreport") if r.when == "call" and r.failed]
     assert failed.longreprtext == (
         "incorrect: duplicate_effects violated; its repro file could not be written in "
-        f"{pytester.path / 'repros'} (No space left on device); reproduce: python -m harness run --policy "
+        f"{pytester.path / 'repros'} ({said}); reproduce: python -m harness run --policy "
         f"{UNSAFE} --scenario lost_response --seed 1"
     )
 

@@ -398,24 +398,3 @@ def test_the_baselines_folder_is_a_checks_too(tmp_path: Path) -> None:
     assert is_check(out) and is_check(out / "baseline")
     with pytest.raises(UsageError, match="a check is not resumable"):
         resume_grid(out / "baseline")
-
-
-def test_a_repro_file_unwritten_for_a_reason_without_an_errno_says_the_reason(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """An ``OSError`` with no ``strerror`` (raised with a message alone): the one line says its message."""
-    from test_plugin_mutants import UNSAFE, _args
-
-    from harness.gate.repro import ReproFolder
-
-    def gone(*args: object, **kwargs: object) -> Path:
-        raise OSError("the disk went away")
-
-    monkeypatch.setattr(ReproFolder, "write", gone)
-    recorder = pytester.inline_run(*_args("--harness-out", "repros", scenarios=("lost_response",), seeds=1))
-    [failed] = [r for r in recorder.getreports("pytest_runtest_logreport") if r.when == "call" and r.failed]
-    assert failed.longreprtext == (
-        "incorrect: duplicate_effects violated; its repro file could not be written in "
-        f"{pytester.path / 'repros'} (the disk went away); reproduce: python -m harness run --policy "
-        f"{UNSAFE} --scenario lost_response --seed 1"
-    )
