@@ -312,6 +312,30 @@ def test_a_kind_naming_key_missing_with_nothing_close_lists_the_kinds(tmp_path: 
 
 
 @pytest.mark.parametrize(
+    ("old", "new", "meant"),
+    [
+        ("{boundary: response_lost, nth: 1}", "{boundary: respnse_lost, nth: 1}", "response_lost"),
+        ("{boundary: response_lost, nth: 1}", "{boundary: Response_Lost, nth: 1}", "response_lost"),
+        ("action_id: a73", "action_id: a73\noperator: [{do: request_cancl, when: {at_s: 3}}]", "request_cancel"),
+    ],
+)  # fmt: skip
+def test_a_kind_misspelt_is_told_the_one_it_nearly_spells(tmp_path: Path, old: str, new: str, meant: str) -> None:
+    """A boundary or operator event mistyped was told only the list of fifteen: the one it nearly spells comes
+    first, the list after it."""
+    message = error_for(write(tmp_path, old, new))
+    assert (
+        f"is not a known '{'do' if 'do:' in new else 'boundary'}'; fix: did you mean {meant}? Else use one of "
+        in message
+    )
+    assert message.count(meant) >= 2  # named, and listed
+
+
+def test_a_kind_far_from_every_name_is_told_the_list_only(tmp_path: Path) -> None:
+    message = error_for(write(tmp_path, "{boundary: response_lost, nth: 1}", "{boundary: zzz, nth: 1}"))
+    assert "'zzz' is not a known 'boundary'; fix: use one of request_lost, " in message
+
+
+@pytest.mark.parametrize(
     "new",
     [
         # The entry has its do: already (it is how pydantic knew the entry's kind).

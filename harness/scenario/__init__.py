@@ -394,8 +394,11 @@ def _one_line(path: Path, error: ValidationError) -> str:
     elif first["type"] == "union_tag_invalid":
         # Pydantic's own message lists the choices quoted, and a long list is cut mid-word: name them all in the fix.
         tag = str(first.get("ctx", {}).get("discriminator", "")).strip("'")
-        message = f"'{shown(str(first.get('ctx', {}).get('tag', '')), 80)}' is not a known '{tag}'"
-        fix = f"use one of {', '.join(_TAGS.get(tag, ()))}"
+        given_tag = str(first.get("ctx", {}).get("tag", ""))
+        message = f"'{shown(given_tag, 80)}' is not a known '{tag}'"
+        close = difflib.get_close_matches(given_tag.casefold(), _TAGS.get(tag, ()), n=1, cutoff=0.8)
+        mean = f"did you mean {close[0]}? Else use " if close else "use "
+        fix = f"{mean}one of {', '.join(_TAGS.get(tag, ()))}"
         field = f"{field}.{tag}"
     elif meant is not None:
         message, fix = "not a field", f"rename it '{meant}' (a field this entry requires)"
