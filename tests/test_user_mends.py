@@ -165,7 +165,7 @@ def test_compare_of_a_folder_without_cases_or_of_a_file_exits_2(tmp_path: Path) 
 
 
 def test_compare_of_runs_still_counts_and_tells_different_sets_apart(tmp_path: Path) -> None:
-    """Exit 0 for the same cases, 1 for different sets; a run kept under a folder named polyaxon is read (only
+    """Exit 0 for the same cases byte for byte, 1 for different sets; a run kept under a folder named polyaxon is read (only
     the run's own polyaxon/ copies are left out; such a run used to count 0 cases)."""
     one, two = a_run(tmp_path / "polyaxon" / "r1"), a_run(tmp_path / "r2", (1, 2))
     copy = one / "polyaxon" / "runs" / "u" / "outputs" / "recovery.json"
@@ -175,6 +175,16 @@ def test_compare_of_runs_still_counts_and_tells_different_sets_apart(tmp_path: P
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "1/1 recovery.json byte-identical\n", "")
     proc = compare(one, two)
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "the runs hold different cases: 1 before, 2 after\n", "")
+
+
+def test_compare_of_runs_whose_cases_differ_in_content_exits_1(tmp_path: Path) -> None:
+    """It exited 0 however many cases differed, so a CI step comparing two commits' runs passed over a change."""
+    one, two = a_run(tmp_path / "r1", (1, 2)), a_run(tmp_path / "r2", (1, 2))
+    changed = two / "cases" / POLICY / SCENARIO / "seed-2" / "recovery.json"
+    changed.write_text(json.dumps({"seed": 2, "outcome": "incorrect"}), encoding="utf-8")
+    proc = compare(one, two)
+    assert (proc.returncode, proc.stderr) == (1, "")
+    assert proc.stdout == "1/2 recovery.json byte-identical\n      1 cases  .outcome value\n"
 
 
 def test_compare_of_a_case_that_is_not_json_exits_2(tmp_path: Path) -> None:

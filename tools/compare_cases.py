@@ -6,10 +6,11 @@ Prints how many cases are byte-identical, then every differing path (timeline en
 with how many cases differ there: "added", "removed", a changed value, or a changed key order. The copies a
 run keeps under ``polyaxon/`` are left out.
 
-Exit statuses: 0 the runs hold the same cases (however many differ in content), 1 they hold different sets of
-cases, 2 bad usage (not two arguments: this text is printed) or bad input, said in one line on stderr: no
-such folder, a file, a folder that holds no recovery.json (a run whose cases are all compact records has none:
-run it with ``--records full``), or a recovery.json that cannot be read or is not JSON.
+Exit statuses, as ``cmp`` gives them: 0 the runs hold the same cases, byte for byte; 1 they differ (different
+sets of cases, or a case whose content differs, so a CI step that compares two commits' runs fails on it); 2 bad
+usage (not two arguments: this text is printed) or bad input, said in one line on stderr: no such folder, a
+file, a folder that holds no recovery.json (a run whose cases are all compact records has none: run it with
+``--records full``), or a recovery.json that cannot be read or is not JSON.
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ def compare(before: Path, after: Path) -> int:
     print(f"{same}/{len(cases)} recovery.json byte-identical")
     for where, count in sorted(found.items()):
         print(f"  {count:5d} cases  {where}")
-    return 0
+    return 0 if same == len(cases) else 1
 
 
 if __name__ == "__main__":
