@@ -130,6 +130,15 @@ def test_the_page_names_its_cases_folder_policies_scenarios_and_seeds(run: Path)
     assert f"<p>12 cases from <code>{run}</code>: 2 policies x 2 scenarios, seeds 1, 2, 3.</p>" in page
 
 
+def test_a_crash_point_scenario_counts_once_and_its_columns_are_said(tmp_path: Path) -> None:
+    """connector_crash_points is four cases a seed, a column each: the header counted them as four scenarios, so
+    the default grid's page said 105 scenarios of the 102 shipped."""
+    out = _grid(tmp_path / "run", ("retry_same_key",), ("connector_crash_points", "lost_response"), (1,))
+    assert "1 policy x 2 scenarios (5 columns: a crash point is a column), seed 1.</p>" in _page(out)
+    one = _grid(tmp_path / "one", ("retry_same_key",), ("connector_crash_points@after_effect",), (1,))
+    assert "1 policy x 1 scenario, seed 1.</p>" in _page(one)
+
+
 def test_one_case_is_said_in_the_singular(tmp_path: Path) -> None:
     out = _grid(tmp_path / "run", ("retry_same_key",), ("lost_response",), (4,))
     page = _page(out)

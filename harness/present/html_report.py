@@ -238,6 +238,18 @@ def _count(n: int, noun: str, nouns: str | None = None) -> str:
     return f"{n:,} {noun if n == 1 else nouns or noun + 's'}"
 
 
+def _scenarios(frame: pd.DataFrame) -> str:
+    """``2 scenarios``; where a scenario of crash points stands for several columns (one a crash point, named
+    ``<scenario>-<point>``, run as ``--scenario <scenario>@<point>``), the scenarios as given and the columns:
+    ``2 scenarios (5 columns: a crash point is a column)``."""
+    columns = frame["scenario"].nunique()
+    given = frame["reproduce"].str.extract(r"--scenario (\S+)", expand=False).fillna(frame["scenario"])
+    scenarios = given.str.split("@").str[0].nunique()
+    if scenarios == columns:
+        return _count(columns, "scenario")
+    return f"{_count(scenarios, 'scenario')} ({columns:,} columns: a crash point is a column)"
+
+
 def _errors(errors: pd.DataFrame) -> list[str]:
     """The cases the harness could not judge (over their wall-clock budget, their worker died): why, and the
     command that runs each again, the first ``REPORT_LISTED_MAX`` of them."""
@@ -362,7 +374,7 @@ def write_report(
         "<h1>Recovery harness report</h1>",
         f"<p>{_count(len(frame), 'case')} from <code>{html.escape(str(run_dir))}</code>: "
         f"{_count(frame['policy'].nunique(), 'policy', 'policies')} x "
-        f"{_count(frame['scenario'].nunique(), 'scenario')}, {_seeds(sorted(frame['seed'].dropna().unique()))}.</p>",
+        f"{_scenarios(frame)}, {_seeds(sorted(frame['seed'].dropna().unique()))}.</p>",
     ]
     for folder in frame.attrs.get("incomplete", []):
         body.append(
