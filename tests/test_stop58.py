@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from test_policies import INSIDE, OUTSIDE, situation
 
 from harness.check import check
 from harness.errors import InputError
+from harness.gate.junit import junit_xml
 from harness.policy import CommandResult, Escalate, LookupView, RetrySameAction, load_policy
 from harness.scenario import load_scenario
 from harness.sim import simulate
@@ -109,7 +111,22 @@ def test_maxfail_stops_a_check_once_that_many_cases_failed(tmp_path: Path) -> No
     ]
     assert stopped.notes == ("note: stopped after 2 failing cases (--maxfail 1): 2 of 4 cases not run",)
     assert not stopped.ok and stopped.out == tmp_path / "stopped"
+    # The JUnit file names the cases not run, each skipped with why (it held only the cases that ran).
+    suite = ET.fromstring(junit_xml(stopped.suites())).find("testsuite")
+    assert suite is not None
+    assert {k: suite.get(k) for k in ("tests", "failures", "errors", "skipped")} == {
+        "tests": "4", "failures": "2", "errors": "0", "skipped": "2"
+    }  # fmt: skip
+    skipped = [
+        (c.get("classname"), c.get("name"), [(e.tag, e.get("message")) for e in c]) for c in suite.iter("testcase")
+    ][2:]
+    why = "not run: the check stopped after 2 failing cases (--maxfail 1)"
+    assert skipped == [
+        ("retry_new_key", "request_lost seed 1", [("skipped", why)]),
+        ("retry_new_key", "request_lost seed 2", [("skipped", why)]),
+    ]
     whole = check_policy("retry_new_key", replace(asked, out=tmp_path / "whole", maxfail=3))
+    assert whole.not_run == () and 'skipped="0"' in junit_xml(whole.suites())
     assert len(whole.cases) == 4 and not any(n.startswith("note: stopped") for n in whole.notes)
     with_baseline = check_policy("retry_new_key", replace(asked, out=tmp_path / "b", baseline="stop_on_timeout"))
     assert with_baseline.notes[-1].endswith("2 of 4 cases not run, nor the baseline")

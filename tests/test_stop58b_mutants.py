@@ -246,9 +246,10 @@ def test_a_check_stopped_early_says_one_failing_case_and_everything_left_out(tmp
     the time to the millisecond, and a note in the singular for one failure naming the baseline and the
     exploration as left out."""
     policy = SimpleNamespace(name="mine", revision="7")
-    cases = (SimpleNamespace(passed=False), SimpleNamespace(passed=True))
+    cases = (SimpleNamespace(passed=False, name="s seed 0"), SimpleNamespace(passed=True, name="s seed 1"))
+    planned = [SimpleNamespace(scenario=SimpleNamespace(name="s"), seed=n) for n in range(1234)]
     options = CheckOptions(seeds=(4, 5), maxfail=1, baseline="stop_on_timeout", explore=True)
-    summary = _stopped_early(policy, cases, 1234, tmp_path, options, 1.23456)  # type: ignore[arg-type]
+    summary = _stopped_early(policy, cases, planned, tmp_path, options, 1.23456)  # type: ignore[arg-type]
     assert summary == CheckSummary(
         policy="mine",
         policy_revision="7",
@@ -260,8 +261,10 @@ def test_a_check_stopped_early_says_one_failing_case_and_everything_left_out(tmp
         ),
         elapsed_s=1.235,
         seeds=(4, 5),
+        not_run=tuple(f"s seed {n}" for n in range(2, 1234)),
+        not_run_why="not run: the check stopped after 1 failing case (--maxfail 1)",
     )
-    explored = _stopped_early(policy, cases, 2, tmp_path, replace(options, baseline=None), 0.0)  # type: ignore[arg-type]
+    explored = _stopped_early(policy, cases, planned[:2], tmp_path, replace(options, baseline=None), 0.0)  # type: ignore[arg-type]
     assert explored.notes == (
         "note: stopped after 1 failing case (--maxfail 1): 0 of 2 cases not run, nor the exploration",
     )

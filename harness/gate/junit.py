@@ -33,15 +33,19 @@ class Suite:
     #: Wall time of the suite in seconds; None when not measured apart.
     time_s: float | None = None
     properties: tuple[tuple[str, str], ...] = ()
+    #: The names of the cases planned and not run (a check ``--maxfail`` stopped), each a ``testcase`` holding
+    #: ``skipped`` with ``skipped_why`` as its message.
+    skipped: tuple[str, ...] = ()
+    skipped_why: str = ""
 
 
 def _clean(text: str) -> str:
     return _NOT_XML.sub("\ufffd", text)
 
 
-def _counts(cases: Sequence[GateCase]) -> dict[str, str]:
+def _counts(cases: Sequence[GateCase], skipped: int = 0) -> dict[str, str]:
     return {
-        "tests": str(len(cases)),
+        "tests": str(len(cases) + skipped),
         "failures": str(sum(c.status == "failed" for c in cases)),
         "errors": str(sum(c.status == "error" for c in cases)),
     }
@@ -50,12 +54,15 @@ def _counts(cases: Sequence[GateCase]) -> dict[str, str]:
 def junit_xml(suites: Sequence[Suite], name: str = "recovery-harness") -> str:
     """The JUnit XML document for ``suites``."""
     every = [c for s in suites for c in s.cases]
-    root = ET.Element("testsuites", {"name": name, **_counts(every)})
+    root = ET.Element("testsuites", {"name": name, **_counts(every, sum(len(s.skipped) for s in suites))})
     times = [s.time_s for s in suites if s.time_s is not None]
     if times:
         root.set("time", f"{sum(times):.3f}")
     for suite in suites:
-        element = ET.SubElement(root, "testsuite", {"name": _clean(suite.name), **_counts(suite.cases), "skipped": "0"})
+        counts = _counts(suite.cases, len(suite.skipped))
+        element = ET.SubElement(
+            root, "testsuite", {"name": _clean(suite.name), **counts, "skipped": str(len(suite.skipped))}
+        )
         if suite.time_s is not None:
             element.set("time", f"{suite.time_s:.3f}")
         if suite.properties:
@@ -68,6 +75,9 @@ def junit_xml(suites: Sequence[Suite], name: str = "recovery-harness") -> str:
                 tag = "failure" if case.status == "failed" else "error"
                 failure = ET.SubElement(testcase, tag, {"message": _clean(case.message), "type": case.outcome})
                 failure.text = _clean(case.text)
+        for skipped in suite.skipped:
+            testcase = ET.SubElement(element, "testcase", {"classname": _clean(suite.name), "name": _clean(skipped)})
+            ET.SubElement(testcase, "skipped", {"message": _clean(suite.skipped_why)})
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 

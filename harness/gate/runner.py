@@ -138,6 +138,9 @@ class CheckSummary:
     #: Schedules explored over every scenario (each run at every seed).
     schedules: int = 0
     seeds: tuple[int, ...] = DEFAULT_SEEDS
+    #: The cases planned and not run (``--maxfail`` stopped the check), by name, and why, for JUnit's skipped.
+    not_run: tuple[str, ...] = ()
+    not_run_why: str = ""
 
     @property
     def failures(self) -> tuple[GateCase, ...]:
@@ -154,7 +157,7 @@ class CheckSummary:
             ("harness_version", __version__),
             ("seeds", " ".join(map(str, self.seeds))),
         )
-        suites = [Suite(self.policy, self.cases, self.elapsed_s, properties)]
+        suites = [Suite(self.policy, self.cases, self.elapsed_s, properties, self.not_run, self.not_run_why)]
         if self.explored:
             explored = (*properties, ("schedules_explored", str(self.schedules)))
             suites.append(Suite(f"{self.policy} explored", self.explored, self.explore_elapsed_s, explored))
@@ -232,7 +235,7 @@ def _checked(
     briefs: dict[tuple[str, str, int], Brief] = {}
     cases = judge_reports(iter_reports(out), cases_run, ReproFolder(out / "repro"), briefs)
     if summary is None:
-        return _stopped_early(policy, cases, len(cases_run), out, options, time.perf_counter() - started)
+        return _stopped_early(policy, cases, cases_run, out, options, time.perf_counter() - started)
     notes = coverage_notes(summary, policy.name)
     if options.baseline is not None:
         cases, said = _against_baseline(
@@ -293,15 +296,23 @@ def _checked(
 
 
 def _stopped_early(
-    policy: Policy, cases: tuple[GateCase, ...], planned: int, out: Path, options: CheckOptions, elapsed_s: float
+    policy: Policy,
+    cases: tuple[GateCase, ...],
+    planned: Sequence[Case],
+    out: Path,
+    options: CheckOptions,
+    elapsed_s: float,
 ) -> CheckSummary:
-    """A check ``--maxfail`` stopped: the cases that ran, judged, and a note of what was left out."""
+    """A check ``--maxfail`` stopped: the cases that ran, judged, and a note of what was left out (the cases not
+    run are named, for the JUnit file's ``skipped``)."""
     failed = sum(not c.passed for c in cases)
     left = [what for what, asked in (("the baseline", options.baseline), ("the exploration", options.explore)) if asked]
-    note = (
-        f"note: stopped after {failed} failing {'case' if failed == 1 else 'cases'} (--maxfail {options.maxfail}): "
-        f"{planned - len(cases):,} of {planned:,} cases not run" + (f", nor {' and '.join(left)}" if left else "")
+    stopped = f"stopped after {failed} failing {'case' if failed == 1 else 'cases'} (--maxfail {options.maxfail})"
+    note = f"note: {stopped}: {len(planned) - len(cases):,} of {len(planned):,} cases not run" + (
+        f", nor {' and '.join(left)}" if left else ""
     )
+    ran = {c.name for c in cases}
+    not_run = tuple(name for c in planned if (name := case_name(c.scenario.name, c.seed)) not in ran)
     return CheckSummary(
         policy=policy.name,
         policy_revision=policy.revision,
@@ -310,6 +321,8 @@ def _stopped_early(
         notes=(note,),
         elapsed_s=round(elapsed_s, 3),
         seeds=tuple(options.seeds),
+        not_run=not_run,
+        not_run_why=f"not run: the check {stopped}",
     )
 
 
