@@ -1057,6 +1057,11 @@ CORPUS: tuple[Catch, ...] = (
     # The same round found the world could not send a bridge's error ahead of its call; once it could, the three
     # safe policies applied m7 twice there (fixed in reconcile revision 11), and this is their rule before.
     Catch(BridgeErrorBounds("bridge_error_bounds"), "bridge_error_before_call_lands", "duplicate_effects"),
+    # Masked from reconcile revision 11 (a bridge's connection error bounds nothing, so the reads catch up with
+    # the call a whole request validity after it was sent) until a read's answer could be slow on its way back
+    # (``read_answer_delayed``): only then does the clock at which the answer arrives differ from when the read
+    # was made by more than a read's round trip.
+    Catch(CaughtUpByClock("caught_up_by_clock"), "bridge_error_slow_read_answer", "retries_after_uncertain"),
     Catch(ComparesDigestNotModel("compares_digest_not_model"), "aliased_receipt", "mismatched_records"),
     Catch(FollowNotARead("follow_not_a_read"), "connector_follow_with_seconds_left", "abandoned_actions"),
 )
@@ -1074,12 +1079,6 @@ MASKED: tuple[Catch, ...] = (
     # escalation and voided it; a claim is now refused once the action is escalated (an adversarial review's
     # second round), and exploring four racing-worker templates at depth 2 (25,710 schedules) finds nothing.
     Catch(FreshFromOwnAttempt("fresh_from_own_attempt"), "racing_recoverers_foreign_receipt", "abandoned_actions"),
-    # Masked since reconcile revision 11 (a bridge's connection error bounds nothing, so the reads catch up with
-    # the call a whole request validity after it was sent): the simulated target answers a read with its ledger
-    # as of when it answers, less the lag, so a read answered once they have caught up saw every landing; only a
-    # read's answer slow on its way back could tell the decision's clock from the read's, and no fault delays one.
-    # Exploring every shipped template at depth 2 (609,459 schedules, tools/catch_rate.py) finds nothing.
-    Catch(CaughtUpByClock("caught_up_by_clock"), "bridge_error_lagging_verify", "retries_after_uncertain"),
 )
 
 

@@ -204,7 +204,7 @@ def fault_elements(template: Scenario, seen: Observed) -> list[Element]:
 
 
 def _variants_of(boundary: str) -> list[dict[str, Any]]:
-    if boundary in ("request_delayed", "response_delayed", "apply_delayed"):
+    if boundary in ("request_delayed", "response_delayed", "apply_delayed", "read_answer_delayed"):
         return [{"delay_s": d} for d in DELAYS_S]
     if boundary == "connector_crash":
         return [{"phase": p} for p in CONNECTOR_PHASES]

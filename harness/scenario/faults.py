@@ -32,6 +32,7 @@ __all__ = [
     "FaultBase",
     "LookupForeignReceipt",
     "LookupUnavailable",
+    "ReadAnswerDelayed",
     "RequestDelayed",
     "RequestLost",
     "ResponseDelayed",
@@ -229,6 +230,17 @@ class LookupForeignReceipt(FaultBase):
     idempotency_key: Text | None = None
 
 
+class ReadAnswerDelayed(FaultBase):
+    """A read's answer (a lookup, a job follow or a verification) is ``delay_s`` slow on its way back: it tells of
+    the target as it was when it answered, and reaches the caller that much later (or not at all, once the caller
+    has stopped waiting for it)."""
+
+    side: ClassVar[Side] = "wire"
+    counted: ClassVar[Literal["dispatch", "lookup"]] = "lookup"
+    boundary: Literal["read_answer_delayed"] = "read_answer_delayed"
+    delay_s: PositiveSeconds
+
+
 Fault = Annotated[
     RequestLost
     | RequestDelayed
@@ -241,6 +253,7 @@ Fault = Annotated[
     | CrashAwaitingReply
     | LookupUnavailable
     | LookupForeignReceipt
+    | ReadAnswerDelayed
     | ConnectorCrash
     | StartedNotDurable
     | BridgeConnectionError

@@ -22,7 +22,7 @@ from harness.model.events import (
     VerifySent,
 )
 from harness.scenario import TransportSpec
-from harness.scenario.faults import RequestDelayed, RequestLost, ResponseDelayed, ResponseLost
+from harness.scenario.faults import ReadAnswerDelayed, RequestDelayed, RequestLost, ResponseDelayed, ResponseLost
 from harness.sim.auditor import Auditor
 from harness.sim.faults import Injector
 from harness.sim.history import History
@@ -92,15 +92,17 @@ class Transport:
         self.in_flight += 1
         self._env.process(self._carry(request, deliver))
 
-    def _crossing_s(
-        self, request: Request, lost: type[RequestLost | ResponseLost], delayed: type[RequestDelayed | ResponseDelayed]
-    ) -> float | None:
-        """One direction's travel time for a dispatch or lookup: ``None`` if the message is lost on the way."""
+    def _crossing_s(self, request: Request, back: bool) -> float | None:
+        """One direction's travel time for a dispatch or a read (``back``: its reply's): ``None`` if the message
+        is lost on the way. A read is never lost (a lookup that fails answers ``unknown``); its answer may be slow."""
         travel_s = self._latency_s()
         if request.kind != "dispatch":
-            return travel_s
+            slow = self._injector.hit(ReadAnswerDelayed, request.action_id, request.n) if back else None
+            return travel_s + slow.delay_s if slow is not None else travel_s
+        lost: type[RequestLost | ResponseLost] = ResponseLost if back else RequestLost
         if self._injector.hit(lost, request.action_id, request.n):
             return None
+        delayed: type[RequestDelayed | ResponseDelayed] = ResponseDelayed if back else RequestDelayed
         late = self._injector.hit(delayed, request.action_id, request.n)
         return travel_s + late.delay_s if late is not None else travel_s
 
@@ -114,7 +116,7 @@ class Transport:
         # One generator for the whole crossing (not a carrier around a crossing): every resumption of a nested
         # generator passes through each layer, and a case resumes its carriers a dozen times.
         try:
-            outbound_s = self._crossing_s(request, RequestLost, RequestDelayed)
+            outbound_s = self._crossing_s(request, back=False)
             if outbound_s is None:
                 self.outbound.pop(id(request), None)
                 return
@@ -125,7 +127,7 @@ class Transport:
             reply = yield from hop.handle(request)
             if reply is None:
                 return
-            inbound_s = self._crossing_s(request, ResponseLost, ResponseDelayed)
+            inbound_s = self._crossing_s(request, back=True)
             if inbound_s is None:
                 return
             yield self._env.timeout(inbound_s)
