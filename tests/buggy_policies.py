@@ -905,6 +905,21 @@ class BridgeErrorBounds(_VerifyVariant):
         return super().reached_by_s(situation.model_copy(update={"attempts": attempts}))
 
 
+# -- variants a later judge-the-judge hunt found passing every shipped case and exploration at depth 1 ----------
+
+
+class InProgressAsNoEffect(_Variant):
+    """Takes the destination's 409-style "in progress" answer to its latest attempt for a failed attempt that left
+    nothing behind, and records the action absent: the answer says the key's first operation is accepted and on its
+    way to applying, the opposite of proof that there is no effect."""
+
+    def decide(self, situation: Situation) -> Command:
+        last = situation.attempts[-1] if situation.attempts else None
+        if situation.recorded is None and last is not None and last.response_status == "in_progress":
+            return RecordAbsent(reason="the destination answered in progress: this attempt did nothing")
+        return super().decide(situation)
+
+
 @dataclass(frozen=True)
 class Catch:
     """Where a variant must be caught: the scenario, and the property whose verdict must be false."""
@@ -1064,6 +1079,10 @@ CORPUS: tuple[Catch, ...] = (
     Catch(CaughtUpByClock("caught_up_by_clock"), "bridge_error_slow_read_answer", "retries_after_uncertain"),
     Catch(ComparesDigestNotModel("compares_digest_not_model"), "aliased_receipt", "mismatched_records"),
     Catch(FollowNotARead("follow_not_a_read"), "connector_follow_with_seconds_left", "abandoned_actions"),
+    # From a later judge-the-judge hunt: no shipped case had a safe policy's retry answered "in progress" (the original
+    # landing, still pending, between the absent read and the retry), so it passed every shipped case and
+    # exploration at depth 1 until its scenario shipped.
+    Catch(InProgressAsNoEffect("in_progress_as_no_effect"), "in_progress_after_absence", "false_records"),
 )
 
 

@@ -542,6 +542,14 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         follow=("escalated", set()),
         verify=("escalated", set()),
     ),
+    "in_progress_after_absence": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("abandoned", {"abandoned_actions"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
     "in_progress_duplicate": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("abandoned", {"abandoned_actions"}),
