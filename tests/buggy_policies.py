@@ -920,6 +920,17 @@ class InProgressAsNoEffect(_Variant):
         return super().decide(situation)
 
 
+class SpentRetriesAsAbsence(_Variant):
+    """Takes its retries, once all spent on fresh absent reads, for proof that the action did not happen, and
+    records it absent ("tried three times, nothing there") instead of waiting for the absence to become final:
+    the last retry, still on its way, lands after the record."""
+
+    def _wait_or_escalate(self, situation: Situation, why: str) -> Command:
+        if why.endswith("absent after the allowed retries"):
+            return RecordAbsent(reason=f"{why}: it did not happen")
+        return super()._wait_or_escalate(situation, why)
+
+
 @dataclass(frozen=True)
 class Catch:
     """Where a variant must be caught: the scenario, and the property whose verdict must be false."""
@@ -1083,6 +1094,8 @@ CORPUS: tuple[Catch, ...] = (
     # landing, still pending, between the absent read and the retry), so it passed every shipped case and
     # exploration at depth 1 until its scenario shipped.
     Catch(InProgressAsNoEffect("in_progress_as_no_effect"), "in_progress_after_absence", "false_records"),
+    # The same hunt: no shipped case had a safe policy spend its retries, so the branch after them was never run.
+    Catch(SpentRetriesAsAbsence("spent_retries_as_absence"), "retries_spent_last_one_late", "false_records"),
 )
 
 
