@@ -112,7 +112,9 @@ def test_maxfail_stops_a_check_once_that_many_cases_failed(tmp_path: Path) -> No
     assert stopped.notes == ("note: stopped after 2 failing cases (--maxfail 1): 2 of 4 cases not run",)
     assert not stopped.ok and stopped.out == tmp_path / "stopped"
     # The JUnit file names the cases not run, each skipped with why (it held only the cases that ran).
-    suite = ET.fromstring(junit_xml(stopped.suites())).find("testsuite")
+    root = ET.fromstring(junit_xml(stopped.suites()))
+    assert (root.get("tests"), root.get("failures")) == ("4", "2")  # the cases not run counted among the tests
+    suite = root.find("testsuite")
     assert suite is not None
     assert {k: suite.get(k) for k in ("tests", "failures", "errors", "skipped")} == {
         "tests": "4", "failures": "2", "errors": "0", "skipped": "2"
