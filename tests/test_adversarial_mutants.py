@@ -155,19 +155,22 @@ ARTIFACT = Artifact(operation="activate", target="staging/fraud", model="m7", di
 
 def audited(*steps: str | tuple[str, str | None]) -> int:
     """The auditor's count of retries after an uncertain outcome for action a73 after ``steps``: ``"decide"``
-    (a worker decided to send it again), ``"send"`` (a dispatch leaves), ``"other decides"`` (a74's worker
-    decided), or a reply (kind, status) that reached the caller."""
+    (its worker decided to send it again), ``"send"`` (a dispatch leaves, carrying out that worker's last decision
+    not yet sent, if any), ``"B decides"`` and ``"B sends"`` (the same, by a second worker recovering a73 beside
+    the first), ``"other decides"`` (a74's worker decided), or a reply (kind, status) that reached the caller."""
     auditor = Auditor(120.0)
     auditor.watch(_Controller())  # type: ignore[arg-type]
     auditor.action_recorded("a73")
     auditor.action_recorded("a74")
+    decided: dict[str, int | None] = {}
     for n, step in enumerate(steps, start=1):
-        if step == "decide":
-            auditor.decided_dispatch("a73")
+        worker = "B" if isinstance(step, str) and step.startswith("B ") else "A"
+        if step in ("decide", "B decides"):
+            decided[worker] = auditor.decided_dispatch("a73")
         elif step == "other decides":
             auditor.decided_dispatch("a74")
-        elif step == "send":
-            auditor.dispatched("a73", n, "a73", ARTIFACT)
+        elif step in ("send", "B sends"):
+            auditor.dispatched("a73", n, "a73", ARTIFACT, decided.pop(worker, None))
         else:
             assert isinstance(step, tuple)
             kind, status = step
@@ -212,6 +215,15 @@ def test_the_auditor_orders_tellings_and_decisions_by_one_count_of_steps() -> No
     assert audited("send", "decide", "decide", ERROR, "send") == 0
     assert audited("send", "decide", ERROR, "other decides", "send") == 0
     assert audited("send", ERROR, "other decides", "send") == 1
+
+
+def test_the_auditor_judges_a_dispatch_by_its_own_decision() -> None:
+    """Two workers recovering a73 side by side: one decides a retry, the caller is told "do not replay", then the
+    other decides one (its claim to be refused, so it sends nothing): the first worker's dispatch was decided before
+    the telling and does not count, whatever was decided since. The second worker's, had it left, would."""
+    assert audited("send", "decide", ERROR, "B decides", "send") == 0
+    assert audited("send", "decide", ERROR, "B decides", "send", "B sends") == 1
+    assert audited("send", "B decides", ERROR, "decide", "B sends") == 0
 
 
 # --- the frame's violated column and the tables that read it --------------------------------------------------------

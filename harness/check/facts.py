@@ -8,11 +8,13 @@ applied effects. Each record keeps its ``index``, so anomalies can cite witnesse
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar, cast
 
 from harness.model import Evidence
+from harness.model.commands import DISPATCHING
 from harness.model.events import (
     AbsenceRecorded,
     Accepted,
@@ -21,6 +23,7 @@ from harness.model.events import (
     ApprovalExpired,
     ApprovalGranted,
     ApprovalRevoked,
+    AttemptRecorded,
     CancelRequested,
     ClaimDecided,
     CommandGiven,
@@ -42,6 +45,7 @@ from harness.model.events import (
     TaskCompleted,
     TaskRevisionRecorded,
     VerifySent,
+    WorkerCrashed,
     WorkerReported,
 )
 
@@ -97,6 +101,7 @@ class Facts:
     _cancel_indexes: list[int] | None = field(default=None, init=False, repr=False)
     _owners: dict[str, str] | None = field(default=None, init=False, repr=False)
     _effects_by_action: dict[str, list[Applied]] | None = field(default=None, init=False, repr=False)
+    _decisions: dict[int, int] | None = field(default=None, init=False, repr=False)
 
     @property
     def destination_visible(self) -> bool:
@@ -210,6 +215,17 @@ class Facts:
             return self.cancels[j]
         return None
 
+    def decision_of(self, dispatch: DispatchSent) -> CommandGiven | None:
+        """The command that decided ``dispatch`` (``None``: none did, as for the dispatcher's first send)."""
+        if self._decisions is None:
+            self._decisions = _decisions(self.evidence.history)
+        decided = self._decisions.get(dispatch.index)
+        if decided is None:
+            return None
+        command = self.evidence.history[decided]
+        assert isinstance(command, CommandGiven)
+        return command
+
     def dispatches_of(self, action_id: str) -> list[DispatchSent]:
         if self._dispatches_by_action is None:
             self._dispatches_by_action = {}
@@ -252,6 +268,68 @@ def _first_of(records: Sequence[A]) -> dict[str, A]:
     for record in records:
         first.setdefault(record.action_id, record)
     return first
+
+
+def _decisions(history: Sequence[Event]) -> dict[int, int]:
+    """Each dispatch's own decision: the index of the ``CommandGiven`` that decided it, by the dispatch's index.
+
+    A worker records a dispatching command, then, ``worker.retry_send_s`` later, its claim (if it asks for one),
+    and at once (nothing else is recorded between them) the attempt and the send. Two workers recovering side by
+    side interleave theirs: the send that follows a decision is not always that decision's, and the last decision
+    before a send may be another worker's. The link is rebuilt in one pass: a decision stays open until it is
+    claimed (refused, or granted: then the next attempt of the action is its own), attempted without a claim, or
+    its worker gives another command or ends; decisions are claimed in the order they were made (every worker
+    sends a decided dispatch the same delay after deciding it). A send with no attempt recorded before it (a
+    hand-written history) takes the granted claim, else the oldest open decision."""
+    #: Per action: its open decisions (index, incarnation), oldest first; closed ones are dropped as they surface.
+    queues: dict[str, deque[tuple[int, int]]] = {}
+    #: The open decision of each (action, incarnation).
+    open_: dict[tuple[str, int], int] = {}
+    #: Per action: the decision whose claim was just granted, awaiting its attempt.
+    granted: dict[str, int] = {}
+    attempted: dict[tuple[str, str], int | None] = {}
+    linked: dict[int, int] = {}
+
+    def oldest(action_id: str) -> int | None:
+        queue = queues.get(action_id)
+        while queue:
+            index, incarnation = queue.popleft()
+            if open_.get((action_id, incarnation)) == index:
+                del open_[action_id, incarnation]
+                return index
+        return None
+
+    for event in history:
+        kind = type(event)
+        if kind is CommandGiven:
+            assert isinstance(event, CommandGiven)
+            open_.pop((event.action_id, event.incarnation), None)  # its last command was carried out
+            if event.command.kind in DISPATCHING:
+                open_[event.action_id, event.incarnation] = event.index
+                queues.setdefault(event.action_id, deque()).append((event.index, event.incarnation))
+        elif kind is ClaimDecided:
+            assert isinstance(event, ClaimDecided)
+            decided = oldest(event.action_id)
+            if decided is not None and event.ok:
+                granted[event.action_id] = decided
+        elif kind is AttemptRecorded:
+            assert isinstance(event, AttemptRecorded)
+            decided = granted.pop(event.action_id, None)
+            attempted[event.action_id, event.execution_id] = decided if decided is not None else oldest(event.action_id)
+        elif kind is DispatchSent:
+            assert isinstance(event, DispatchSent)
+            key = (event.action_id, event.execution_id)
+            if key in attempted:
+                decided = attempted.pop(key)
+            else:
+                decided = granted.pop(event.action_id, None)
+                decided = decided if decided is not None else oldest(event.action_id)
+            if decided is not None:
+                linked[event.index] = decided
+        elif kind is WorkerCrashed or kind is WorkerReported:
+            assert isinstance(event, WorkerCrashed | WorkerReported)
+            open_.pop((event.action_id, event.incarnation), None)
+    return linked
 
 
 def facts(evidence: Evidence) -> Facts:

@@ -7,14 +7,12 @@ evidence cannot establish it, and then ``reason`` says why. None of them reads w
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 
 from harness.check.facts import Facts
 from harness.check.finding import HIDDEN, NOTHING_FOUND, Finding, counted
 from harness.model import UNCERTAIN_REPLIES, Anomaly, Artifact, conclusive
-from harness.model.commands import DISPATCHING
 from harness.model.events import (
     AbsenceRecorded,
     ActionRecorded,
@@ -523,14 +521,15 @@ def retries_after_uncertain(f: Facts) -> Finding:
         applied = [e.index for e in effects.get(action_id, ())]
         replies = [r for r in f.replies if r.action_id == action_id]
         timeline: list[ReplyReceived | DispatchSent] = sorted([*replies, *f.dispatches_of(action_id)], key=_index)
-        decisions = [c.index for c in f.commands if c.action_id == action_id and c.command.kind in DISPATCHING]
         for event in timeline:
             if isinstance(event, DispatchSent):
                 if told is not None:
-                    decided = bisect_left(decisions, event.index)
-                    if decided and decisions[decided - 1] < told.index:
+                    decided = f.decision_of(event)
+                    if decided is not None and decided.index < told.index:
                         # Told while this dispatch was on its way: it was decided before (it is sent
                         # ``worker.retry_send_s`` after), so no read could have come between. The next one can.
+                        # Its own decision, not the last one before it: another worker recovering beside it may
+                        # have decided one since (and been refused its claim).
                         continue
                     anomalies.append(
                         Anomaly(

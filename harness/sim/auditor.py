@@ -105,10 +105,9 @@ class _Caller:
     settled_since_dispatch: bool = False
     #: The caller was told the outcome is uncertain (do not replay, unknown outcome), and no read settled it since.
     uncertain: bool = False
-    #: When (in the auditor's order of events) it was first told so since the last read that settled it, and when
-    #: a dispatch of the action was last decided: a dispatch decided before it was told is on its way already.
+    #: When (in the auditor's order of events) it was first told so since the last read that settled it: a dispatch
+    #: decided before then (``Auditor.decided_dispatch``) is on its way already.
     told_at: int = 0
-    decided_at: int | None = None
 
 
 @dataclass(slots=True)
@@ -160,8 +159,11 @@ class Auditor:
         self.actions.append(action_id)
         self.callers[action_id] = _Caller()
 
-    def dispatched(self, action_id: str, n: int, key: str, artifact: Artifact) -> None:
-        """A dispatch is leaving the caller: judge it by the controller's state and the caller's knowledge now."""
+    def dispatched(self, action_id: str, n: int, key: str, artifact: Artifact, decided_at: int | None = None) -> None:
+        """A dispatch is leaving the caller: judge it by the controller's state and the caller's knowledge now.
+        ``decided_at``: when the command that sends it was decided (what ``decided_dispatch`` returned for it;
+        ``None`` for a dispatch no command decided, the dispatcher's first). Its own decision: another worker
+        recovering beside it may have decided a dispatch since, which does not make this one a later decision."""
         controller = self._live()
         authorized = controller.authorized_now(action_id)
         self.dispatches.append(_Dispatch(action_id, n, authorized, controller.task.cancel_requested))
@@ -169,19 +171,18 @@ class Auditor:
         caller = self.callers[action_id]
         if caller.keys and key not in caller.keys and not (caller.settled or caller.settled_since_dispatch):
             self.new_keys_while_unknown += 1
-        self.retries_after_uncertain += caller.uncertain and (
-            caller.decided_at is None or caller.decided_at > caller.told_at
-        )
+        self.retries_after_uncertain += caller.uncertain and (decided_at is None or decided_at > caller.told_at)
         caller.keys.add(key)
         caller.last_artifact = artifact
         caller.settled_since_dispatch = False
         first = self.first_use.setdefault(key, artifact)
         self.changed_arguments += first != artifact
 
-    def decided_dispatch(self, action_id: str) -> None:
-        """A worker decided to send the action again (it leaves ``worker.retry_send_s`` later)."""
+    def decided_dispatch(self, action_id: str) -> int:
+        """A worker decided to send the action again (it leaves ``worker.retry_send_s`` later): when, for the
+        dispatch that carries it out to give to ``dispatched``."""
         self.steps += 1
-        self.callers[action_id].decided_at = self.steps
+        return self.steps
 
     def reply_reached_caller(self, action_id: str, kind: RequestKind, status: str | None) -> None:
         """A reply was delivered to a caller that was still listening."""

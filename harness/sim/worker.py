@@ -384,7 +384,10 @@ class Worker:
 
     # -- protocol steps -----------------------------------------------------------------------------
 
-    def _dispatch(self, me: _Incarnation, key: str, artifact: Artifact) -> Generator[simpy.Event, Any, AttemptView]:
+    def _dispatch(
+        self, me: _Incarnation, key: str, artifact: Artifact, decided_at: int | None = None
+    ) -> Generator[simpy.Event, Any, AttemptView]:
+        """Send the action; ``decided_at``: the auditor's step of the command that decided it (none: the first)."""
         action = self.action
         self._dispatch_count += 1
         n = self._dispatch_count
@@ -394,7 +397,7 @@ class Worker:
         me.see(_unanswered(execution_id, key, recorded_at_s, sent=False, observation="in_flight"))
         if self._injector.hit(CrashBeforeSend, action.action_id, n):
             raise _Crashed
-        self._auditor.dispatched(action.action_id, n, key, artifact)
+        self._auditor.dispatched(action.action_id, n, key, artifact, decided_at)
         reply_event = self._env.event()
         request = Request(
             kind="dispatch",
@@ -620,7 +623,7 @@ class Worker:
             case RetrySameAction() | RetryNewKey() | ResendCurrentArguments():
                 # The ledger's attempts as the decision saw them: the claim is conditional on them too.
                 seen = len(self._controller.actions[action.action_id].execution_ids)
-                self._auditor.decided_dispatch(action.action_id)
+                decided_at = self._auditor.decided_dispatch(action.action_id)
                 # Decided now, on its way later: the claim is made then (read only here: READ_ONLY_BY).
                 if self._scenario.worker.retry_send_s > 0:
                     yield self._env.timeout(self._scenario.worker.retry_send_s)
@@ -640,7 +643,7 @@ class Worker:
                 elif isinstance(command, ResendCurrentArguments):
                     key, artifact = action.idempotency_key, self._controller.task.artifact
                 me.result(command.kind)
-                yield from self._dispatch(me, key, artifact)
+                yield from self._dispatch(me, key, artifact, decided_at)
             case RecordEffect() | RecordRejection():
                 yield from self._ledger_round_trip()
                 status = "applied" if isinstance(command, RecordEffect) else "rejected"
