@@ -18,7 +18,8 @@ the escalation margin before the deadline, a retry or a read no wait came right 
 revision 9, a same-key retry must also arrive inside the window of an earlier request that landed just after the
 read. Revision 8: as its revision 10, a same-key retry's claim is leased to the deadline less the margin too (a new
 key's operation has no claim to lease). Revision 9: as its revision 11, a bridge's connection error bounds nothing
-of when the call reaches the tool server.
+of when the call reaches the tool server. Revision 10: as its revision 12, only a read sent since a do-not-replay
+error (or an unknown outcome) reached the worker settles it.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from policies.reconcile_and_reauthorize import ReconcileAndReauthorize
 
 class FollowAndInspect(ReconcileAndReauthorize):
     name = "follow_and_inspect"
-    revision = "9"
+    revision = "10"
 
     def next_command(self, situation: Situation) -> Command:
         if situation.contract.via != "connector" or situation.recorded or situation.escalated:

@@ -38,6 +38,9 @@ retry's claim is leased to the deadline less the margin too (``leave_by_s``), an
 Revision 11 (from a fourth adversarial review): a bridge's connection error bounds nothing of when the call reaches
 the tool server (the error can come back while the call is still on its way); a retry after one, leased as a
 retry after any request that may still land, is refused when the worker sends it too late for the window.
+Revision 12 (from what ``harness explore`` found once a read's answer could be slow on its way back): a read sent
+before a do-not-replay error reached the worker, and answered after it, was taken to settle it, and a retry
+followed; only a read sent since the worker was told settles an uncertain reply.
 """
 
 from __future__ import annotations
@@ -89,9 +92,13 @@ def recovery_decision(
     return "hold_dispatch"
 
 
+#: Replies that leave the outcome uncertain: automatic retries stop until a read sent since has settled it.
+UNCERTAIN_REPLIES = ("connection_error", "unknown_outcome")
+
+
 class ReconcileAndReauthorize:
     name = "reconcile_and_reauthorize"
-    revision = "11"
+    revision = "12"
     #: Time between lookups while the result is pending or unknown.
     wait_s = 10.0
     #: Escalate while at least this much time is left before the deadline.
@@ -250,12 +257,23 @@ class ReconcileAndReauthorize:
 
     def _latest_fresh_read(self, situation: Situation, latest_attempt: float | None) -> LookupView | None:
         """The latest of this policy's reads that is still fresh, newest first: reads are answered in order, so
-        the first one too old ends the search (a decision costs the same after a thousand reads as after one)."""
+        the first one too old ends the search (a decision costs the same after a thousand reads as after one). A
+        read sent before an uncertain reply reached the worker (a do-not-replay error, an unknown outcome) is not
+        fresh either, however late its answer came: it checked nothing since the worker was told."""
+        told = max(
+            (
+                a.replied_at_s
+                for a in situation.attempts
+                if a.response_status in UNCERTAIN_REPLIES and a.replied_at_s is not None
+            ),
+            default=None,
+        )
         for lk in reversed(situation.lookups):
             if situation.now_s - lk.at_s >= self.wait_s / 2:
                 return None
             sent = lk.sent_at_s if lk.sent_at_s is not None else lk.at_s
-            if lk.source == self.read_source and (latest_attempt is None or sent > latest_attempt):
+            fresh = (latest_attempt is None or sent > latest_attempt) and (told is None or sent >= told)
+            if lk.source == self.read_source and fresh:
                 return lk
         return None
 

@@ -14,7 +14,9 @@ margin before the deadline, a retry or a read no wait came right before. Revisio
 retry must also arrive inside the window of an earlier call that reached the tool server just after the read.
 Revision 7: as its revision 10, a same-key retry's claim is leased to the deadline less the margin too. Revision
 8: as its revision 11, the bridge's connection error bounds nothing of when the call reaches the tool server: it
-can come back while the call is still on its way (seed 002: the error says only that no reply came).
+can come back while the call is still on its way (seed 002: the error says only that no reply came). Revision 9:
+as its revision 12, only a verification sent since a do-not-replay error reached the worker settles it (one sent
+before, answered after, was taken to).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from policies.reconcile_and_reauthorize import ReconcileAndReauthorize
 
 class VerifyBeforeMutation(ReconcileAndReauthorize):
     name = "verify_before_mutation"
-    revision = "8"
+    revision = "9"
     read_command: Command = VerifyOutcome()
     read_source = "verify"
 

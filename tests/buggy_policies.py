@@ -931,6 +931,20 @@ class SpentRetriesAsAbsence(_Variant):
         return super()._wait_or_escalate(situation, why)
 
 
+class SettlesOnEarlierRead(_Variant):
+    """Takes a read sent before a do-not-replay error reached the worker, and answered after it, to settle the
+    error (revision 11's rule): the read checked nothing since the worker was told, and a retry follows it."""
+
+    def _latest_fresh_read(self, situation: Situation, latest_attempt: float | None) -> LookupView | None:
+        for lk in reversed(situation.lookups):
+            if situation.now_s - lk.at_s >= self.wait_s / 2:
+                return None
+            sent = lk.sent_at_s if lk.sent_at_s is not None else lk.at_s
+            if lk.source == self.read_source and (latest_attempt is None or sent > latest_attempt):
+                return lk
+        return None
+
+
 @dataclass(frozen=True)
 class Catch:
     """Where a variant must be caught: the scenario, and the property whose verdict must be false."""
@@ -1088,6 +1102,8 @@ CORPUS: tuple[Catch, ...] = (
     # (``read_answer_delayed``): only then does the clock at which the answer arrives differ from when the read
     # was made by more than a read's round trip.
     Catch(CaughtUpByClock("caught_up_by_clock"), "bridge_error_slow_read_answer", "retries_after_uncertain"),
+    # Found by exploring the safe policies once a read's answer could be slow (reconcile revision 12).
+    Catch(SettlesOnEarlierRead("settles_on_earlier_read"), "bridge_error_after_read_sent", "retries_after_uncertain"),
     Catch(ComparesDigestNotModel("compares_digest_not_model"), "aliased_receipt", "mismatched_records"),
     Catch(FollowNotARead("follow_not_a_read"), "connector_follow_with_seconds_left", "abandoned_actions"),
     # From a later judge-the-judge hunt: no shipped case had a safe policy's retry answered "in progress" (the original

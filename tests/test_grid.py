@@ -105,6 +105,14 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         follow=("correct", set()),
         verify=("correct", set()),
     ),
+    "bridge_error_after_read_sent": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("correct", set()),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
     "bridge_error_slow_read_answer": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("incorrect", {"retries_after_uncertain"}),

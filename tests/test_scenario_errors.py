@@ -254,8 +254,8 @@ def test_a_setting_at_the_wrong_level_says_where_it_belongs(tmp_path: Path, new:
         ("nth: 1, model: m2}", "field 'faults.0.model': Extra inputs are not permitted; fix: remove it (boundary"
          " response_lost has no 'model'), or use boundary lookup_foreign_receipt, which has it"),
         ("nth: 1, delay_s: 3}", "field 'faults.0.delay_s': Extra inputs are not permitted; fix: remove it (boundary"
-         " response_lost has no 'delay_s'), or use boundary request_delayed or apply_delayed or response_delayed,"
-         " which have it"),
+         " response_lost has no 'delay_s'), or use boundary request_delayed or apply_delayed or response_delayed or"
+         " read_answer_delayed, which have it"),
     ],
 )  # fmt: skip
 def test_a_field_of_another_kind_of_fault_names_the_kinds_that_have_it(tmp_path: Path, new: str, expected: str) -> None:

@@ -337,8 +337,8 @@ def test_the_readme_documents_the_caps() -> None:
         ("{boundary: response_lost, nth: 1}", "{boundary: nope, nth: 1}", "field 'faults.0.boundary': 'nope' is not a"
          " known 'boundary'; fix: use one of request_lost, request_delayed, accepted_not_applied, apply_delayed, "
          "destination_restart, response_lost, response_delayed, crash_before_send, crash_awaiting_reply, "
-         "lookup_unavailable, lookup_foreign_receipt, connector_crash, started_not_durable, bridge_connection_error, "
-         "bridge_restart"),
+         "lookup_unavailable, lookup_foreign_receipt, read_answer_delayed, connector_crash, started_not_durable, "
+         "bridge_connection_error, bridge_restart"),
         ("action_id: a73", "action_id: a73\noperator: [{do: nuke, when: {at_s: 3}}]", "field 'operator.0.do': 'nuke' is"
          " not a known 'do'; fix: use one of change_task, request_cancel, expire_approval"),
     ],

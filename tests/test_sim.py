@@ -66,6 +66,7 @@ FAULTS: dict[str, list[dict[str, Any]]] = {
     "apply_delayed": [{"boundary": "apply_delayed", "delay_s": 30.0}],
     "destination_restart": [{"boundary": "response_lost"}, {"boundary": "destination_restart"}],
     "lookup_foreign_receipt": [{"boundary": "response_lost"}, {"boundary": "lookup_foreign_receipt"}],
+    "read_answer_delayed": [{"boundary": "response_lost"}, {"boundary": "read_answer_delayed", "delay_s": 1.0}],
     "connector_crash": [{"boundary": "connector_crash", "phase": "after_effect"}],
     "started_not_durable": [
         {"boundary": "started_not_durable"},

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SCENARIO_DIR
+from test_policies import situation
 
 from harness.explore.schedule import DELAYS_S, _variants_of
 from harness.model.events import (
@@ -21,7 +22,7 @@ from harness.model.events import (
     ReplyReceived,
     ReplyUndeliverable,
 )
-from harness.policy import load_policy
+from harness.policy import LookUp, LookupView, load_policy
 from harness.scenario import BOUNDARIES, load_scenario
 from harness.sim import simulate
 
@@ -87,3 +88,21 @@ def test_the_boundary_is_a_read_boundary_on_the_wire_and_explored_at_both_delays
     cls = BOUNDARIES["read_answer_delayed"]
     assert (cls.side, cls.counted, cls.needs) == ("wire", "lookup", None)
     assert _variants_of("read_answer_delayed") == [{"delay_s": d} for d in DELAYS_S]
+
+
+@pytest.mark.parametrize("status", ["connection_error", "unknown_outcome"])
+def test_a_read_sent_before_an_uncertain_reply_settles_nothing(status: str) -> None:
+    """Revision 12: an absence read sent at 15 s, answered at 24 s, after the worker was told at 20 s that the
+    outcome is uncertain, is stale: the policy reads again rather than retry. Sent in the instant the worker was
+    told (or after), it is fresh; the first read is the decision's either way."""
+    told = 20.0
+    base = situation(now=24.0)
+    answered = base.attempts[0].model_copy(
+        update={"observation": "response", "response_status": status, "replied_at_s": told}
+    )
+    for sent, fresh in ((15.0, False), (told, True), (21.0, True)):
+        read = LookupView(source="lookup", effect="absent", at_s=24.0, sent_at_s=sent)
+        s = base.model_copy(update={"attempts": (answered,), "lookups": (read,)})
+        assert (RECONCILE._latest_fresh_read(s, 0.0) is read) is fresh, sent  # type: ignore[attr-defined]
+        if not fresh:
+            assert RECONCILE.decide(s) == LookUp()
