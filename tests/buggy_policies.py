@@ -992,9 +992,6 @@ CORPUS: tuple[Catch, ...] = (
     Catch(BridgeReceiptsAsDedupe("bridge_receipts_as_dedupe"), "bridge_restart_late_original", "duplicate_effects"),
     Catch(QuietFromFirstSend("quiet_from_first_send"), "retry_delayed_past_window", "duplicate_effects"),
     Catch(WindowFromFirstSend("window_from_first_send"), "retry_delayed_past_window", "duplicate_effects"),
-    Catch(
-        TrustsReadBeforeRetry("trusts_read_before_retry"), "bridge_second_connection_error", "retries_after_uncertain"
-    ),
     # Passed every shipped case until the checker stopped taking a lagging "absent" as settling an uncertain reply.
     Catch(
         RetriesBeforeReadsCatchUp("retries_before_reads_catch_up"),
@@ -1017,11 +1014,6 @@ CORPUS: tuple[Catch, ...] = (
         NewOperationWithoutClaim("new_operation_without_claim"),
         "connector_cancel_while_new_operation_leaves",
         "unauthorized_dispatches",
-    ),
-    Catch(
-        TrustsVerificationBeforeRetry("trusts_verification_before_retry"),
-        "bridge_second_connection_error",
-        "retries_after_uncertain",
     ),
     Catch(RecordsAbsenceALagEarly("records_absence_a_lag_early"), "lagging_absence_in_last_lag", "false_records"),
     Catch(QuietFromLastSeenSend("quiet_from_last_seen_send"), "crash_awaiting_delayed_original", "duplicate_effects"),
@@ -1121,6 +1113,18 @@ CORPUS: tuple[Catch, ...] = (
 #: attempt (request validity after its send): how a dead job's death is dated adds nothing to that. Exploring
 #: every connector scenario at depth 2 with both (75,735 schedules) found nothing either.
 MASKED: tuple[Catch, ...] = (
+    # Masked since reconcile revision 12 (only a read sent since an uncertain reply settles it): where they were
+    # caught, the read they kept using was sent before the later attempt and so before its do-not-replay error,
+    # which now makes it stale by itself. A later attempt answered quickly with anything else leaves nothing unsafe
+    # to do on the older read; exploring every shipped template at depth 2 (685,103 schedules) finds nothing.
+    Catch(
+        TrustsReadBeforeRetry("trusts_read_before_retry"), "bridge_second_connection_error", "retries_after_uncertain"
+    ),
+    Catch(
+        TrustsVerificationBeforeRetry("trusts_verification_before_retry"),
+        "bridge_second_connection_error",
+        "retries_after_uncertain",
+    ),
     Catch(DatesDeathFromSend("dates_death_from_send"), "connector_dead_job_lag_before_effect", "duplicate_effects"),
     Catch(DeathIgnoresLag("death_ignores_lag"), "connector_dead_job_lag_before_effect", "duplicate_effects"),
     # Masked by the world, not the policy: its retry, decided on an old read, left after the other worker's
