@@ -13,6 +13,7 @@ import pytest
 from conftest import SCENARIO_DIR
 from test_policies import situation
 
+from harness.errors import InputError
 from harness.explore.schedule import DELAYS_S, _variants_of
 from harness.model.events import (
     DispatchSent,
@@ -106,3 +107,25 @@ def test_a_read_sent_before_an_uncertain_reply_settles_nothing(status: str) -> N
         assert (RECONCILE._latest_fresh_read(s, 0.0) is read) is fresh, sent  # type: ignore[attr-defined]
         if not fresh:
             assert RECONCILE.decide(s) == LookUp()
+
+
+def test_the_latest_uncertain_reply_is_the_one_a_read_must_follow() -> None:
+    """Two do-not-replay errors, at 10 s and 20 s: a read sent at 15 s followed the first and not the second."""
+    base = situation(now=24.0)
+    first = base.attempts[0].model_copy(
+        update={"observation": "response", "response_status": "connection_error", "replied_at_s": 10.0}
+    )
+    second = first.model_copy(update={"execution_id": "a73-x2", "sent_at_s": 9.0, "replied_at_s": 20.0})
+    read = LookupView(source="lookup", effect="absent", at_s=24.0, sent_at_s=15.0)
+    s = base.model_copy(update={"attempts": (first, second), "lookups": (read,)})
+    assert RECONCILE._latest_fresh_read(s, 9.0) is None  # type: ignore[attr-defined]
+    later = read.model_copy(update={"sent_at_s": 20.5})
+    assert RECONCILE._latest_fresh_read(s.model_copy(update={"lookups": (later,)}), 9.0) is later  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("delay", ["0", "-1", "'soon'"])
+def test_a_read_answer_delay_must_be_a_positive_number_of_seconds(tmp_path: Path, delay: str) -> None:
+    path = _variant(tmp_path, "nth: 1, delay_s: 70.0}", f"nth: 1, delay_s: {delay}}}")
+    with pytest.raises(InputError) as refused:
+        load_scenario(path)
+    assert "field 'faults.1.delay_s'" in str(refused.value)
