@@ -260,14 +260,7 @@ class ReconcileAndReauthorize:
         the first one too old ends the search (a decision costs the same after a thousand reads as after one). A
         read sent before an uncertain reply reached the worker (a do-not-replay error, an unknown outcome) is not
         fresh either, however late its answer came: it checked nothing since the worker was told."""
-        told = max(
-            (
-                a.replied_at_s
-                for a in situation.attempts
-                if a.response_status in UNCERTAIN_REPLIES and a.replied_at_s is not None
-            ),
-            default=None,
-        )
+        told = self.told_uncertain_at_s(situation)
         for lk in reversed(situation.lookups):
             if situation.now_s - lk.at_s >= self.wait_s / 2:
                 return None
@@ -276,6 +269,18 @@ class ReconcileAndReauthorize:
             if lk.source == self.read_source and fresh:
                 return lk
         return None
+
+    def told_uncertain_at_s(self, situation: Situation) -> float | None:
+        """When the latest uncertain reply (a do-not-replay error, an unknown outcome) reached the worker; ``None``
+        when none has: a read sent before it settles nothing."""
+        return max(
+            (
+                a.replied_at_s
+                for a in situation.attempts
+                if a.response_status in UNCERTAIN_REPLIES and a.replied_at_s is not None
+            ),
+            default=None,
+        )
 
     def retry_command(self, situation: Situation) -> Command:
         """How to send an absent action again, once that is authorized and safe: the same key, after a claim."""

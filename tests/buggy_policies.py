@@ -935,13 +935,7 @@ class SettlesOnEarlierRead(_Variant):
     """Takes a read sent before a do-not-replay error reached the worker, and answered after it, to settle the
     error (revision 11's rule): the read checked nothing since the worker was told, and a retry follows it."""
 
-    def _latest_fresh_read(self, situation: Situation, latest_attempt: float | None) -> LookupView | None:
-        for lk in reversed(situation.lookups):
-            if situation.now_s - lk.at_s >= self.wait_s / 2:
-                return None
-            sent = lk.sent_at_s if lk.sent_at_s is not None else lk.at_s
-            if lk.source == self.read_source and (latest_attempt is None or sent > latest_attempt):
-                return lk
+    def told_uncertain_at_s(self, situation: Situation) -> float | None:
         return None
 
 
