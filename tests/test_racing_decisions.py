@@ -160,3 +160,32 @@ def test_a_safe_policys_retry_decided_before_the_telling_is_no_retry_after_uncer
     for name, value in judgement.metrics.items():
         if name in truth and value is not None:
             assert value == truth[name] or isinstance(value, float), name
+
+
+@pytest.mark.parametrize(
+    "closing",
+    [
+        "60.5 worker command action_id=a73 kind=look_up incarnation=2",
+        "60.5 worker crashed action_id=a73 incarnation=2",
+        "60.5 worker report action_id=a73 finished=false claimed=none incarnation=2",
+    ],
+    ids=["a read", "a crash", "a report"],
+)
+def test_a_decision_its_worker_moved_on_from_excuses_nothing(closing: str) -> None:
+    """Worker 2 decides a retry before the telling, then reads (or crashes, or reports) without sending it: that
+    decision is closed. Worker 3 decides one after the telling, and an unclaimed send leaves: the later decision's,
+    a retry after an uncertain outcome. Taken for worker 2's, it was excused."""
+    value, witnesses = judged(
+        ORIGINAL, retry(60.3, 2), closing, receive(75.3, 1, "connection_error"), retry(75.3, 3), sent(80.3, 2, False)
+    )
+    assert (value, witnesses) == (1, [(7, 9)])
+
+
+def test_a_refused_claim_grants_the_next_attempt_to_no_decision() -> None:
+    """Worker 2's retry, decided before the telling, is refused its claim; worker 3's, decided after, leaves with an
+    attempt recorded and no claim of its own: that attempt is worker 3's decision, not the refused one's."""
+    value, witnesses = judged(
+        ORIGINAL, retry(60.3, 2), receive(75.3, 1, "connection_error"), retry(75.3, 3), claim(80.3, ok=False),
+        sent(80.3, 2),
+    )  # fmt: skip
+    assert (value, witnesses) == (1, [(6, 10)])
