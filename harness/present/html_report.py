@@ -44,6 +44,7 @@ from harness.present.pictures import (
     write_replacing,
 )
 from harness.present.table import scenarios_down
+from harness.scenario import VARIANT
 
 __all__ = ["TIMELINE_OUTCOMES", "UNDRAWABLE", "Shown", "render_timeline", "shown", "timelines_to_draw", "write_report"]
 
@@ -244,7 +245,7 @@ def _scenarios(frame: pd.DataFrame) -> str:
     ``2 scenarios (5 columns: a crash point is a column)``."""
     columns = frame["scenario"].nunique()
     given = frame["reproduce"].str.extract(r"--scenario (\S+)", expand=False).fillna(frame["scenario"])
-    scenarios = given.str.split("@").str[0].nunique()
+    scenarios = given.map(lambda spec: spec.rpartition(VARIANT)[0] or spec).nunique()
     if scenarios == columns:
         return _count(columns, "scenario")
     return f"{_count(scenarios, 'scenario')} ({columns:,} columns: a crash point is a column)"
