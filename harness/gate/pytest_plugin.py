@@ -4,8 +4,14 @@ Registered through the ``pytest11`` entry point, so every pytest run in an envir
 installed loads this module. Without ``--harness-policy`` it only adds its options: it imports nothing of the
 harness and collects nothing (``-p no:harness`` turns it off altogether). With it, the items are added to the
 session's own collection, so they run in a folder without any test file, beside the folder's own tests, and
-``-k``, ``--junitxml`` and ``-x`` apply to them as to any test. An item fails with the same text as its JUnit
-failure (the anomaly, the witnessing timeline entries, the reproduce command of its repro file).
+``-k`` and ``-x`` apply to them as to any test. An item fails with the same text as its JUnit failure (the
+anomaly, the witnessing timeline entries, the reproduce command of its repro file).
+
+An item's node ID, ``POLICY::SCENARIO[seed-N]``, names no file, so pytest would refuse it on its command line;
+the plugin takes such arguments out of the paths pytest collects from and collects only the items they name
+(``_take_node_ids``). The IDs are given to pytest as text, as its cache stores them, so ``--lf``, ``--ff`` and
+``--sw`` find them (pytest 9 told them apart from its cached IDs before). ``--junitxml`` names each test case as
+``harness check --junit`` does (``_JUnitNames``).
 
 The selected cases run once, together, when the first of them is reached: in worker processes the harness
 supervises, as ``harness run`` runs them, so a policy that never returns costs one case's budget
@@ -46,6 +52,17 @@ _DEFAULT_CASE_TIMEOUT_S = 60.0
 _NOTES: pytest.StashKey[list[str]] = pytest.StashKey()
 #: ``--harness-baseline``: its spec and its name (its cases run in a grid of their own, keyed by its name).
 _BASELINE: pytest.StashKey[tuple[str, str]] = pytest.StashKey()
+#: The node IDs of the items named on the command line (``pytest POLICY::SCENARIO[seed-N]``); unset: every item.
+_SELECTED: pytest.StashKey[frozenset[str]] = pytest.StashKey()
+
+
+def _item_name(case: Case) -> str:
+    return f"{case.scenario.name}[seed-{case.seed}]"
+
+
+def _nodeid(case: Case) -> str:
+    """``POLICY::SCENARIO[seed-N]``: what pytest prints for the item, and takes back on its command line."""
+    return f"{case.policy.name}::{_item_name(case)}"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -192,6 +209,10 @@ def pytest_configure(config: pytest.Config) -> None:
     except InputError as exc:  # one line naming the field and the fix, as the command line says it
         raise pytest.UsageError(f"harness: {exc}") from None
     config.stash[_CASES] = cases
+    selected = _take_node_ids(config, cases, named)
+    if selected is not None:
+        config.stash[_SELECTED] = selected
+    config.pluginmanager.register(_JUnitNames(config, cases), "harness-junit-names")
     baseline: str | None = config.getoption("harness_baseline")
     if baseline is not None:
         try:
@@ -219,6 +240,66 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_REPROS] = ReproFolder(Path(out).absolute() if out else None, prefix="harness-pytest-")
 
 
+def _take_node_ids(
+    config: pytest.Config, cases: Mapping[str, tuple[Case, ...]], named: Mapping[str, str]
+) -> frozenset[str] | None:
+    """The items the command line names by node ID, as pytest prints them: ``POLICY`` (every item of that policy),
+    ``POLICY::SCENARIO`` (every seed) or ``POLICY::SCENARIO[seed-N]``; None when it names none (every item is
+    collected, as before). pytest would take such an argument for a path and stop at "file or directory not
+    found", so each is taken out of the paths it collects from (``config.args``); an argument whose first part is
+    a path that exists stays a path. One that names no item is refused, as pytest refuses a node ID it cannot
+    find."""
+    ids = [_nodeid(case) for policy_cases in cases.values() for case in policy_cases]
+    taken: list[str] = []
+    selected: set[str] = set()
+    for arg in config.args:
+        head = arg.partition("[")[0].split("::")[0]
+        if head not in cases or (config.invocation_params.dir / head).exists():
+            continue
+        found = [i for i in ids if i == arg or i.startswith(f"{arg}::") or ("[" not in arg and i.startswith(f"{arg}["))]
+        if not found:
+            raise pytest.UsageError(
+                f"harness: {arg} names no item of --harness-policy {named[head]} (its items are "
+                f"{head}::<scenario>[seed-<n>], for the --harness-scenario given and seeds 1..--harness-seed-count); "
+                "fix: give the --harness-scenario and --harness-seed-count of the run that printed it"
+            )
+        taken.append(arg)
+        selected.update(found)
+    if not taken:
+        return None
+    config.args[:] = [arg for arg in config.args if arg not in taken]
+    return frozenset(selected)
+
+
+class _JUnitNames:
+    """``--junitxml``: each item's ``testcase`` named as ``harness check --junit`` names its case (``name``
+    ``<scenario> seed <n>``; pytest's ``classname`` is already the policy), not ``<scenario>[seed-<n>]``.
+
+    The name goes to pytest's own JUnit reporter as ``record_xml_attribute`` puts it there, but from the process
+    that writes the file and from each item's report: under pytest-xdist the items run in workers, which write
+    no JUnit and where that fixture does nothing. Each attribute is set before that reporter reads the report
+    (``tryfirst``), and only for a report it opens a test case for (a setup that passed opens none)."""
+
+    def __init__(self, config: pytest.Config, cases: Mapping[str, tuple[Case, ...]]) -> None:
+        from harness.gate.cases import case_name
+
+        self.config = config
+        self.names = {_nodeid(c): case_name(c.scenario.name, c.seed) for cs in cases.values() for c in cs}
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        name = self.names.get(report.nodeid)
+        if name is None or (report.when == "setup" and report.passed):
+            return
+        try:
+            from _pytest.junitxml import xml_key
+        except ImportError:  # another pytest: its own names stay
+            return
+        xml = self.config.stash.get(xml_key, None)
+        if xml is not None:
+            xml.node_reporter(report).add_attribute("name", name)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_make_collect_report(
     collector: pytest.Collector,
@@ -227,8 +308,10 @@ def pytest_make_collect_report(
     report = yield
     cases = collector.config.stash.get(_CASES, None)
     if cases and isinstance(collector, pytest.Session) and report.passed and isinstance(report.result, list):
+        selected = collector.config.stash.get(_SELECTED, None)
         for policy, policy_cases in cases.items():
-            report.result.append(PolicyCases.from_parent(collector, name=policy, nodeid=policy, cases=policy_cases))
+            if selected is None or any(_nodeid(c) in selected for c in policy_cases):
+                report.result.append(PolicyCases.from_parent(collector, name=policy, nodeid=policy, cases=policy_cases))
     return report
 
 
@@ -240,9 +323,13 @@ class PolicyCases(pytest.Collector):
         self.cases = cases
 
     def collect(self) -> list[pytest.Item]:
+        # The node ID given as text, not left to pytest to derive from the name: pytest 9 then parses it as it parses
+        # the IDs in its cache (the seed a parameter), so --lf and --sw find the items that failed last time.
+        selected = self.config.stash.get(_SELECTED, None)
         return [
-            ScenarioSeed.from_parent(self, name=f"{case.scenario.name}[seed-{case.seed}]", case=case)
+            ScenarioSeed.from_parent(self, name=_item_name(case), nodeid=_nodeid(case), case=case)
             for case in self.cases
+            if selected is None or _nodeid(case) in selected
         ]
 
 
