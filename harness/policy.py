@@ -59,6 +59,7 @@ __all__ = [
     "Hold",
     "LookUp",
     "LookupView",
+    "PatienceView",
     "Policy",
     "PolicyError",
     "Receipt",
@@ -182,6 +183,23 @@ class ContractView(Frozen):
     via: Literal["direct", "connector", "bridge"] = "direct"
 
 
+class PatienceView(Frozen):
+    """How long this worker waits for what it sends before its policy is asked again (the scenario's ``worker``):
+    the longest one round trip may keep it. An answer may come back sooner, never later: past it the worker calls
+    a dispatch timed out and a read unknown. A round trip sent with less time than this left before the deadline
+    may still be out when the deadline passes, and the action then goes unaccounted for."""
+
+    #: A dispatch's reply (``worker.timeout_s``): a retry, under its own key or a new one, waits this long.
+    reply_s: float
+    #: A lookup's or a verification's answer (``worker.lookup_timeout_s``).
+    read_s: float
+    #: A job follow's answer: ``read_s``, plus the connector's wait where a connector stands in the path (the
+    #: caller allows for the wait at the connector on top of its read timeout).
+    follow_s: float
+    #: The longest one ``Wait`` lasts (``worker.wait_max_s``): a longer one is cut to it.
+    wait_max_s: float
+
+
 class CommandResult(Frozen):
     """What became of one command this worker gave: carried out, or refused (a claim the controller refused,
     a receipt never observed, ...) with the reason."""
@@ -219,6 +237,25 @@ class Situation(Frozen):
     #: is the last any of them gives: spent before the action is recorded or escalated, it is abandoned. ``None``
     #: in a Situation built by hand that does not say.
     commands_left: int | None = None
+    #: How long this worker waits for each kind of answer (``None``: in a Situation built by hand that does not
+    #: say). ``round_trip_s(command)`` reads it for one command.
+    patience: PatienceView | None = None
+
+    def round_trip_s(self, command: Command) -> float | None:
+        """The longest ``command`` may keep this worker before its policy is asked again: a read's answer or a
+        dispatch's reply, as ``patience`` says (a retry may also leave later than it was decided, by a delay no
+        policy sees). ``None`` for a command that sends nothing (a record, a hold, a wait, an escalation, a stop),
+        and when the patience is not known."""
+        patience = self.patience
+        if patience is None:
+            return None
+        if isinstance(command, LookUp | VerifyOutcome):
+            return patience.read_s
+        if isinstance(command, FollowJob):
+            return patience.follow_s
+        if isinstance(command, RetrySameAction | RetryNewKey | ResendCurrentArguments):
+            return patience.reply_s
+        return None
 
     @property
     def time_left_s(self) -> float:

@@ -19,7 +19,8 @@ revision 9, a same-key retry must also arrive inside the window of an earlier re
 read. Revision 8: as its revision 10, a same-key retry's claim is leased to the deadline less the margin too (a new
 key's operation has no claim to lease). Revision 9: as its revision 11, a bridge's connection error bounds nothing
 of when the call reaches the tool server. Revision 10: as its revision 12, only a read sent since a do-not-replay
-error (or an unknown outcome) reached the worker settles it.
+error (or an unknown outcome) reached the worker settles it. Revision 11: as its revision 13, a job follow, a read or
+a retry leaves time for its whole round trip as the worker waits for it (a follow waits at the connector too).
 """
 
 from __future__ import annotations
@@ -27,10 +28,13 @@ from __future__ import annotations
 from harness.policy import Command, FollowJob, LookupView, RetryNewKey, RetrySameAction, Situation
 from policies.reconcile_and_reauthorize import ReconcileAndReauthorize
 
+#: Any job follow: how long one may take to come back is the same for every follow (``margin_s``).
+A_FOLLOW = FollowJob()
+
 
 class FollowAndInspect(ReconcileAndReauthorize):
     name = "follow_and_inspect"
-    revision = "10"
+    revision = "11"
 
     def next_command(self, situation: Situation) -> Command:
         if situation.contract.via != "connector" or situation.recorded or situation.escalated:
@@ -43,7 +47,11 @@ class FollowAndInspect(ReconcileAndReauthorize):
         named_running = last is not None and last.response_status == "running"
         if job is None and (unanswered or named_running):
             return FollowJob()
-        if job is not None and job.effect == "running" and situation.time_left_s > self.escalate_margin_s:
+        if (
+            job is not None
+            and job.effect == "running"
+            and situation.time_left_s > self.margin_s(situation, FollowJob())
+        ):
             return FollowJob()
         return super().next_command(situation)
 

@@ -40,7 +40,12 @@ the tool server (the error can come back while the call is still on its way); a 
 retry after any request that may still land, is refused when the worker sends it too late for the window.
 Revision 12 (from what ``harness explore`` found once a read's answer could be slow on its way back): a read sent
 before a do-not-replay error reached the worker, and answered after it, was taken to settle it, and a retry
-followed; only a read sent since the worker was told settles an uncertain reply.
+followed; only a read sent since the worker was told settles an uncertain reply. Revision 13 (from what ``harness
+explore`` found with a patient reader): the escalation margin covered a round trip only as long as the worker's
+timeouts were short. A read sent 49 s before the deadline, by a worker that waits up to 90 s for its answer, came
+back after the deadline, and the action went unaccounted for. The margin a read or a retry leaves, and a wait
+leaves for the read after it, is now the worker's whole wait for the answer and a second, where that is longer
+than the margin (``Situation.patience``, ``margin_s``), and a retry's claim is leased to that too.
 """
 
 from __future__ import annotations
@@ -92,17 +97,23 @@ def recovery_decision(
     return "hold_dispatch"
 
 
+#: Any same-key retry: how long one may take to come back is the same for every retry (``margin_s``).
+A_RETRY = RetrySameAction()
+
 #: Replies that leave the outcome uncertain: automatic retries stop until a read sent since has settled it.
 UNCERTAIN_REPLIES = ("connection_error", "unknown_outcome")
 
 
 class ReconcileAndReauthorize:
     name = "reconcile_and_reauthorize"
-    revision = "12"
+    revision = "13"
     #: Time between lookups while the result is pending or unknown.
     wait_s = 10.0
     #: Escalate while at least this much time is left before the deadline.
     escalate_margin_s = 15.0
+    #: Where the worker waits longer for an answer than the margin: what a round trip must leave before the
+    #: deadline once its answer is back, a moment to act on it (escalate, at worst).
+    act_s = 1.0
     retry_count_max = 2
     #: How this policy reads the outcome: a lookup of the target's durable result.
     read_command: Command = LookUp()
@@ -176,10 +187,11 @@ class ReconcileAndReauthorize:
         return command.model_copy(update={"send_by_s": min(moments)}) if moments else command
 
     def leave_by_s(self, situation: Situation) -> float | None:
-        """The latest moment a retry may leave and still have its reply back with the margin to escalate in: the
-        margin rule (``last_chance``) judges a retry when it is decided, and this holds its claim to it when the
-        worker sends it later."""
-        return situation.deadline_s - self.escalate_margin_s
+        """The latest moment a retry may leave and still have its reply back with the margin to escalate in (or,
+        where the worker waits longer for a reply than the margin, its whole wait and a moment to act): the rule
+        of ``last_chance`` judges a retry when it is decided, and this holds its claim to it when the worker sends
+        it later."""
+        return situation.deadline_s - self.margin_s(situation, A_RETRY)
 
     def decide(self, situation: Situation) -> Command:
         """The next command; the last one the action's command budget allows accounts for it (escalates,
@@ -198,9 +210,15 @@ class ReconcileAndReauthorize:
         little time is left for its answer to come back and be acted on."""
         if situation.commands_left == 1:
             return "the action's command budget has room for one command more"
-        if situation.time_left_s <= self.escalate_margin_s and self.unguarded(situation, command):
+        if situation.time_left_s <= self.margin_s(situation, command) and self.unguarded(situation, command):
             return f"only {situation.time_left_s:.0f} s left before the deadline, too little for an answer to come back"
         return None
+
+    def margin_s(self, situation: Situation, command: Command) -> float:
+        """The time ``command`` must leave before the deadline: the escalation margin, or, where the worker waits
+        longer than that for its answer (``Situation.patience``), that whole wait and a moment to act on it."""
+        round_trip = situation.round_trip_s(command)
+        return self.escalate_margin_s if round_trip is None else max(self.escalate_margin_s, round_trip + self.act_s)
 
     def unguarded(self, situation: Situation, command: Command) -> bool:
         """Whether ``command`` is a round trip no wait of this policy's came right before: a retry (decided on a
@@ -345,8 +363,9 @@ class ReconcileAndReauthorize:
         return Escalate(reason="absent so far, but the target's reads lag behind the last attempt")
 
     def _time_to_wait_for(self, situation: Situation, moment_s: float) -> bool:
-        """Whether waiting until ``moment_s`` still leaves a second to act and the margin to escalate in."""
-        return moment_s + 1.0 < situation.deadline_s - self.escalate_margin_s
+        """Whether waiting until ``moment_s`` still leaves a second to act and the margin to escalate in (as long
+        as the read after the wait takes, where the worker waits longer than the margin for its answer)."""
+        return moment_s + 1.0 < situation.deadline_s - self.margin_s(situation, self.read_command)
 
     def _wait_until_final(self, situation: Situation, quiet_s: float) -> Command:
         """A wait until just past the moment an absence becomes final (a millisecond past, so that float
@@ -354,7 +373,7 @@ class ReconcileAndReauthorize:
         return Wait(duration_s=max(quiet_s - situation.now_s, 0.0) + 0.001)
 
     def _wait_or_escalate(self, situation: Situation, why: str) -> Command:
-        if situation.time_left_s > self.wait_s + self.escalate_margin_s:
+        if situation.time_left_s > self.wait_s + self.margin_s(situation, self.read_command):
             return Wait(duration_s=self.wait_s)
         return Escalate(reason=f"{why} with {situation.time_left_s:.0f} s left before the deadline")
 

@@ -16,7 +16,8 @@ Revision 7: as its revision 10, a same-key retry's claim is leased to the deadli
 8: as its revision 11, the bridge's connection error bounds nothing of when the call reaches the tool server: it
 can come back while the call is still on its way (seed 002: the error says only that no reply came). Revision 9:
 as its revision 12, only a verification sent since a do-not-replay error reached the worker settles it (one sent
-before, answered after, was taken to).
+before, answered after, was taken to). Revision 10: as its revision 13, a verification or a retry leaves time for
+its whole round trip as the worker waits for it.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from policies.reconcile_and_reauthorize import ReconcileAndReauthorize
 
 class VerifyBeforeMutation(ReconcileAndReauthorize):
     name = "verify_before_mutation"
-    revision = "9"
+    revision = "10"
     read_command: Command = VerifyOutcome()
     read_source = "verify"
 

@@ -502,7 +502,7 @@ def test_list_of_the_shipped_ones_names_every_policy_scenario_and_boundary(capsy
     lines = _out(capsys)[0].splitlines()
     assert lines[0] == "policies:" and lines[1 : 1 + len(builtin_policy_names())] == [
         f"  {name} (revision {r})"
-        for name, r in zip(builtin_policy_names(), ("10", "12", "1", "1", "1", "9"), strict=True)
+        for name, r in zip(builtin_policy_names(), ("11", "13", "1", "1", "1", "10"), strict=True)
     ]
     assert len(lines) == 3 + len(builtin_policy_names()) + 2 * len(list_scenarios()) + len(BOUNDARIES)
     assert "  request_lost (wire): The dispatch is lost in the transport before it reaches the destination" in lines
@@ -878,7 +878,7 @@ def test_check_of_a_passing_policy_keeps_nothing_and_exits_0(
     words = ["check", "--policy", "reconcile_and_reauthorize", "--scenario", "lost_response", "--seed-count", "1"]
     assert cli.main(words) == 0
     assert _out(capsys) == (
-        "reconcile_and_reauthorize (revision 12): 1 of 1 cases correct or escalated\ncheck: passed\n",
+        "reconcile_and_reauthorize (revision 13): 1 of 1 cases correct or escalated\ncheck: passed\n",
         "",
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # its temporary folder went

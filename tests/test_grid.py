@@ -972,6 +972,48 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         follow=("escalated", set()),
         verify=("escalated", set()),
     ),
+    # A worker that waits longer for an answer than the escalation margin, or a retry that leaves late: the safe
+    # policies escalate instead of a round trip that could outlast the deadline (reconcile revision 13).
+    "bridge_slow_read_near_deadline": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"retries_after_uncertain"}),
+        reconcile=("escalated", set()),
+        new_key=("incorrect", {"duplicate_effects", "retries_after_uncertain"}),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
+    ),
+    "retry_reply_outlasts_margin": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("abandoned", {"abandoned_actions"}),
+        reconcile=("escalated", set()),
+        new_key=("abandoned", {"abandoned_actions"}),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
+    ),
+    "retry_leaves_inside_reply_wait": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("abandoned", {"abandoned_actions"}),
+        reconcile=("escalated", set()),
+        new_key=("abandoned", {"abandoned_actions"}),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
+    ),
+    "connector_follow_outlasts_margin": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("abandoned", {"abandoned_actions"}),
+        reconcile=("escalated", set()),
+        new_key=("incorrect", {"abandoned_actions", "duplicate_effects"}),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
+    ),
+    "retry_send_outlasts_deadline": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("abandoned", {"abandoned_actions"}),
+        reconcile=("escalated", set()),
+        new_key=("abandoned", {"abandoned_actions"}),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
+    ),
 }
 
 

@@ -386,9 +386,9 @@ def test_an_incomplete_case_says_both_policies_and_the_scenario_by_their_revisio
     [failure] = failed.value.failures
     scenario_revision = load_scenario(SCENARIO_DIR / "request_lost.yaml").revision
     first, second = (failure.text or "").splitlines()[:2]
-    assert first.startswith(f"never_retries (revision 12) on request_lost (revision {scenario_revision}) at seed 1: ")
+    assert first.startswith(f"never_retries (revision 13) on request_lost (revision {scenario_revision}) at seed 1: ")
     assert first.endswith(", task_completed false")
-    assert second.startswith(f"{SAFE} (revision 12), the baseline, on the same case: ")
+    assert second.startswith(f"{SAFE} (revision 13), the baseline, on the same case: ")
 
 
 def brief(seed: int, escalations_most: int) -> Brief:
@@ -447,7 +447,7 @@ def test_a_brief_counts_the_escalations_of_each_action_apart() -> None:
     again = once.model_copy(update={"index": once.index + 1})
     assert Brief.of(report.model_copy(update={"timeline": (*report.timeline, again)})).escalations_most == 2
     brief = Brief.of(report)
-    assert (brief.policy, brief.policy_revision, brief.scenario, brief.seed) == (SAFE, "12", "uncertain_lookup", 1)
+    assert (brief.policy, brief.policy_revision, brief.scenario, brief.seed) == (SAFE, "13", "uncertain_lookup", 1)
     assert brief.scenario_revision == report.scenario_revision and brief.task_completed is report.metrics.get(
         "task_completed"
     )
