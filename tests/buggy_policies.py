@@ -979,6 +979,19 @@ class FollowPatienceWithoutWait(_FollowVariant):
         return super().margin_s(situation, command)
 
 
+# -- a sixth adversarial review (slow read answers, told_uncertain_at_s, racing workers, leases, budgets) ----------
+
+
+class InsideWindowAtRead(_Variant):
+    """Asks whether the read, not the retry, is inside the window of an earlier request that landed just after it
+    ("decided in time"): with the read's answer slow on its way back, the moment the retry had to leave by has
+    passed when it is decided, the lease drops a moment already past, and the retry leaves too late for that window."""
+
+    def inside_unseen_window(self, situation: Situation, looked_at_s: float) -> bool:
+        send_by = self.send_by_s(situation, looked_at_s)
+        return send_by is None or looked_at_s <= send_by
+
+
 @dataclass(frozen=True)
 class Catch:
     """Where a variant must be caught: the scenario, and the property whose verdict must be false."""
@@ -1152,6 +1165,9 @@ CORPUS: tuple[Catch, ...] = (
         "connector_follow_outlasts_margin",
         "abandoned_actions",
     ),
+    # A sixth adversarial review: no shipped case had a read's answer come back after the moment a retry resting on
+    # an unseen request's window had to leave by, so it passed every shipped case and exploration at depth 1.
+    Catch(InsideWindowAtRead("inside_window_at_read"), "slow_read_answer_past_lease", "duplicate_effects"),
 )
 
 

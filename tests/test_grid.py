@@ -859,6 +859,14 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         follow=("escalated", set()),
         verify=("escalated", set()),
     ),
+    "slow_read_answer_past_lease": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("correct", set()),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
     "slow_unknown_reads": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("abandoned", {"abandoned_actions"}),
