@@ -20,7 +20,8 @@ read. Revision 8: as its revision 10, a same-key retry's claim is leased to the 
 key's operation has no claim to lease). Revision 9: as its revision 11, a bridge's connection error bounds nothing
 of when the call reaches the tool server. Revision 10: as its revision 12, only a read sent since a do-not-replay
 error (or an unknown outcome) reached the worker settles it. Revision 11: as its revision 13, a job follow, a read or
-a retry leaves time for its whole round trip as the worker waits for it (a follow waits at the connector too).
+a retry leaves time for its whole round trip as the worker waits for it (a follow waits at the connector too), and a
+new key's operation after a dead job is leased to the deadline less that, as a same-key retry is.
 """
 
 from __future__ import annotations

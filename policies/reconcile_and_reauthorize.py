@@ -45,7 +45,9 @@ explore`` found with a patient reader): the escalation margin covered a round tr
 timeouts were short. A read sent 49 s before the deadline, by a worker that waits up to 90 s for its answer, came
 back after the deadline, and the action went unaccounted for. The margin a read or a retry leaves, and a wait
 leaves for the read after it, is now the worker's whole wait for the answer and a second, where that is longer
-than the margin (``Situation.patience``, ``margin_s``), and a retry's claim is leased to that too.
+than the margin (``Situation.patience``, ``margin_s``), and a retry's claim is leased to that too. So is a new key's
+operation's (a sixth adversarial review: decided 16 s before the deadline, sent 12 s later, its reply lost, it was
+waited out past the deadline; only a same-key retry's claim carried a lease).
 """
 
 from __future__ import annotations
@@ -176,13 +178,16 @@ class ReconcileAndReauthorize:
 
     def leased(self, situation: Situation, command: Command, send_by_s: float | None) -> Command:
         """``command`` with its claim's lease: a same-key retry whose safety rests on leaving by ``send_by_s``
-        says so, and so does every one by the moment it must leave by to come back before the escalation margin
-        (``leave_by_s``); the controller refuses the claim made later than the earlier of the two (the worker may
-        send a retry later than it was decided, by a delay the policy does not see), and the refusal is escalated
-        while the margin lasts. A moment already past is no lease: the retry did not rest on it. A retry without a
-        claim has nothing to lease."""
-        if not isinstance(command, RetrySameAction) or not command.claim:
+        says so, and so does every retry, a new key's operation too, by the moment it must leave by to come back
+        before the escalation margin (``leave_by_s``); the controller refuses the claim made later than the
+        earlier of the two (the worker may send a retry later than it was decided, by a delay the policy does not
+        see), and the refusal is escalated while the margin lasts. A new key's operation rests on no earlier
+        request's window. A moment already past is no lease: the retry did not rest on it. A retry without a claim
+        has nothing to lease."""
+        if not isinstance(command, RetrySameAction | RetryNewKey) or not command.claim:
             return command
+        if isinstance(command, RetryNewKey):
+            send_by_s = None
         moments = [m for m in (send_by_s, self.leave_by_s(situation)) if m is not None and situation.now_s <= m]
         return command.model_copy(update={"send_by_s": min(moments)}) if moments else command
 

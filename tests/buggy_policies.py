@@ -33,7 +33,7 @@ from harness.policy import (
     Wait,
 )
 from policies.follow_and_inspect import FollowAndInspect
-from policies.reconcile_and_reauthorize import ReconcileAndReauthorize
+from policies.reconcile_and_reauthorize import UNCERTAIN_REPLIES, ReconcileAndReauthorize
 from policies.verify_before_mutation import VerifyBeforeMutation
 
 
@@ -992,6 +992,31 @@ class InsideWindowAtRead(_Variant):
         return send_by is None or looked_at_s <= send_by
 
 
+class NewKeyUnleased(_FollowVariant):
+    """Leases only a same-key retry's claim (follow revision 10's rule): a new key's operation after a dead job,
+    decided just outside the margin and sent 12 s later, is waited for past the deadline."""
+
+    def leased(self, situation: Situation, command: Command, send_by_s: float | None) -> Command:
+        if isinstance(command, RetryNewKey):
+            return command
+        return super().leased(situation, command, send_by_s)
+
+
+class ToldFromFirstUncertain(_Variant):
+    """Dates the doubt from the first uncertain reply, not the latest: a read sent after the first do-not-replay
+    error, but before the retry's own, is taken to settle both, and a second retry follows it."""
+
+    def told_uncertain_at_s(self, situation: Situation) -> float | None:
+        return min(
+            (
+                a.replied_at_s
+                for a in situation.attempts
+                if a.response_status in UNCERTAIN_REPLIES and a.replied_at_s is not None
+            ),
+            default=None,
+        )
+
+
 @dataclass(frozen=True)
 class Catch:
     """Where a variant must be caught: the scenario, and the property whose verdict must be false."""
@@ -1168,6 +1193,16 @@ CORPUS: tuple[Catch, ...] = (
     # A sixth adversarial review: no shipped case had a read's answer come back after the moment a retry resting on
     # an unseen request's window had to leave by, so it passed every shipped case and exploration at depth 1.
     Catch(InsideWindowAtRead("inside_window_at_read"), "slow_read_answer_past_lease", "duplicate_effects"),
+    # The same review found follow_and_inspect itself abandoning the action there (fixed in revision 11): only a
+    # same-key retry carried a lease, and this is its rule before.
+    Catch(NewKeyUnleased("new_key_unleased"), "connector_new_operation_leaves_late", "abandoned_actions"),
+    # The same review: its scenario first showed the checker judging a read by when its answer arrived, not by when
+    # the target gave it (a false positive against the safe policies, found by exploring them; mended).
+    Catch(
+        ToldFromFirstUncertain("told_from_first_uncertain"),
+        "bridge_second_error_after_read_sent",
+        "retries_after_uncertain",
+    ),
 )
 
 

@@ -1022,6 +1022,24 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         follow=("escalated", set()),
         verify=("escalated", set()),
     ),
+    # A new key's operation after a dead job, sent late: its claim is leased as a same-key retry's is.
+    "connector_new_operation_leaves_late": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"abandoned_actions", "retries_after_uncertain"}),
+        reconcile=("escalated", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
+    ),
+    # A read answered before the retry's own do-not-replay error, its answer arriving after: it settles nothing.
+    "bridge_second_error_after_read_sent": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"retries_after_uncertain"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects", "retries_after_uncertain"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
 }
 
 

@@ -34,6 +34,7 @@ from harness.model.events import (
     Escalated,
     Event,
     JobFollowSent,
+    LookupAnswered,
     LookupSent,
     RecordConflict,
     Rejected,
@@ -62,6 +63,8 @@ class Facts:
     dispatches: list[DispatchSent] = field(default_factory=list)
     #: Reads the caller sent: lookups of the target, job follows, verifications.
     reads: list[LookupSent | JobFollowSent | VerifySent] = field(default_factory=list)
+    #: The target's answers to reads (a verification's too), each as it left the target.
+    answers: list[LookupAnswered] = field(default_factory=list)
     revisions: list[TaskRevisionRecorded] = field(default_factory=list)
     approvals: list[ApprovalGranted] = field(default_factory=list)
     approval_revocations: dict[str, ApprovalExpired | ApprovalRevoked] = field(default_factory=dict)
@@ -102,6 +105,7 @@ class Facts:
     _owners: dict[str, str] | None = field(default=None, init=False, repr=False)
     _effects_by_action: dict[str, list[Applied]] | None = field(default=None, init=False, repr=False)
     _decisions: dict[int, int] | None = field(default=None, init=False, repr=False)
+    _answered: dict[tuple[str, int], int] | None = field(default=None, init=False, repr=False)
 
     @property
     def destination_visible(self) -> bool:
@@ -214,6 +218,20 @@ class Facts:
         if j < len(self.cancels) and self.cancels[j].index < before:
             return self.cancels[j]
         return None
+
+    def answered_at(self, reply: ReplyReceived) -> int:
+        """Where in the history the target answered the read ``reply`` carries back: a read speaks for the ledger
+        as it was then, however long its answer took to come back. A reply the target did not give (a dispatch's,
+        a connector's job follow) is placed where it arrived."""
+        if self._answered is None:
+            key_of = {(r.action_id, r.n): r.idempotency_key for r in self.reads}
+            answered = {(a.idempotency_key, a.n): a.index for a in self.answers}
+            self._answered = {
+                (action_id, n): answered[(key, n)] for (action_id, n), key in key_of.items() if (key, n) in answered
+            }
+        if reply.kind == "dispatch":
+            return reply.index
+        return self._answered.get((reply.action_id, reply.n), reply.index)
 
     def decision_of(self, dispatch: DispatchSent) -> CommandGiven | None:
         """The command that decided ``dispatch`` (``None``: none did, as for the dispatcher's first send)."""
@@ -369,6 +387,7 @@ _VIEW: dict[type[Event], str] = {
     Rejected: "rejections",
     Accepted: "accepts",
     ReplyReceived: "replies",
+    LookupAnswered: "answers",
     ReplyUndeliverable: "unheard",
     WorkerReported: "reports",
     CommandGiven: "commands",

@@ -516,6 +516,8 @@ def retries_after_uncertain(f: Facts) -> Finding:
     effects = f.effects_by_action()
     for action_id in sorted(f.actions):
         told: ReplyReceived | None = None
+        #: The latest such reply: a read settles the doubt only if the target answered it since.
+        told_last: ReplyReceived | None = None
         #: A read answered that nothing is there, and the ledger that could say whether it was so is withheld.
         doubted: ReplyReceived | None = None
         applied = [e.index for e in effects.get(action_id, ())]
@@ -544,19 +546,24 @@ def retries_after_uncertain(f: Facts) -> Finding:
                         f"whether the read that answered {doubted.status} before {event.execution_id} was right"
                     )
             elif _uncertain(event):
-                told, doubted = told or event, None
+                told, told_last, doubted = told or event, event, None
             elif conclusive(event.kind, event.status):
+                if told_last is not None and f.answered_at(event) < told_last.index:
+                    # Answered before the caller was last told (its answer slow on the way back): it checked
+                    # nothing since, whatever it says.
+                    continue
                 if told is not None and event.status in NOTHING_THERE:
-                    # A read that says nothing is there settles nothing when the ledger already shows the action
-                    # applied (a lagging lookup, a verification that read another's receipt); with the ledger
-                    # withheld, whether it did is unknown.
-                    if f.destination_visible and applied and applied[0] < event.index:
+                    # A read that says nothing is there settles nothing when the ledger already showed the action
+                    # applied as the target answered it (a lagging lookup, a verification that read another's
+                    # receipt); an effect that landed while the answer was on its way back takes nothing from it.
+                    # With the ledger withheld, whether it did is unknown.
+                    if f.destination_visible and applied and applied[0] < f.answered_at(event):
                         continue
                     if not f.destination_visible:
                         doubted = event
                 elif event.status not in NOTHING_THERE:
                     doubted = None
-                told = None
+                told = told_last = None
     if undecided:  # a count beside them would be a lower bound: null, with the violations seen kept
         return Finding(None, tuple(anomalies), reason=f"{HIDDEN}, so {undecided[0]} is unknown")
     return counted(anomalies)

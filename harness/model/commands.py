@@ -7,7 +7,7 @@ until it handles the new one.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Literal, Self, get_args
 
 from pydantic import Field, TypeAdapter, model_validator
 
@@ -61,6 +61,16 @@ class VerifyOutcome(Frozen):
     kind: Literal["verify_outcome"] = "verify_outcome"
 
 
+#: The latest moment a dispatch's claim may be made (a lease on the decision); ``None``: no such bound.
+SendBy = Annotated[float, Field(allow_inf_nan=False)] | None
+
+
+def _lease_checked(claim: bool, send_by_s: float | None) -> None:
+    """A lease bounds a claim: a dispatch without one has nothing to lease."""
+    if send_by_s is not None and not claim:
+        raise ValueError("send_by_s leases a claim: give claim=True with it, or leave it out")
+
+
 class RetrySameAction(Frozen):
     """Send the action again under its current operation's key (the original key, unless a retry under a new key
     started another operation) with its original arguments.
@@ -72,15 +82,15 @@ class RetrySameAction(Frozen):
     kind: Literal["retry_same_action"] = "retry_same_action"
     claim: bool = True
     #: With ``claim``: the latest moment the claim may be made, a lease on the decision. A retry is safe only if
-    #: it leaves by then (a key's window that it relies on ends, counting request validity after it leaves), and
-    #: the worker may send it later than it was decided (``worker.retry_send_s``): a claim made after it is
-    #: refused, and nothing is sent. ``None``: no such bound (and the field is left out of the evidence).
-    send_by_s: Annotated[float, Field(allow_inf_nan=False)] | None = None
+    #: it leaves by then (a key's window that it relies on ends, counting request validity after it leaves, or
+    #: its reply no longer comes back before the deadline), and the worker may send it later than it was decided
+    #: (``worker.retry_send_s``): a claim made after it is refused, and nothing is sent. ``None``: no such bound
+    #: (and the field is left out of the evidence).
+    send_by_s: SendBy = None
 
     @model_validator(mode="after")
-    def _leased_claims_only(self) -> RetrySameAction:
-        if self.send_by_s is not None and not self.claim:
-            raise ValueError("send_by_s leases a claim: give claim=True with it, or leave it out")
+    def _leased_claims_only(self) -> Self:
+        _lease_checked(self.claim, self.send_by_s)
         return self
 
 
@@ -89,6 +99,14 @@ class RetryNewKey(Frozen):
 
     kind: Literal["retry_new_key"] = "retry_new_key"
     claim: bool = False
+    #: With ``claim``: the latest moment the claim may be made, as for ``RetrySameAction`` (a new operation decided
+    #: in time is sent late too).
+    send_by_s: SendBy = None
+
+    @model_validator(mode="after")
+    def _leased_claims_only(self) -> Self:
+        _lease_checked(self.claim, self.send_by_s)
+        return self
 
 
 class ResendCurrentArguments(Frozen):
@@ -96,11 +114,17 @@ class ResendCurrentArguments(Frozen):
 
     The bug users actually write after a task changes (seed 000: "changing the request while keeping the key
     is a conflict"): the destination may reject it as a conflict, or silently replay the first result.
-    ``claim`` works as for ``RetrySameAction``.
+    ``claim`` and ``send_by_s`` work as for ``RetrySameAction``.
     """
 
     kind: Literal["resend_current_arguments"] = "resend_current_arguments"
     claim: bool = True
+    send_by_s: SendBy = None
+
+    @model_validator(mode="after")
+    def _leased_claims_only(self) -> Self:
+        _lease_checked(self.claim, self.send_by_s)
+        return self
 
 
 class RecordEffect(Frozen):

@@ -631,13 +631,16 @@ class OutcomeVerified(Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LookupAnswered(Event):
-    """The destination answered a lookup of a key's durable result."""
+    """The destination answered a lookup of a key's durable result: the ``n``-th read of the caller's action (a
+    verification's, too), as the transport numbered it when it left. Its answer may still be long on its way back:
+    it tells of the ledger as of now (less any lag), not as of when the caller hears it."""
 
     actor: ClassVar[Actor] = "destination"
     event: ClassVar[str] = "lookup_answered"
     idempotency_key: str
     effect: str
     receipt_id: str | None
+    n: int
 
 
 # -- the controller -------------------------------------------------------------------------------------

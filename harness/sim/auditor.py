@@ -108,6 +108,8 @@ class _Caller:
     #: When (in the auditor's order of events) it was first told so since the last read that settled it: a dispatch
     #: decided before then (``Auditor.decided_dispatch``) is on its way already.
     told_at: int = 0
+    #: When it was last told so: a read settles it only if the target answered the read since.
+    told_last_at: int = 0
 
 
 @dataclass(slots=True)
@@ -131,6 +133,9 @@ class Auditor:
     handed_over_at: dict[str, float] = field(default_factory=dict)
     escalations: int = 0
     callers: dict[str, _Caller] = field(default_factory=dict)
+    #: Per (action, read number): when the target answered that read (in the order of ``steps``), and whether the
+    #: action's effect was there then.
+    answers: dict[tuple[str, int], tuple[int, bool]] = field(default_factory=dict)
     first_use: dict[str, Artifact] = field(default_factory=dict)
     changed_arguments: int = 0
     new_keys_while_unknown: int = 0
@@ -184,12 +189,19 @@ class Auditor:
         self.steps += 1
         return self.steps
 
-    def reply_reached_caller(self, action_id: str, kind: RequestKind, status: str | None) -> None:
-        """A reply was delivered to a caller that was still listening."""
+    def read_answered(self, action_id: str, n: int) -> None:
+        """The target answered the action's ``n``-th read: when, and whether the action's effect was there then."""
+        self.steps += 1
+        self.answers[(action_id, n)] = (self.steps, any(e.action_id == action_id for e in self.effects))
+
+    def reply_reached_caller(self, action_id: str, kind: RequestKind, status: str | None, n: int) -> None:
+        """A reply was delivered to a caller that was still listening (the ``n``-th request of its kind)."""
         caller = self.callers[action_id]
         self.steps += 1
         if not caller.uncertain:
             caller.told_at = self.steps
+        if (kind == "dispatch" and status in UNCERTAIN_REPLIES) or status == "unknown_outcome":
+            caller.told_last_at = self.steps
         if kind == "dispatch":
             caller.settled |= status == "applied"
             caller.settled_since_dispatch |= status == "rejected"
@@ -197,8 +209,16 @@ class Auditor:
         elif status == "unknown_outcome":
             caller.uncertain = True
         elif conclusive(kind, status):
-            # An answer that nothing is there, while the action's effect is there already, settles nothing.
-            if not (status in ("absent", "refuted") and any(e.action_id == action_id for e in self.effects)):
+            # A read the target answered before the caller was last told the outcome is uncertain (its answer slow
+            # on the way back) checked nothing since; an answer that nothing is there, while the action's effect was
+            # there already when the target gave it, settles nothing (one that landed while the answer was on its
+            # way back takes nothing from it). A read the target did not answer (a connector's job follow) is
+            # judged as its answer arrives.
+            answered_at, there = self.answers.get(
+                (action_id, n), (self.steps, any(e.action_id == action_id for e in self.effects))
+            )
+            checked_since = not (caller.uncertain and answered_at < caller.told_last_at)
+            if checked_since and not (status in ("absent", "refuted") and there):
                 caller.uncertain = False
             caller.settled |= status not in ("absent", "rejected")
             caller.settled_since_dispatch |= status in ("absent", "rejected")

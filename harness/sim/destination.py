@@ -118,7 +118,7 @@ class Destination:
         key, action_id = request.idempotency_key, request.action_id
         n = self._reads[action_id] = self._reads.get(action_id, 0) + 1
         if self._injector.hit(LookupUnavailable, action_id, n):
-            self._history.record(LookupAnswered(idempotency_key=key, effect="unknown", receipt_id=None))
+            self._answered(request, "unknown", None)
             return Reply(effect="unknown")
         foreign = self._injector.hit(LookupForeignReceipt, action_id, n)
         as_of_s = self._history.now_s() - self._spec.lookup_lag_s
@@ -134,17 +134,23 @@ class Destination:
                 idempotency_key=foreign.idempotency_key or key,
                 artifact=artifact,
             )
-            self._history.record(LookupAnswered(idempotency_key=key, effect="applied", receipt_id=receipt.receipt_id))
+            self._answered(request, "applied", receipt.receipt_id)
             return Reply(effect="applied", receipt=receipt)
         seen = self._as_of(key, as_of_s)
         if seen is None:
-            self._history.record(LookupAnswered(idempotency_key=key, effect="absent", receipt_id=None))
+            self._answered(request, "absent", None)
             return Reply(effect="absent")
         status, recorded = seen
-        self._history.record(
-            LookupAnswered(idempotency_key=key, effect=status, receipt_id=recorded.receipt_id if recorded else None)
-        )
+        self._answered(request, status, recorded.receipt_id if recorded else None)
         return Reply(effect=status, receipt=recorded)
+
+    def _answered(self, request: Request, effect: str, receipt_id: str | None) -> None:
+        """Record the answer to a read as it leaves the target (it may be long on its way back), and tell the
+        auditor: the read speaks for the ledger as it is now, not as it is when the caller hears it."""
+        self._history.record(
+            LookupAnswered(idempotency_key=request.idempotency_key, effect=effect, receipt_id=receipt_id, n=request.n)
+        )
+        self._auditor.read_answered(request.action_id, request.n)
 
     def _verify(self, request: Request) -> Generator[simpy.Event, Any, Reply]:
         """Read the run's durable state by its key and compare it with the original expectation (the request's

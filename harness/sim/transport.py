@@ -145,6 +145,6 @@ class Transport:
                 )
             )
             if delivered:
-                self._auditor.reply_reached_caller(request.action_id, request.kind, status)
+                self._auditor.reply_reached_caller(request.action_id, request.kind, status, request.n)
         finally:
             self.in_flight -= 1

@@ -642,9 +642,8 @@ class Worker:
                 # Decided now, on its way later: the claim is made then (read only here: READ_ONLY_BY).
                 if self._scenario.worker.retry_send_s > 0:
                     yield self._env.timeout(self._scenario.worker.retry_send_s)
-                send_by = command.send_by_s if isinstance(command, RetrySameAction) else None
                 refused = (
-                    self._controller.claim_if_revision(action.action_id, action.revision, seen, send_by)
+                    self._controller.claim_if_revision(action.action_id, action.revision, seen, command.send_by_s)
                     if command.claim
                     else None
                 )
