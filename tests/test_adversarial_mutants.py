@@ -174,7 +174,7 @@ def audited(*steps: str | tuple[str, str | None]) -> int:
         else:
             assert isinstance(step, tuple)
             kind, status = step
-            auditor.reply_reached_caller("a73", kind, status)  # type: ignore[arg-type]
+            auditor.reply_reached_caller("a73", kind, status, n)  # type: ignore[arg-type]
     return auditor.retries_after_uncertain
 
 

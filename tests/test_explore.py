@@ -314,7 +314,12 @@ def test_reconcile_has_no_finding_in_any_shipped_scenario(background_harness: Ba
     retry_leaves_after_margin, whose retry would leave within the margin before the deadline, and
     original_expires_while_read_returns, whose retry would leave after the window of an original landing just
     after the read; connector_new_operation_with_seconds_left loses the reply to a new operation a safe policy
-    never starts (reconcile starts none; follow's would be decided within the margin, and escalates).
+    never starts (reconcile starts none; follow's would be decided within the margin, and escalates), and so does
+    connector_new_operation_leaves_late (follow's claim, leased to the deadline less the margin, is refused);
+    retry_reply_outlasts_margin, retry_send_outlasts_deadline and retry_leaves_inside_reply_wait lose the reply to a
+    retry whose round trip could outlast the deadline (escalated instead, or its leased claim refused), and
+    slow_read_answer_past_lease delays a retry a safe policy never sends (the read's answer comes back after the
+    moment that retry had to leave by).
 
     Minutes of work on both cores: the command runs in the background from the start of the session, and this
     test runs last (tests/conftest.py, Background)."""
@@ -323,6 +328,7 @@ def test_reconcile_has_no_finding_in_any_shipped_scenario(background_harness: Ba
     summary = _explored(run)
     assert sorted(summary["unfired"], key=lambda u: (u["scenario"], u.get("fault", ""))) == [
         {"scenario": "bridge_restart_late_original", "fault": "bridge_restart nth=2"},
+        {"scenario": "connector_new_operation_leaves_late", "fault": "response_lost nth=2"},
         {"scenario": "connector_new_operation_pending", "event": "request_cancel after=destination.accepted nth=1"},
         {"scenario": "connector_new_operation_pending", "fault": "accepted_not_applied nth=2"},
         {"scenario": "connector_new_operation_with_seconds_left", "fault": "response_lost nth=2"},
@@ -332,7 +338,11 @@ def test_reconcile_has_no_finding_in_any_shipped_scenario(background_harness: Ba
         {"scenario": "process_dedupe_late_original", "fault": "destination_restart nth=2"},
         {"scenario": "retry_late_past_original_window", "fault": "request_delayed nth=2 delay_s=20.0"},
         {"scenario": "retry_leaves_after_margin", "fault": "response_lost nth=2"},
+        {"scenario": "retry_leaves_inside_reply_wait", "fault": "response_lost nth=2"},
+        {"scenario": "retry_reply_outlasts_margin", "fault": "response_lost nth=2"},
+        {"scenario": "retry_send_outlasts_deadline", "fault": "response_lost nth=2"},
         {"scenario": "retry_with_seconds_left", "fault": "response_lost nth=2"},
+        {"scenario": "slow_read_answer_past_lease", "fault": "request_delayed nth=2 delay_s=4.5"},
     ]
     assert {s.partition("@")[0] for s in summary["scenarios"]} == set(list_scenarios())
     assert summary["schedules"] > 100_000
