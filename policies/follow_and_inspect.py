@@ -48,11 +48,7 @@ class FollowAndInspect(ReconcileAndReauthorize):
         named_running = last is not None and last.response_status == "running"
         if job is None and (unanswered or named_running):
             return FollowJob()
-        if (
-            job is not None
-            and job.effect == "running"
-            and situation.time_left_s > self.margin_s(situation, FollowJob())
-        ):
+        if job is not None and job.effect == "running" and situation.time_left_s > self.margin_s(situation, A_FOLLOW):
             return FollowJob()
         return super().next_command(situation)
 

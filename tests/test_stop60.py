@@ -204,3 +204,60 @@ def test_the_truth_agrees_on_reads_answered_before_an_uncertain_reply(seed: int)
     for scenario in ("bridge_second_error_after_read_sent", "bridge_error_after_read_sent"):
         assert_sound(RandomPolicy(seed), scenario, seed)
     assert_sound("buggy_policies:reconcile_told_from_first_uncertain", "bridge_second_error_after_read_sent", seed)
+
+
+def test_a_follow_waits_at_the_connector_and_then_gives_way_to_the_target() -> None:
+    """connector_follow_outlasts_margin: the first follow waits out the connector's 30 s wait (its answer, "running",
+    reaches the worker at about 45 s, past the 2 s it waits for any other read); with 25 s left a second follow
+    could not come back, so follow_and_inspect looks at the target instead, finds it pending, and escalates."""
+    evidence = simulate(
+        load_scenario(SCENARIO_DIR / "connector_follow_outlasts_margin.yaml"), load_policy("follow_and_inspect"), 1
+    ).evidence
+    commands = [e.command.kind for e in evidence.history if isinstance(e, CommandGiven)]
+    assert commands == ["follow_job", "look_up", "escalate", "stop"]
+    [follow] = [e for e in evidence.history if isinstance(e, ReplyReceived) and e.kind == "follow_job"]
+    assert follow.status == "running" and follow.at_s == pytest.approx(45.1, abs=0.1)
+    assert check(evidence).outcome == "escalated"
+
+
+@pytest.mark.parametrize("name", SAFE)
+def test_a_wait_leaves_the_read_after_it_the_workers_whole_wait(name: str) -> None:
+    """Waiting until a moment (an absence final, the reads caught up) is taken only while the read after it still
+    has the worker's whole wait for its answer, and a second, before the deadline: with reads that may take 90 s
+    and a 120 s deadline, until 28 s at the latest; with the patience unknown, the 15 s margin (until 104 s)."""
+    policy = load_policy(name)
+    quick = situation(now=10.0, deadline=120.0)
+    slow = quick.model_copy(update={"patience": PATIENT})
+    assert policy._time_to_wait_for(slow, 27.9) and not policy._time_to_wait_for(slow, 28.0)
+    assert policy._time_to_wait_for(quick, 103.9) and not policy._time_to_wait_for(quick, 104.0)
+
+
+#: Two do-not-replay errors, the first 20 s late, the retry's 15 s late, with no read settling between them; the
+#: second read, sent between the two errors and answered then, comes back 8 s slow, after the second.
+TWO_ERRORS_READ_BETWEEN = """\
+name: two_errors_read_between
+revision: "1"
+description: Two do-not-replay errors, the first late; a read answered between them arrives after the second.
+task: {task_id: release-42, revision: 17, target: staging/fraud, model: m7, digest: "sha256:d7d7d7"}
+approval: {approval_id: apr-17, token: "tok-17-secret-do-not-log"}
+action_id: a73
+bridge: {}
+worker: {timeout_s: 12.0, lookup_timeout_s: 15.0}
+faults:
+  - {boundary: bridge_connection_error, nth: 1, forwarded: false}
+  - {boundary: request_delayed, nth: 1, delay_s: 20.0}
+  - {boundary: bridge_connection_error, nth: 2}
+  - {boundary: request_delayed, nth: 2, delay_s: 15.0}
+  - {boundary: read_answer_delayed, nth: 2, delay_s: 8.0}
+"""
+
+
+@pytest.mark.parametrize("policy_seed", [32, 55, 93])
+def test_a_read_must_be_answered_since_the_latest_uncertain_reply_not_the_first(
+    policy_seed: int, tmp_path: Path
+) -> None:
+    """Random commands over two unsettled do-not-replay errors (the seeds where a read answered between them is
+    followed by a dispatch): the checker's count equals the auditor's, which dates the doubt from the latest."""
+    path = tmp_path / "two_errors_read_between.yaml"
+    path.write_text(TWO_ERRORS_READ_BETWEEN, encoding="utf-8")
+    assert_sound(RandomPolicy(policy_seed), load_scenario(path), 1)
