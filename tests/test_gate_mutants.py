@@ -1206,3 +1206,28 @@ def test_replay_puts_a_repro_files_policy_folder_last_on_the_path_once_and_only_
     assert sys.path.count(str(there)) == 1
     assert replayed(tmp_path / "missing", "missing") == []
     assert replayed(tmp_path / "a_file", "a_file") == []
+
+
+def test_beyond_three_unmet_faults_one_note_lists_them_a_line_each() -> None:
+    """A safe policy over every shipped scenario never meets over a dozen declared faults: one note lists them (a
+    line each, in the order found), not a dozen long lines; a fault of a scenario with harness errors keeps its own
+    note after it. Three or fewer are said apart, as above."""
+    unmet = [FaultCoverage(f"s{i}", 0, f"response_lost nth={i}", i - 1, 0) for i in range(1, 4)]
+    event = FaultCoverage("s4", 1, "cancel at 5s", 0, 0, kind="operator")
+    partly = FaultCoverage("s5", 0, "request_lost", 2, 0)
+    done = {"s1": (3, 0), "s2": (3, 0), "s3": (3, 0), "s4": (3, 0), "s5": (2, 1)}
+    apart = coverage_notes(Grid([*unmet, partly], done), "pol")  # type: ignore[arg-type]
+    assert len(apart) == 4 and all(n.startswith("note: scenario s") for n in apart)
+    assert coverage_notes(Grid([*unmet, event, partly], done), "pol") == [  # type: ignore[arg-type]
+        "note: 3 declared faults and 1 declared operator event fired in no case of pol, so their scenarios tested "
+        "nothing of them for this policy (a policy that never does what one waits for, a second request or a read, "
+        "never meets it):\n"
+        "  s1: fault response_lost nth=1 (its site was reached in 0 cases)\n"
+        "  s2: fault response_lost nth=2 (its site was reached in 1 case)\n"
+        "  s3: fault response_lost nth=3 (its site was reached in 2 cases)\n"
+        "  s4: operator event cancel at 5s (its trigger came in 0 cases)",
+        "note: scenario s5 declares fault request_lost, which fired in none of the 2 cases of pol that finished "
+        "(its site was reached in 2 of them); not counted: 1 that ended in harness_error, whose coverage is unknown",
+    ]
+    one_kind = coverage_notes(Grid([*unmet, FaultCoverage("s4", 0, "crash", 0, 0)], done), "pol")  # type: ignore[arg-type]
+    assert one_kind[0].startswith("note: 4 declared faults fired in no case of pol, so")

@@ -461,27 +461,49 @@ def _incomplete(
     )
 
 
+#: More declared faults and events that fired in no case than this are said in one note, a line each: a safe policy
+#: over every shipped scenario never meets over a dozen (the second request a scenario delays, which it never sends).
+NOTED_APART_MAX = 3
+
+
 def coverage_notes(summary: GridSummary, policy: str) -> list[str]:
-    """One note per declared fault that fired in no case of ``policy`` that finished. A case that ended in
-    ``harness_error`` has unknown coverage (its worker may have died after the fault fired): a fault of a scenario
-    whose every case did is not noted, and one of a scenario where some did is noted over the others only."""
-    notes = []
+    """One note per declared fault that fired in no case of ``policy`` that finished, or, beyond
+    ``NOTED_APART_MAX`` of them, one note that lists them a line each. A case that ended in ``harness_error`` has
+    unknown coverage (its worker may have died after the fault fired): a fault of a scenario whose every case did
+    is not noted, and one of a scenario where some did is noted over the others only, in a note of its own."""
+    notes, unmet, partly = [], [], []
     for c in summary.unfired:
         finished, failed = summary.finished(c.scenario)
         if not finished:
             continue
         if not failed:
+            unmet.append(c)
             notes.append(
                 f"note: scenario {c.scenario} declares {c.what}, which fired in no case of {policy} "
                 f"({c.reached_in}): that scenario tested nothing of this {c.noun} for this policy"
             )
             continue
-        notes.append(
+        note = (
             f"note: scenario {c.scenario} declares {c.what}, which fired in none of the {finished} cases of "
             f"{policy} that finished ({c.reach} in {c.reached} of them); not counted: {failed} that ended "
             "in harness_error, whose coverage is unknown"
         )
-    return notes
+        notes.append(note)
+        partly.append(note)
+    if len(unmet) <= NOTED_APART_MAX:
+        return notes
+    faults = sum(c.kind == "fault" for c in unmet)
+    counted = [
+        f"{n} {noun}{'' if n == 1 else 's'}"
+        for n, noun in ((faults, "declared fault"), (len(unmet) - faults, "declared operator event"))
+        if n
+    ]
+    lines = [
+        f"note: {' and '.join(counted)} fired in no case of {policy}, so their scenarios tested nothing of them "
+        "for this policy (a policy that never does what one waits for, a second request or a read, never meets it):",
+        *(f"  {c.scenario}: {c.what} ({c.reached_in})" for c in unmet),
+    ]
+    return ["\n".join(lines), *partly]
 
 
 def judge_reports(
