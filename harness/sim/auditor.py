@@ -124,6 +124,8 @@ class Auditor:
     dispatches: list[_Dispatch] = field(default_factory=list)
     reads: int = 0
     effects: list[_Effect] = field(default_factory=list)
+    #: The actions some effect was applied for (so far).
+    affected: set[str] = field(default_factory=set)
     accepted: dict[str, float] = field(default_factory=dict)
     writes: list[_Write] = field(default_factory=list)
     wrong_completions: int = 0
@@ -192,7 +194,7 @@ class Auditor:
     def read_answered(self, action_id: str, n: int) -> None:
         """The target answered the action's ``n``-th read: when, and whether the action's effect was there then."""
         self.steps += 1
-        self.answers[(action_id, n)] = (self.steps, any(e.action_id == action_id for e in self.effects))
+        self.answers[(action_id, n)] = (self.steps, action_id in self.affected)
 
     def reply_reached_caller(self, action_id: str, kind: RequestKind, status: str | None, n: int) -> None:
         """A reply was delivered to a caller that was still listening (the ``n``-th request of its kind)."""
@@ -214,9 +216,7 @@ class Auditor:
             # there already when the target gave it, settles nothing (one that landed while the answer was on its
             # way back takes nothing from it). A read the target did not answer (a connector's job follow) is
             # judged as its answer arrives.
-            answered_at, there = self.answers.get(
-                (action_id, n), (self.steps, any(e.action_id == action_id for e in self.effects))
-            )
+            answered_at, there = self.answers.get((action_id, n), (self.steps, action_id in self.affected))
             checked_since = not (caller.uncertain and answered_at < caller.told_last_at)
             if checked_since and not (status in ("absent", "refuted") and there):
                 caller.uncertain = False
@@ -233,6 +233,7 @@ class Auditor:
     def applied(self, action_id: str, dispatch_n: int, receipt_id: str, at_s: float, artifact: Artifact) -> None:
         """The destination really applied ``artifact`` for the action's ``dispatch_n``-th dispatch."""
         self.effects.append(_Effect(action_id, dispatch_n, receipt_id, at_s, artifact))
+        self.affected.add(action_id)
 
     def ledger_written(
         self,

@@ -283,7 +283,14 @@ class Worker:
         self._lookup_count = 0
         self._new_key_count = 0
         self._contract: ContractView | None = None
-        self._patience: PatienceView | None = None
+        # How long this worker waits for each kind of answer, as _dispatch and _read wait: told to its policy too.
+        worker, connector = scenario.worker, scenario.connector
+        self._patience = PatienceView.trusted(
+            reply_s=worker.timeout_s,
+            read_s=worker.lookup_timeout_s,
+            follow_s=worker.lookup_timeout_s + (connector.wait_s if connector is not None else 0.0),
+            wait_max_s=worker.wait_max_s,
+        )
 
     @property
     def action(self) -> Action:
@@ -437,7 +444,7 @@ class Worker:
         me.see(me.attempts[execution_id].replaced(sent=True, sent_at_s=recorded_at_s))
         if self._injector.hit(CrashAwaitingReply, action.action_id, n):
             raise _Crashed
-        timeout = self._env.timeout(self._patience_view().reply_s)
+        timeout = self._env.timeout(self._patience.reply_s)
         yield first_of(self._env, reply_event, timeout)
         if not reply_event.triggered:
             me.see(me.attempts[execution_id].replaced(observation="timeout"))
@@ -470,8 +477,7 @@ class Worker:
         sent_at_s = self._history.now_s()
         self._transport.send(request, deliver)
         # A job follow waits at the connector up to its wait: the caller allows for that on top of its read timeout.
-        patience = self._patience_view()
-        patience_s = patience.follow_s if source == "follow_job" else patience.read_s
+        patience_s = self._patience.follow_s if source == "follow_job" else self._patience.read_s
         yield first_of(self._env, answered, self._env.timeout(patience_s))
         if answered.triggered:
             reply = answered.value
@@ -534,7 +540,7 @@ class Worker:
             last=me.last,
             refusals=tuple(me.refusals),
             commands_left=self._scenario.worker.command_count_max - self._commands,
-            patience=self._patience_view(),
+            patience=self._patience,
         )
         # What observed_receipts() derives, kept as the case ran (written into the private slot directly: the
         # record is not yet visible to anyone, and pydantic's attribute path costs more than the rest).
@@ -542,19 +548,6 @@ class Worker:
         assert private is not None
         private["_receipts"] = me.receipts()
         return situation
-
-    def _patience_view(self) -> PatienceView:
-        """How long this worker waits for each kind of answer, as ``_dispatch`` and ``_read`` wait: built once."""
-        if self._patience is None:
-            worker = self._scenario.worker
-            connector = self._scenario.connector
-            self._patience = PatienceView.trusted(
-                reply_s=worker.timeout_s,
-                read_s=worker.lookup_timeout_s,
-                follow_s=worker.lookup_timeout_s + (connector.wait_s if connector is not None else 0.0),
-                wait_max_s=worker.wait_max_s,
-            )
-        return self._patience
 
     def _contract_view(self) -> ContractView:
         """The destination's contract as the policy sees it: the same for the whole case, built once."""
@@ -677,7 +670,7 @@ class Worker:
                 self._controller.hold_dispatch(action.action_id, command.reason)
                 me.result(command.kind)
             case Wait():
-                waited_s = min(command.duration_s, self._patience_view().wait_max_s)
+                waited_s = min(command.duration_s, self._patience.wait_max_s)
                 if waited_s < command.duration_s:
                     self._history.record(
                         WaitCapped(action_id=self._action_id, asked_s=command.duration_s, waited_s=waited_s)
