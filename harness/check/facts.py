@@ -104,8 +104,9 @@ class Facts:
     _cancel_indexes: list[int] | None = field(default=None, init=False, repr=False)
     _owners: dict[str, str] | None = field(default=None, init=False, repr=False)
     _effects_by_action: dict[str, list[Applied]] | None = field(default=None, init=False, repr=False)
-    _decisions: dict[int, int] | None = field(default=None, init=False, repr=False)
+    _decisions: dict[int, CommandGiven] | None = field(default=None, init=False, repr=False)
     _answered: dict[tuple[str, int], int] | None = field(default=None, init=False, repr=False)
+    _read_sent: dict[tuple[str, int], int] | None = field(default=None, init=False, repr=False)
 
     @property
     def destination_visible(self) -> bool:
@@ -233,16 +234,23 @@ class Facts:
             return reply.index
         return self._answered.get((reply.action_id, reply.n), reply.index)
 
+    def answered_between(self, reply: ReplyReceived) -> tuple[int, int]:
+        """Where in the history the target may have answered the read ``reply`` carries back, earliest and latest:
+        where it did (``answered_at``), or, with the destination's ledger withheld (its answers with it), anywhere
+        from the read's send to the answer's arrival (a lookup's or a verification's; a reply the target did not give
+        is placed where it arrived)."""
+        if self.destination_visible or reply.kind not in ("lookup", "verify"):
+            at = self.answered_at(reply)
+            return at, at
+        if self._read_sent is None:
+            self._read_sent = {(r.action_id, r.n): r.index for r in self.reads}
+        return self._read_sent.get((reply.action_id, reply.n), reply.index), reply.index
+
     def decision_of(self, dispatch: DispatchSent) -> CommandGiven | None:
         """The command that decided ``dispatch`` (``None``: none did, as for the dispatcher's first send)."""
         if self._decisions is None:
             self._decisions = _decisions(self.evidence.history)
-        decided = self._decisions.get(dispatch.index)
-        if decided is None:
-            return None
-        command = self.evidence.history[decided]
-        assert isinstance(command, CommandGiven)
-        return command
+        return self._decisions.get(dispatch.index)
 
     def dispatches_of(self, action_id: str) -> list[DispatchSent]:
         if self._dispatches_by_action is None:
@@ -288,8 +296,9 @@ def _first_of(records: Sequence[A]) -> dict[str, A]:
     return first
 
 
-def _decisions(history: Sequence[Event]) -> dict[int, int]:
-    """Each dispatch's own decision: the index of the ``CommandGiven`` that decided it, by the dispatch's index.
+def _decisions(history: Sequence[Event]) -> dict[int, CommandGiven]:
+    """Each dispatch's own decision: the ``CommandGiven`` that decided it, by the dispatch's index (an index is not a
+    place in the history: with the destination's ledger withheld, its entries are left out).
 
     A worker records a dispatching command, then, ``worker.retry_send_s`` later, its claim (if it asks for one),
     and at once (nothing else is recorded between them) the attempt and the send. Two workers recovering side by
@@ -307,6 +316,8 @@ def _decisions(history: Sequence[Event]) -> dict[int, int]:
     granted: dict[str, int] = {}
     attempted: dict[tuple[str, str], int | None] = {}
     linked: dict[int, int] = {}
+    #: The dispatching decisions, by their index.
+    given: dict[int, CommandGiven] = {}
 
     def oldest(action_id: str) -> int | None:
         queue = queues.get(action_id)
@@ -323,6 +334,7 @@ def _decisions(history: Sequence[Event]) -> dict[int, int]:
             assert isinstance(event, CommandGiven)
             open_.pop((event.action_id, event.incarnation), None)  # its last command was carried out
             if event.command.kind in DISPATCHING:
+                given[event.index] = event
                 open_[event.action_id, event.incarnation] = event.index
                 queues.setdefault(event.action_id, deque()).append((event.index, event.incarnation))
         elif kind is ClaimDecided:
@@ -347,7 +359,7 @@ def _decisions(history: Sequence[Event]) -> dict[int, int]:
         elif kind is WorkerCrashed or kind is WorkerReported:
             assert isinstance(event, WorkerCrashed | WorkerReported)
             open_.pop((event.action_id, event.incarnation), None)
-    return linked
+    return {dispatch: given[decided] for dispatch, decided in linked.items()}
 
 
 def facts(evidence: Evidence) -> Facts:

@@ -520,6 +520,9 @@ def retries_after_uncertain(f: Facts) -> Finding:
         told_last: ReplyReceived | None = None
         #: A read answered that nothing is there, and the ledger that could say whether it was so is withheld.
         doubted: ReplyReceived | None = None
+        #: A read sent before the caller was last told and answered after, with the ledger withheld: whether the target
+        #: answered it since (and so whether it settled the doubt) is unknown.
+        unplaced: ReplyReceived | None = None
         applied = [e.index for e in effects.get(action_id, ())]
         replies = [r for r in f.replies if r.action_id == action_id]
         timeline: list[ReplyReceived | DispatchSent] = sorted([*replies, *f.dispatches_of(action_id)], key=_index)
@@ -532,6 +535,12 @@ def retries_after_uncertain(f: Facts) -> Finding:
                         # ``worker.retry_send_s`` after), so no read could have come between. The next one can.
                         # Its own decision, not the last one before it: another worker recovering beside it may
                         # have decided one since (and been refused its claim).
+                        continue
+                    if unplaced is not None:
+                        undecided.append(
+                            f"whether the target answered the read that came back {unplaced.status} before "
+                            f"{event.execution_id} before or after the caller was told its outcome is uncertain"
+                        )
                         continue
                     anomalies.append(
                         Anomaly(
@@ -548,9 +557,15 @@ def retries_after_uncertain(f: Facts) -> Finding:
             elif _uncertain(event):
                 told, told_last, doubted = told or event, event, None
             elif conclusive(event.kind, event.status):
-                if told_last is not None and f.answered_at(event) < told_last.index:
+                earliest, latest = f.answered_between(event)
+                if told_last is not None and latest < told_last.index:
                     # Answered before the caller was last told (its answer slow on the way back): it checked
                     # nothing since, whatever it says.
+                    continue
+                if told_last is not None and earliest < told_last.index:
+                    # Sent before the caller was last told, back after, and the ledger that says when the target
+                    # answered it is withheld: it may have checked nothing since.
+                    unplaced = unplaced or event
                     continue
                 if told is not None and event.status in NOTHING_THERE:
                     # A read that says nothing is there settles nothing when the ledger already showed the action
@@ -563,7 +578,7 @@ def retries_after_uncertain(f: Facts) -> Finding:
                         doubted = event
                 elif event.status not in NOTHING_THERE:
                     doubted = None
-                told = told_last = None
+                told = told_last = unplaced = None
     if undecided:  # a count beside them would be a lower bound: null, with the violations seen kept
         return Finding(None, tuple(anomalies), reason=f"{HIDDEN}, so {undecided[0]} is unknown")
     return counted(anomalies)
