@@ -1017,6 +1017,25 @@ class ToldFromFirstUncertain(_Variant):
         )
 
 
+class WaitForgetsReadPatience(_Variant):
+    """Waits for the moment an absence becomes final (or the reads catch up) while that leaves the fixed escalation
+    margin and a second, not the worker's whole wait for the read after it (revision 12's rule at the one call site
+    revision 13 did not change in any shipped case): with reads that may take 30 s, the read after the wait comes
+    back after the deadline."""
+
+    def _time_to_wait_for(self, situation: Situation, moment_s: float) -> bool:
+        return moment_s + 1.0 < situation.deadline_s - self.escalate_margin_s
+
+
+class RoundTripLessActSecond(_Variant):
+    """Leaves a round trip its whole wait less the second to act (an off-by-one on ``act_s``): a read sent with
+    less time left than the worker's wait for its answer may still be out when the deadline passes."""
+
+    def margin_s(self, situation: Situation, command: Command) -> float:
+        round_trip = situation.round_trip_s(command)
+        return self.escalate_margin_s if round_trip is None else max(self.escalate_margin_s, round_trip - self.act_s)
+
+
 @dataclass(frozen=True)
 class Catch:
     """Where a variant must be caught: the scenario, and the property whose verdict must be false."""
@@ -1203,6 +1222,11 @@ CORPUS: tuple[Catch, ...] = (
         "bridge_second_error_after_read_sent",
         "retries_after_uncertain",
     ),
+    # A seventh adversarial review (one-change misuses of Situation.patience): each passed every shipped case and
+    # exploration of every template at depth 1; no shipped case had a read after a wait, or a first read, with a
+    # patient reader's whole wait (and not more) left before the deadline.
+    Catch(WaitForgetsReadPatience("wait_forgets_read_patience"), "quiet_before_a_patient_read", "abandoned_actions"),
+    Catch(RoundTripLessActSecond("round_trip_less_act_second"), "first_read_inside_its_wait", "abandoned_actions"),
 )
 
 

@@ -859,6 +859,22 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         follow=("escalated", set()),
         verify=("escalated", set()),
     ),
+    "quiet_before_a_patient_read": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("correct", set()),
+        reconcile=("escalated", set()),
+        new_key=("correct", set()),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
+    ),
+    "first_read_inside_its_wait": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("correct", set()),
+        reconcile=("escalated", set()),
+        new_key=("correct", set()),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
+    ),
     "slow_read_answer_past_lease": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("correct", set()),
