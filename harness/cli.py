@@ -205,7 +205,8 @@ def _parser(defaults: bool = True) -> argparse.ArgumentParser:
         "--concurrency",
         type=_positive,
         metavar="N",
-        help="processes side by side; a cell of many seeds is shared among them (default: the matrix's, else 1)",
+        help="processes side by side; a cell of many seeds is shared among them (default: the matrix's, else 1); "
+        "with --resume, the processes that run what is missing (the cells stay split as the run began)",
     )
     run.add_argument("--out", type=_path, metavar="DIR", help="output folder (default: reports/runs/<run-id>)")
     run.add_argument(
@@ -247,7 +248,8 @@ def _parser(defaults: bool = True) -> argparse.ArgumentParser:
         type=_path,
         metavar="DIR",
         help="complete a run that was stopped (killed, Ctrl-C, a full disk): only what is missing is run, with the "
-        "options it began with",
+        "options it began with; only --no-report, --junit, --quiet and --concurrency (with --force-concurrency) "
+        "may be given with it",
     )
     run.add_argument(
         "--junit",
@@ -415,8 +417,10 @@ def _parser(defaults: bool = True) -> argparse.ArgumentParser:
     return parser
 
 
-#: What may be given with ``--resume``: everything else comes from the run's manifest.
-_WITH_RESUME = frozenset({"command", "resume", "no_report", "junit", "quiet"})
+#: What may be given with ``--resume``: everything else comes from the run's manifest. ``--concurrency`` sets only
+#: how many processes run the pieces still missing (the pieces stay as the run planned them), and
+#: ``--force-concurrency`` goes with it (alone, it would change nothing: it is refused).
+_WITH_RESUME = frozenset({"command", "resume", "no_report", "junit", "quiet", "concurrency"})
 
 
 def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
@@ -429,12 +433,18 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if args.resume is not None:
         args.resume = args.resume.absolute()  # the resume command it may print runs from any folder
         explicit = vars(_parser(defaults=False).parse_args(argv))
-        given = [f"--{name.replace('_', '-')}" for name in explicit if name not in _WITH_RESUME]
+        allowed = _WITH_RESUME | ({"force_concurrency"} if "concurrency" in explicit else set())
+        given = [f"--{name.replace('_', '-')}" for name in explicit if name not in allowed]
         if given:
             raise UsageError(
                 f"--resume takes its cells and options from the run's manifest, not {', '.join(given)}; fix: drop "
                 + ("them" if len(given) > 1 else "it")
             )
+        # The processes that run what is missing, capped as a new run's --concurrency is (the note said once the
+        # run is known to be resumable); None: the run's own concurrency, as it began.
+        processes, lowered = (
+            _within_cores(args.concurrency, args.force_concurrency) if args.concurrency else (None, None)
+        )
         request = Request.read(args.resume)
         if request is not None:  # stopped before its grid was planned: plan it again, from the same words
             # The paths given now are read from here, before the words are read from where the run began.
@@ -446,7 +456,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             hold = claim(args.resume, fresh=False)
             os.chdir(request.cwd)
             try:
-                return _plan_and_run(again, hold, created=False, resumed=True)
+                return _plan_and_run(again, hold, created=False, resumed=True, processes=(processes, lowered))
             except RunInterrupted:
                 raise
             except KeyboardInterrupt:  # while it planned its grid again: its request stays, as resumable as it was
@@ -466,6 +476,8 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
                 report=not args.no_report,
                 reading=None if args.quiet else _ReadingLines(),
                 tallied=table,
+                processes=processes,
+                checked=lowered,
             )
         except RunInterrupted:
             raise
@@ -539,9 +551,17 @@ def _requested(args: argparse.Namespace, request: Request) -> argparse.Namespace
     return again
 
 
-def _plan_and_run(args: argparse.Namespace, hold: Claim, created: bool, resumed: bool = False) -> int:
+def _plan_and_run(
+    args: argparse.Namespace,
+    hold: Claim,
+    created: bool,
+    resumed: bool = False,
+    processes: tuple[int | None, Callable[[], None] | None] = (None, None),
+) -> int:
     """Plan the grid ``args`` ask for and run it in the claimed folder; bad input leaves nothing behind (a
-    ``resumed`` run's folder is left as it was: its request stays, to be mended or started anew)."""
+    ``resumed`` run's folder is left as it was: its request stays, to be mended or started anew). ``processes``:
+    those a resume's ``--concurrency`` asks to run the pieces in (the plan splits the cells as ``args`` say), and
+    what to say of it once the input is known to be good."""
     from harness.run import GridOptions, run_grid
     from harness.run.grid import abandon
 
@@ -556,6 +576,13 @@ def _plan_and_run(args: argparse.Namespace, hold: Claim, created: bool, resumed:
     except BaseException:
         undo()
         raise
+    workers, lowered = processes
+    notes = [n for n in (note, lowered) if n is not None]
+
+    def said() -> None:
+        for each in notes:
+            each()
+
     options = GridOptions(
         out=hold.out,
         tracking=args.tracking,
@@ -574,9 +601,10 @@ def _plan_and_run(args: argparse.Namespace, hold: Claim, created: bool, resumed:
             options,
             progress=None if args.quiet else _progress,
             begun=hold,
-            checked=note,
+            checked=said if notes else None,
             reading=None if args.quiet else _ReadingLines(),
             tallied=table,
+            processes=workers,
         )
     except RunFailed:  # not bad input: the folder could not be written (it resumes from its request)
         raise

@@ -480,7 +480,9 @@ def test_progress_is_a_line_per_piece_saying_which_seeds(tmp_path: Path, capsys:
         (["--tracking", "none"], "--tracking"),
         (["--tracking", "offline"], "--tracking"),  # the default, given: still not the run's to change
         (["--project", "me/other"], "--project"),
-        (["--force-concurrency"], "--force-concurrency"),
+        (["--force-concurrency"], "--force-concurrency"),  # alone: the run's own concurrency, changed by nothing
+        (["--concurrency", "1", "--records", "auto"], "--records"),  # --concurrency is the resume's to give
+        (["--concurrency", "1", "--force-concurrency", "--seed", "1"], "--seed"),
         (["--records", "auto"], "--records"),
         (["--case-timeout", "60"], "--case-timeout"),
         (["--seed-count", "3", "--policy", "stop_on_timeout"], "--seed-count, --policy"),
@@ -489,8 +491,9 @@ def test_progress_is_a_line_per_piece_saying_which_seeds(tmp_path: Path, capsys:
 def test_resume_refuses_every_option_its_manifest_decides(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], given: list[str], named: str
 ) -> None:
-    """Only --no-report, --junit and --quiet may be given with --resume; any other option given, whatever its
-    value, is refused in one line naming it (it would be silently ignored otherwise)."""
+    """Only --no-report, --junit, --quiet and --concurrency (with --force-concurrency) may be given with --resume;
+    any other option given, whatever its value, is refused in one line naming it (it would be silently ignored
+    otherwise)."""
     assert main(["run", "--resume", str(tmp_path), *given]) == 2
     err = capsys.readouterr().err
     assert err == (

@@ -1523,6 +1523,63 @@ def test_a_resume_refuses_every_option_the_manifest_gives_naming_them(
     assert not out.exists()
 
 
+def test_a_resume_runs_what_is_missing_in_the_processes_given_capped_at_the_cores_as_a_new_run_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, in_process: Supervised
+) -> None:
+    """--concurrency N with --resume: the pieces still missing run in N processes (run.json's "processes"), lowered
+    to the cores this process may use with the same note as a new run's unless --force-concurrency; the pieces stay
+    those the manifest's concurrency planned. The note comes once the run is known to be resumable: a complete run
+    or a refused resume says only what it says without it. Before, --concurrency with --resume was refused."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    out = _stopped(tmp_path, capsys, "--concurrency", "2")
+    manifest = (out / MANIFEST).read_text()
+    note = (
+        "harness: --concurrency 60 is more than the 2 cores here; using 2 (pass --force-concurrency to use it anyway)\n"
+    )
+    for given, processes, said in (
+        (["--concurrency", "60"], 2, note),
+        (["--concurrency", "60", "--force-concurrency"], 60, ""),
+        (["--concurrency", "1"], 1, ""),
+        (["--force-concurrency", "--concurrency", "1"], 1, ""),
+    ):
+        assert cli.main(["run", "--resume", str(out), "--quiet", *given]) == 0, given
+        assert _out(capsys)[1] == said, given
+        assert in_process.calls[-1][:2] == (1, processes), given  # its one piece, in that many processes
+        record = json.loads((out / RUN_RECORD).read_text())
+        assert (record["concurrency"], record["processes"]) == (2, processes), given
+        assert (out / MANIFEST).read_text() == manifest
+        (out / RUN_RECORD).unlink()
+        (out / ".parts").mkdir()
+    calls = len(in_process.calls)
+    out = tmp_path / "whole"
+    assert cli.main(_run(out)) == 0  # a complete run: nothing to run, nothing to lower
+    _out(capsys)
+    assert cli.main(["run", "--resume", str(out), "--concurrency", "60"]) == 0
+    assert _out(capsys) == (f"nothing to resume: the run in {out} is complete\n", "")
+    (out / RUN_RECORD).unlink()
+    (out / MANIFEST).write_text((out / MANIFEST).read_text().replace('"concurrency": 1', '"concurrency": 2'))
+    assert cli.main(["run", "--resume", str(out), "--concurrency", "60"]) == 2  # an edited manifest: one line
+    (line,) = _out(capsys)[1].splitlines()
+    assert line.startswith(f"harness: {out / MANIFEST}: field 'digest': does not match the rest of the file")
+    assert len(in_process.calls) == calls + 1  # only the complete run's own
+
+
+def test_a_run_stopped_before_it_planned_resumes_in_the_processes_given_split_as_its_words_say(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, in_process: Supervised
+) -> None:
+    """Planned again from its request, the run splits its cells by the concurrency its words give (what a clean run
+    of those words writes), and runs them in the processes the resume gives."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    words = ["run", "--policy", POLICY, "--scenario", SCENARIO, "--seed-count", "200", "--concurrency", "2", *QUIET]
+    out, _ = _requested(tmp_path, words, monkeypatch)
+    assert cli.main(["run", "--resume", str(out), "--concurrency", "1"]) == 0
+    assert _out(capsys)[1] == ""
+    assert in_process.calls == [(2, 1, 60.0)]  # the two pieces its words plan, in one process
+    assert json.loads((out / MANIFEST).read_text())["concurrency"] == 2
+    record = json.loads((out / RUN_RECORD).read_text())
+    assert (record["concurrency"], record["processes"], record["cases"]) == (2, 1, 200)
+
+
 def _requested(tmp_path: Path, words: list[str], monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
     """A run stopped before it planned its grid: its request, said in ``from``; the resume is in ``else``."""
     from harness.run.grid import begin
@@ -1686,6 +1743,8 @@ def test_a_stopped_run_is_resumed_with_what_the_resume_asks_and_its_policies_fou
         "progress": None,
         "report": False,
         "reading": None,
+        "processes": None,  # no --concurrency: the run's own
+        "checked": None,
     }
     assert _out(capsys)[1] == ""
 
@@ -1843,7 +1902,8 @@ HELP = {
         "file's seed_count, else 3) --polyaxonfile FILE expand this Polyaxon grid operation's matrix and run "
         "its cells (default: polyaxonfiles/grid.yaml when neither --policy nor --scenario is given) "
         "--concurrency N processes side by side; a cell of many seeds is shared among them (default: the "
-        "matrix's, else 1) --out DIR output folder (default: reports/runs/<run-id>) --tracking "
+        "matrix's, else 1); with --resume, the processes that run what is missing (the cells stay split as the "
+        "run began) --out DIR output folder (default: reports/runs/<run-id>) --tracking "
         "{offline,server,none} Polyaxon tracking: one run per cell, offline into <out>/polyaxon (default), "
         "pushed to the configured server as well, or none --project [OWNER/]NAME Polyaxon project for the "
         "runs (default: default/recovery-harness) --records {auto,full,compact} full: a recovery.json per "
@@ -1859,7 +1919,8 @@ HELP = {
         "job that runs one cell of a grid, as a Polyaxon grid's does: another policy may fire it) "
         "--force-concurrency use --concurrency as given even when it is more than the cores this process may "
         "use --resume DIR complete a run that was stopped (killed, Ctrl-C, a full disk): only what is "
-        "missing is run, with the options it began with --junit FILE also write JUnit XML: one testcase per "
+        "missing is run, with the options it began with; only --no-report, --junit, --quiet and --concurrency "
+        "(with --force-concurrency) may be given with it --junit FILE also write JUnit XML: one testcase per "
         "scenario x seed, a failure per case neither correct nor escalated (with a repro file under "
         "<out>/repro)"
     ),

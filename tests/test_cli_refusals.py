@@ -52,6 +52,19 @@ def test_a_negative_shard_is_refused_for_what_it_is(capsys: pytest.CaptureFixtur
     assert f"shard '{value}' is not I/N with 0 <= I < N" in err
 
 
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [("0", "count 0 is outside 1..10000"), ("-2", "count -2 is outside"), ("two", "count 'two' is not a whole number")],
+)
+def test_a_resume_refuses_a_concurrency_that_is_no_count_of_processes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, value: str, says: str
+) -> None:
+    """--concurrency given with --resume is checked as a new run's is: one line naming it, nothing written."""
+    err = _refused(capsys, ["run", "--resume", str(tmp_path / "run"), "--concurrency", value])
+    assert err.startswith(f"harness: argument --concurrency: {says}") and "fix: see" in err, err
+    assert not (tmp_path / "run").exists()
+
+
 def test_run_refuses_a_junit_that_would_replace_one_of_its_own_files(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -475,7 +475,7 @@ def test_a_run_writes_its_cases_summary_coverage_and_run_record(tmp_path: Path) 
     assert 0 <= record.pop("wall_time_s") < 60
     assert record == {
         "cells": 4, "cases": 12, "policies": [POLICY, "stop_on_timeout"], "scenarios": [SCENARIO, "lost_response"],
-        "concurrency": 2, "tracking": "none", "project": "default/recovery-harness", "polyaxon_runs": {},
+        "concurrency": 2, "processes": 1, "tracking": "none", "project": "default/recovery-harness", "polyaxon_runs": {},
         "harness_errors": 0, "unfired": 0, "unknown": 0, "tracking_ok": True,
     }  # fmt: skip
     assert (out / RUN_RECORD).read_text().startswith('{\n  "cells": 4,\n  "cases": 12,\n')
@@ -819,6 +819,8 @@ def test_a_resumed_run_runs_only_what_is_missing_and_ends_as_a_whole_run_would(
     assert (out / "summary.csv").read_bytes() == (tmp_path / "whole" / "summary.csv").read_bytes()
     record, whole_record = _run_json(out), _run_json(tmp_path / "whole")
     record.pop("wall_time_s"), whole_record.pop("wall_time_s")
+    # Its pieces ran in the manifest's two processes (the whole run's, in this process, one at a time).
+    assert (record.pop("processes"), whole_record.pop("processes")) == (2, 1)
     assert record == whole_record
     assert not (out / ".parts").exists()
     claim(out, fresh=False).release()

@@ -260,6 +260,59 @@ def test_a_killed_run_resumes_to_exactly_a_clean_run(tmp_path: Path) -> None:
     clean_and_killed(tmp_path, (0.0, 1.2, 2.7))
 
 
+@pytest.mark.parametrize(("begun", "resumed"), [(2, 1), (1, 2)])
+def test_a_run_stopped_part_way_resumes_with_another_concurrency_to_exactly_a_clean_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], begun: int, resumed: int
+) -> None:
+    """A run begun with --concurrency B, stopped (Ctrl-C) once its first piece had finished, and resumed with
+    --concurrency R: the missing pieces run in R worker processes, and the cases (their shares of --failing-files
+    included, which depend on how the cells were split), summary.csv, coverage.json and what it prints are those of
+    a clean run begun with B. The pieces stay the ones B planned (the manifest is not touched); run.json says both.
+    Before, any --concurrency given with --resume was refused."""
+    import harness.run.pool as pool
+    from harness.cli import EXIT_INTERRUPTED, main
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})  # two cores here, whatever the machine has
+    args = ["run", "--policy", "retry_same_key", "--scenario", "connector_no_record_yet", "--scenario",
+            "lost_response", "--scenario", "changed_task", "--seed-count", "200", "--records", "compact",
+            "--failing-files", "3", "--tracking", "none", "--no-report", "--concurrency", str(begun)]  # fmt: skip
+    clean, out = tmp_path / "clean", tmp_path / "stopped"
+    assert main([*args, "--quiet", "--out", str(clean)]) == 0
+    said_clean = capsys.readouterr().out
+    real = pool.supervise
+    ran: list[tuple[int, int]] = []
+
+    def first_piece_then_ctrl_c(jobs: Any, concurrency: int, timeout: Any, finished: Any) -> None:
+        real(jobs[:1], concurrency, timeout, finished)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pool, "supervise", first_piece_then_ctrl_c)
+    assert main([*args, "--quiet", "--out", str(out)]) == EXIT_INTERRUPTED
+    assert len(list((out / ".parts").glob("*.json"))) == 1 and not (out / "run.json").exists()
+    manifest = (out / "manifest.json").read_bytes()
+
+    def noted(jobs: Any, concurrency: int, timeout: Any, finished: Any) -> None:
+        ran.append((len(jobs), concurrency))
+        real(jobs, concurrency, timeout, finished)
+
+    monkeypatch.setattr(pool, "supervise", noted)
+    assert main(["run", "--resume", str(out), "--concurrency", str(resumed)]) == 0
+    said = capsys.readouterr()
+    assert ran == [(3 * begun - 1, resumed)]  # every piece B planned but the finished one, in R processes
+    assert "more than the" not in said.err  # within the cores: no note
+    assert (out / "manifest.json").read_bytes() == manifest
+    assert files(out / "cases") == files(clean / "cases")
+    for name in ("summary.csv", "coverage.json"):
+        assert (out / name).read_bytes() == (clean / name).read_bytes(), name
+    assert said.out.replace(str(out), "OUT") == said_clean.replace(str(clean), "OUT")
+    record, clean_record = (json.loads((folder / "run.json").read_text()) for folder in (out, clean))
+    assert (record["concurrency"], record["processes"]) == (begun, resumed)
+    assert (clean_record["concurrency"], clean_record["processes"]) == (begun, begun)
+    for each in (record, clean_record):
+        del each["wall_time_s"], each["processes"]
+    assert record == clean_record
+
+
 def test_a_run_killed_before_it_planned_resumes_from_its_command_line(tmp_path: Path) -> None:
     """A folder holding only the claimed request (the run was killed while it loaded its grid) is planned again
     from the same words, in the same working folder, and ends as a clean run does."""

@@ -354,12 +354,15 @@ def run_grid(
     checked: Callable[[], None] | None = None,
     reading: Callable[[Reading], object] | None = None,
     tallied: Tallied | None = None,
+    processes: int | None = None,
 ) -> GridSummary:
     """Check everything, then run every cell of ``plan``, write the run's files, and track it.
 
     Raises ``InputError`` (before writing anything) for bad input. ``progress(progress, job, result)`` is
     called once per finished piece of a cell, ``reading`` as the report reads the cases back (see ``load``), and
-    ``tallied`` with the outcome counts once every case is counted, before the report is drawn.
+    ``tallied`` with the outcome counts once every case is counted, before the report is drawn. ``processes``
+    (a run planned again from its request by ``--resume --concurrency N``) runs the pieces in that many processes
+    instead of ``plan.concurrency``, which still splits the cells (see ``_complete``).
     Memory stays flat in the number of seeds: each case is written as it finishes, and only tallies come back.
     The folder is claimed for this run alone, and its manifest is written before any case runs, so a run that
     is stopped can be resumed (``resume_grid``).
@@ -387,7 +390,7 @@ def run_grid(
             write_atomic(out / MANIFEST, manifest.to_json())
         except OSError as exc:  # the request it began with is there: a resume plans the run again
             raise RunNotWritten(out, exc.strerror or str(exc)) from None
-        return _complete(out, plan, options, grid, progress, reading, tallied)
+        return _complete(out, plan, options, grid, progress, reading, tallied, processes)
     finally:
         hold.release()
 
@@ -398,12 +401,17 @@ def resume_grid(
     report: bool = True,
     reading: Callable[[Reading], object] | None = None,
     tallied: Tallied | None = None,
+    processes: int | None = None,
+    checked: Callable[[], None] | None = None,
 ) -> GridSummary | None:
     """Complete a run that was stopped: run only the pieces and Polyaxon runs that are missing, then write the
     summary, run.json and the report (``report`` false: no report, whatever the run began with; ``reading`` and
-    ``tallied`` as for ``run_grid``). None when the run is already complete (its report written: a run stopped
-    while writing it completes again from its pieces' parts). Raises ``UsageError`` when a scenario, a policy or
-    the harness changed since the run began (its results would mix two inputs)."""
+    ``tallied`` as for ``run_grid``). ``processes`` (``--resume --concurrency N``) runs the missing pieces in that
+    many processes; the pieces are still the ones the manifest's concurrency planned (see ``_complete``), and
+    ``checked`` is called once the run is known to be resumable, before any of them runs. None when the run is
+    already complete (its report written: a run stopped while writing it completes again from its pieces' parts).
+    Raises ``UsageError`` when a scenario, a policy or the harness changed since the run began (its results would
+    mix two inputs)."""
     manifest = Manifest.read(out)
     if manifest.options.get("check") is True:
         raise UsageError(checked_here(out))
@@ -430,7 +438,9 @@ def resume_grid(
         if not manifest.digested:  # begun before digests were kept: its pieces are written as now, so it keeps one
             write_atomic(out / MANIFEST, manifest.to_json())
         stray_temporaries(out)
-        return _complete(out, plan, options, grid, progress, reading, tallied)
+        if checked is not None:  # the run is resumable: what the caller had to say can be said now
+            checked()
+        return _complete(out, plan, options, grid, progress, reading, tallied, processes)
     finally:
         hold.release()
 
@@ -550,8 +560,21 @@ def _complete(
     progress: Callable[[Progress, CellJob, CellResult], None] | None,
     reading: Callable[[Reading], object] | None,
     tallied: Tallied | None = None,
+    processes: int | None = None,
 ) -> GridSummary:
-    """Run what is missing of the run in ``out`` (everything, for a new run), then write its files."""
+    """Run what is missing of the run in ``out`` (everything, for a new run), then write its files.
+
+    The cells are split into pieces by ``plan.concurrency`` alone (for a resumed run, the manifest's), so a piece
+    that finished before the run was stopped is found by its tally under the same name, and the pieces still
+    missing are exactly the rest. ``processes`` (default ``plan.concurrency``) is only how many of them run side
+    by side: each piece is a job of its own, whatever process runs it and whenever, so the cases, summary.csv and
+    the counts are the same for any number of processes. Split anew by ``processes``, a cell would not be safe to
+    resume: a piece is found by its cell and its index alone (``.parts/<cell>-<part>``), so piece k of the new
+    split would be taken for the finished piece k of the old one though it holds other seeds (cases left out, or
+    run and counted twice), and the shares of ``--failing-files`` and the compact records' files would not be a
+    clean run's."""
+    workers = processes or plan.concurrency
+    side_by_side = workers if options.isolate else 1  # a test's run in this process runs one piece at a time
     jobs = [
         (i, job)
         for i, cell in enumerate(plan.cells)
@@ -596,7 +619,6 @@ def _complete(
         cases_done += len(job.seeds) * variants[job.scenario_spec]
         if progress is not None:
             elapsed_s = time.perf_counter() - started
-            side_by_side = plan.concurrency if options.isolate else 1
             progress(Progress(done, len(todo), cases_done, cases, elapsed_s, side_by_side), job, result)
         if results.add(cell, result):
             tracker.track(cell, results[cell])
@@ -607,7 +629,7 @@ def _complete(
             from harness.run.pool import supervise
 
             chosen = [Piece(*jobs[i]) for i in todo]
-            supervise(chosen, plan.concurrency, options.case_timeout_s, lambda k, r: finished(todo[k], r))
+            supervise(chosen, workers, options.case_timeout_s, lambda k, r: finished(todo[k], r))
         else:
             for index in todo:
                 cell, job = jobs[index]
@@ -633,7 +655,10 @@ def _complete(
                     # The grid's order, which the printed table and report.html both follow.
                     "policies": list(grid.policies),
                     "scenarios": list(grid.scenarios),
+                    # How the cells were split (the manifest's), and the processes that ran this invocation's
+                    # pieces: another only for a run resumed with --concurrency.
                     "concurrency": plan.concurrency,
+                    "processes": side_by_side,
                     # Every invocation's that worked on the run (up to its last finished piece, for one stopped).
                     "wall_time_s": round(earlier_s + time.perf_counter() - started, 3),
                     "tracking": options.tracking,
@@ -660,9 +685,8 @@ def _complete(
             from harness.present.html_report import write_report
             from harness.run.pictures import draw_timelines
 
-            drawing = plan.concurrency if options.isolate else 1
             page = write_report(
-                out, order=grid.policies, draw=lambda paths: draw_timelines(paths, drawing), progress=reading
+                out, order=grid.policies, draw=lambda paths: draw_timelines(paths, side_by_side), progress=reading
             )
     except KeyboardInterrupt:
         with contextlib.suppress(OSError):
