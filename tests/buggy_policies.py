@@ -1036,6 +1036,14 @@ class RoundTripLessActSecond(_Variant):
         return self.escalate_margin_s if round_trip is None else max(self.escalate_margin_s, round_trip - self.act_s)
 
 
+class ComparesAppliedOnly(_Variant):
+    """Compares an applied receipt with its request, and takes a refusal at its word: a misrouted lookup's refusal
+    of another deployment is recorded as the action's, which had applied."""
+
+    def matches(self, receipt: Receipt, situation: Situation) -> bool:
+        return receipt.status != "applied" or super().matches(receipt, situation)
+
+
 @dataclass(frozen=True)
 class Catch:
     """Where a variant must be caught: the scenario, and the property whose verdict must be false."""
@@ -1217,6 +1225,8 @@ CORPUS: tuple[Catch, ...] = (
     Catch(NewKeyUnleased("new_key_unleased"), "connector_new_operation_leaves_late", "abandoned_actions"),
     # The same review: its scenario first showed the checker judging a read by when its answer arrived, not by when
     # the target gave it (a false positive against the safe policies, found by exploring them; mended).
+    # Passed every shipped case while a misrouted lookup could only answer "applied" (lookup_foreign_receipt's status).
+    Catch(ComparesAppliedOnly("compares_applied_only"), "foreign_refusal_after_lost_reply", "false_records"),
     Catch(
         ToldFromFirstUncertain("told_from_first_uncertain"),
         "bridge_second_error_after_read_sent",

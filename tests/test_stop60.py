@@ -20,6 +20,7 @@ from test_soundness import RandomPolicy, assert_sound
 
 from harness.check import check
 from harness.check.facts import facts
+from harness.errors import InputError
 from harness.model.events import (
     Applied,
     ClaimDecided,
@@ -261,3 +262,31 @@ def test_a_read_must_be_answered_since_the_latest_uncertain_reply_not_the_first(
     path = tmp_path / "two_errors_read_between.yaml"
     path.write_text(TWO_ERRORS_READ_BETWEEN, encoding="utf-8")
     assert_sound(RandomPolicy(policy_seed), load_scenario(path), 1)
+
+
+def test_a_misrouted_lookup_can_answer_another_operations_refusal() -> None:
+    """lookup_foreign_receipt with status rejected: the read answers "rejected" with a receipt for the other
+    arguments (its own ID), and the target's answer says so; without it, "applied" as before."""
+    scenario = load_scenario(SCENARIO_DIR / "foreign_refusal_after_lost_reply.yaml")
+    evidence = simulate(scenario, load_policy("reconcile_and_reauthorize"), 1).evidence
+    [answer] = [e for e in evidence.history if isinstance(e, LookupAnswered)]
+    [reply] = [e for e in evidence.history if isinstance(e, ReplyReceived) and e.kind == "lookup"]
+    assert (answer.effect, answer.receipt_id, reply.status, reply.receipt_id) == ("rejected", "rx1", "rejected", "rx1")
+    assert check(evidence).outcome == "escalated"  # a receipt for other arguments, refused or not, is not its own
+    applied = scenario.model_copy(
+        update={"faults": tuple(f.model_copy(update={"status": "applied"}) for f in scenario.faults)}
+    )
+    [answer] = [
+        e
+        for e in simulate(applied, load_policy("reconcile_and_reauthorize"), 1).evidence.history
+        if isinstance(e, LookupAnswered)
+    ]
+    assert answer.effect == "applied"
+
+
+def test_a_foreign_receipts_status_is_applied_or_rejected(tmp_path: Path) -> None:
+    text = (SCENARIO_DIR / "foreign_refusal_after_lost_reply.yaml").read_text(encoding="utf-8")
+    path = tmp_path / "foreign_refusal_after_lost_reply.yaml"
+    path.write_text(text.replace("status: rejected", "status: refused"), encoding="utf-8")
+    with pytest.raises(InputError, match="status"):
+        load_scenario(path)

@@ -217,10 +217,10 @@ class LookupUnavailable(FaultBase):
 
 
 class LookupForeignReceipt(FaultBase):
-    """The lookup answers ``applied`` with a receipt for other arguments (another deployment of the target), as a
-    misrouted or buggy lookup would: only a caller that verifies the receipt against its request notices. With
-    ``idempotency_key``, the receipt names that key instead of the one looked up: another client's operation,
-    which may carry the very same arguments."""
+    """The lookup answers ``status`` (``applied``, unless told ``rejected``) with a receipt for other arguments
+    (another deployment of the target, or its refusal), as a misrouted or buggy lookup would: only a caller that
+    verifies the receipt against its request notices. With ``idempotency_key``, the receipt names that key instead
+    of the one looked up: another client's operation, which may carry the very same arguments."""
 
     side: ClassVar[Side] = "destination"
     counted: ClassVar[Literal["dispatch", "lookup"]] = "lookup"
@@ -228,6 +228,7 @@ class LookupForeignReceipt(FaultBase):
     model: Text = "m-other"
     digest: Text = "sha256:other"
     idempotency_key: Text | None = None
+    status: Literal["applied", "rejected"] = "applied"
 
 
 class ReadAnswerDelayed(FaultBase):

@@ -130,12 +130,12 @@ class Destination:
             artifact = base.model_copy(update={"model": foreign.model, "digest": foreign.digest})
             receipt = Receipt(
                 receipt_id=f"rx{n}",
-                status="applied",
+                status=foreign.status,
                 idempotency_key=foreign.idempotency_key or key,
                 artifact=artifact,
             )
-            self._answered(request, "applied", receipt.receipt_id)
-            return Reply(effect="applied", receipt=receipt)
+            self._answered(request, foreign.status, receipt.receipt_id)
+            return Reply(effect=foreign.status, receipt=receipt)
         seen = self._as_of(key, as_of_s)
         if seen is None:
             self._answered(request, "absent", None)
