@@ -224,14 +224,14 @@ class Facts:
         """Where in the history the target answered the read ``reply`` carries back: a read speaks for the ledger
         as it was then, however long its answer took to come back. A reply the target did not give (a dispatch's,
         a connector's job follow) is placed where it arrived."""
+        if reply.kind == "dispatch":
+            return reply.index
         if self._answered is None:
             key_of = {(r.action_id, r.n): r.idempotency_key for r in self.reads}
             answered = {(a.idempotency_key, a.n): a.index for a in self.answers}
             self._answered = {
                 (action_id, n): answered[(key, n)] for (action_id, n), key in key_of.items() if (key, n) in answered
             }
-        if reply.kind == "dispatch":
-            return reply.index
         return self._answered.get((reply.action_id, reply.n), reply.index)
 
     def answered_between(self, reply: ReplyReceived) -> tuple[int, int]:

@@ -572,7 +572,7 @@ def retries_after_uncertain(f: Facts) -> Finding:
                     # applied as the target answered it (a lagging lookup, a verification that read another's
                     # receipt); an effect that landed while the answer was on its way back takes nothing from it.
                     # With the ledger withheld, whether it did is unknown.
-                    if f.destination_visible and applied and applied[0] < f.answered_at(event):
+                    if f.destination_visible and applied and applied[0] < latest:  # where the target answered
                         continue
                     if not f.destination_visible:
                         doubted = event
