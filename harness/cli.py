@@ -58,8 +58,8 @@ Exit statuses:
   4  everything is written, but a fault or operator event a scenario declares fired in no case (the scenario
      tested nothing it claims to; the message names the scenario and the fault or event); --unfired note
      says it as a note instead, and the status is what it would be had it fired
-  130 interrupted (Ctrl-C, SIGTERM): a run's folder is resumable with 'harness run --resume DIR' (a check is
-     not: run it again)
+  130 interrupted (Ctrl-C, SIGTERM): a run's folder is resumable with 'harness run --resume DIR', an
+     exploration's with 'harness explore --resume DIR' (a check is not: run it again)
   141 the program reading the output went away (as in 'harness list | true')
 explore: 0 no finding, 1 findings (each a runnable file) or harness errors on some schedules (a case over
   --case-timeout or a worker that died stops that policy's exploration of that template), 2 bad usage or
@@ -311,6 +311,14 @@ def _parser(defaults: bool = True) -> argparse.ArgumentParser:
     )
     _case_timeout(explore, "reported as a harness error, and its policy explored no further in that part")
     _unfired(explore, "exploration")
+    explore.add_argument(
+        "--resume",
+        type=_path,
+        metavar="DIR",
+        help="complete an exploration that was stopped (Ctrl-C, SIGTERM, a full disk): only its parts that are "
+        "missing are explored, with the options it began with; only --quiet and --concurrency (with "
+        "--force-concurrency) may be given with it",
+    )
     explore.add_argument("--quiet", action="store_true", help="no progress lines")
     check = sub.add_parser(
         "check", help="gate one policy: exit 1 unless every case is correct or escalated; JUnit XML, repro files"
@@ -999,32 +1007,53 @@ def _replayed(path: Path) -> tuple[str, ...]:
         return (str(exc),)
 
 
-def _explore(args: argparse.Namespace) -> int:
-    from harness.explore import ExploreOptions, explore
+#: What may be given with ``explore --resume``: everything else comes from the exploration's request.
+_WITH_EXPLORE_RESUME = frozenset({"command", "resume", "quiet", "concurrency"})
+
+
+def _explore(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from harness.explore import ExploreOptions, explore, resume_explore
     from harness.policy import builtin_policy_names
+    from harness.run.plan import UsageError
     from harness.scenario import list_scenarios
 
-    concurrency, note = _within_cores(args.concurrency, args.force_concurrency)
-    if note is not None:
-        note()
-    options = ExploreOptions(
-        out=args.out.absolute() if args.out else None,  # every command printed runs from any folder
-        depth=args.depth,
-        swarm=args.swarm,
-        seeds=tuple(range(1, args.seed_count + 1)),
-        concurrency=concurrency,
-        shard=args.shard[0],
-        shards=args.shard[1],
-        tracking=args.tracking,
-        project=args.project,
-        case_timeout_s=args.case_timeout or None,
-    )
-    summary = explore(
-        args.policy or builtin_policy_names(),
-        args.scenario or list_scenarios(),
-        options,
-        progress=None if args.quiet else _explore_progress,
-    )
+    progress = None if args.quiet else _explore_progress
+    if args.resume is not None:
+        explicit = vars(_parser(defaults=False).parse_args(argv))
+        allowed = _WITH_EXPLORE_RESUME | ({"force_concurrency"} if "concurrency" in explicit else set())
+        given = [f"--{name.replace('_', '-')}" for name in explicit if name not in allowed]
+        if given:
+            raise UsageError(
+                f"--resume takes its policies, templates and options from the exploration's request, not "
+                f"{', '.join(given)}; fix: drop " + ("them" if len(given) > 1 else "it")
+            )
+        processes = None
+        if "concurrency" in explicit:
+            processes, note = _within_cores(args.concurrency, args.force_concurrency)
+            if note is not None:
+                note()
+        summary, options = resume_explore(args.resume.absolute(), processes, progress)
+    else:
+        concurrency, note = _within_cores(args.concurrency, args.force_concurrency)
+        if note is not None:
+            note()
+        options = ExploreOptions(
+            out=args.out.absolute() if args.out else None,  # every command printed runs from any folder
+            depth=args.depth,
+            swarm=args.swarm,
+            seeds=tuple(range(1, args.seed_count + 1)),
+            concurrency=concurrency,
+            shard=args.shard[0],
+            shards=args.shard[1],
+            tracking=args.tracking,
+            project=args.project,
+            case_timeout_s=args.case_timeout or None,
+            unfired=args.unfired,
+            resumable=True,
+        )
+        summary = explore(
+            args.policy or builtin_policy_names(), args.scenario or list_scenarios(), options, progress=progress
+        )
     rate = summary.schedules / summary.elapsed_s if summary.elapsed_s else 0.0
     print(
         f"{summary.schedules:,} schedules, {summary.cases:,} cases judged with {summary.simulated:,} simulations "
@@ -1069,7 +1098,7 @@ def _explore(args: argparse.Namespace) -> int:
         # As a run says it: a case that did not finish reached no fault, so the error comes first.
         fix = _MEND_FIRST if u.scenario in summary.stopped_in else u.fix
         print(
-            f"harness: {_NOTED[args.unfired]}scenario {u.scenario} declares {u.what}, which fired in no case of the "
+            f"harness: {_NOTED[options.unfired]}scenario {u.scenario} declares {u.what}, which fired in no case of the "
             f"policies explored ({u.reached_in}); {fix}",
             file=sys.stderr,
         )
@@ -1077,7 +1106,7 @@ def _explore(args: argparse.Namespace) -> int:
         print(summary.tracking.message, file=sys.stdout if summary.tracking.ok else sys.stderr)
     if summary.findings or summary.errors:
         return EXIT_HARNESS_ERROR
-    if summary.unfired and args.unfired == "fail":
+    if summary.unfired and options.unfired == "fail":
         return EXIT_COVERAGE
     return EXIT_OK if summary.tracking.ok else EXIT_TRACKING
 
@@ -1479,7 +1508,7 @@ def _command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if args.command == "push":
         return _push(args.run_dir, args.project)
     if args.command == "explore":
-        return _explore(args)
+        return _explore(args, argv)
     if args.command == "replay":
         return _replay(args.case)
     if args.command == "check":

@@ -294,14 +294,17 @@ def test_a_worker_that_cannot_write_its_files_raises_the_systems_error_in_the_pa
     )
 
 
-def test_an_exploration_that_cannot_write_says_so_in_one_line_and_leaves_nothing(
+def test_an_exploration_that_cannot_write_says_so_in_one_line_and_can_be_resumed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A full disk while exploration wrote its findings gave "internal error: OSError ... a bug of the harness"
-    and left a half-written findings/ folder. It is one line naming the folder and the fix, exit 1, and the
-    folder is gone (an exploration cannot be resumed); so is an interrupted one's, which stayed empty."""
+    and left a half-written findings/ folder. It is one line naming the folder and the fix, exit 1; the folder
+    keeps the request and the finished parts, and the resume it names writes the whole exploration. So does an
+    interrupted one's. A disk too full for the request itself leaves nothing to resume: nothing stays."""
     import harness.explore as exploration
     from harness.cli import main
+
+    real = exploration.write_atomic
 
     def full(path: Path, text: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -315,35 +318,35 @@ def test_an_exploration_that_cannot_write_says_so_in_one_line_and_leaves_nothing
     err = capsys.readouterr().err.strip()
     assert err == (
         f"harness: cannot write the exploration's files in {out} (No space left on device); fix: make room or give "
-        "a writable folder, then explore again"
+        f"a writable folder, then resume: python -m harness explore --resume {out}"
     )
-    assert not out.exists()
+    assert sorted(p.name for p in out.iterdir()) == [".parts", "explore-request.json", "findings"]
+    monkeypatch.setattr(exploration, "write_atomic", real)
+    assert main(["explore", "--resume", str(out), "--quiet"]) == 1  # findings: retry_new_key is unsafe
+    assert sorted(p.name for p in out.iterdir()) == ["explore.json", "findings"]
+    assert all(p.read_text().startswith("name: lost_response-") for p in (out / "findings").rglob("*.yaml"))
+    capsys.readouterr()
 
-    # Into a folder the user made: emptied, kept. Findings were written; explore.json, last, could not be.
+    # Into a folder the user made: the request could not be written, so nothing stays but the folder.
     given = tmp_path / "given"
     given.mkdir()
+    import harness.explore.parts as parts
 
-    def last_fails(path: Path, text: str) -> None:
-        if path.name == "explore.json":
-            raise OSError(errno.ENOSPC, "No space left on device", str(path))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-
-    monkeypatch.setattr(exploration, "write_atomic", last_fails)
+    monkeypatch.setattr(parts, "write_atomic", full)
     assert main([*args, "--tracking", "none", "--quiet", "--out", str(given)]) == 1
     assert given.is_dir() and list(given.iterdir()) == []
-    assert f"cannot write the exploration's files in {given}" in capsys.readouterr().err
+    assert capsys.readouterr().err.strip().endswith("fix: make room or give a writable folder, then explore again")
+    monkeypatch.setattr(parts, "write_atomic", real)
 
     def stopped(*_: object) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(exploration, "_run", stopped)
     assert main([*args, "--tracking", "none", "--quiet", "--out", str(given)]) == 130
-    assert given.is_dir() and list(given.iterdir()) == []
+    assert sorted(p.name for p in given.iterdir()) == ["explore-request.json"]
     # Said in one line with what to do (it said only "interrupted").
     assert capsys.readouterr().err.strip() == (
-        f"harness: interrupted; an exploration is not resumable, and what it wrote in {given} is removed: run the "
-        "same command again"
+        f"harness: interrupted; {given} is resumable: python -m harness explore --resume {given}"
     )
 
 

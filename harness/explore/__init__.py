@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shlex
 import shutil
 import time
@@ -18,11 +19,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
 from harness.errors import NotWritten, no_room
+from harness.explore.parts import PARTS, REQUEST, ExploreRequest, finished_parts, keep_part
 from harness.explore.schedule import apply, element_dict
 from harness.explore.search import ExploreJob, Finding, JobResult, explore_job, shape
 from harness.limits import DEFAULT_CASE_TIMEOUT_S
@@ -35,17 +37,26 @@ from harness.plx.tracking import (
     is_managed,
     track_exploration,
 )
-from harness.policy import import_root, load_policy
+from harness.policy import import_root, load_policy, look_in
 from harness.run.cell import FaultCoverage
 from harness.run.files import write_atomic
-from harness.run.folder import LOCK_FILE, claim
+from harness.run.folder import LOCK_FILE, Claim, claim, fingerprints, stray_temporaries
 from harness.run.grid import TrackingNote, check_project, new_out, tracking_note
-from harness.run.plan import UsageError, budget_option, load_grid
+from harness.run.plan import Grid, UsageError, absolute, budget_option, load_grid
 from harness.run.pool import supervise
 from harness.scenario import VARIANT, Scenario, scenario_cases
 from harness.scenario.specs import derived_name, derived_revision
 
-__all__ = ["Exploration", "ExploreOptions", "ExploreSummary", "explore", "explore_json", "finding_yaml"]
+__all__ = [
+    "Exploration",
+    "ExploreOptions",
+    "ExploreSummary",
+    "explore",
+    "explore_json",
+    "finding_yaml",
+    "resume_command",
+    "resume_explore",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +77,13 @@ class ExploreOptions:
     case_timeout_s: float | None = DEFAULT_CASE_TIMEOUT_S
     #: Run the jobs in worker processes the exploration supervises. Off only for tests that patch in place.
     isolate: bool = True
+    #: What ``harness explore`` exits with for a declared fault that fired in no case (kept for ``--resume``).
+    unfired: Literal["fail", "note"] = "fail"
+    #: Keep the request and each finished part in the folder, so that a stopped exploration can be resumed
+    #: (``harness explore`` does; ``check --explore`` does not: a stopped check is run again).
+    resumable: bool = False
+    #: The processes a resume runs the missing parts in (its parts stay split for ``concurrency``); None: as many.
+    processes: int | None = None
 
 
 @dataclass(slots=True)
@@ -165,11 +183,9 @@ def explore(
     """
     grid = load_grid(policy_specs, scenario_specs, options.seeds)  # checks every policy and scenario first
     specs = list(dict.fromkeys(c.policy_spec for c in grid.cases))
-    policies = {spec: load_policy(spec) for spec in specs}
-    scenario_specs = list(dict.fromkeys(scenario_specs))
-    expanded = {spec: scenario_cases(spec) for spec in scenario_specs}
-    templates = {case: scenario for cases in expanded.values() for case, scenario in cases}
-    spec_of_case = {case: spec for spec, cases in expanded.items() for case, _ in cases}
+    # A resumable exploration names a template given as a path by its absolute path (as a run's manifest does):
+    # a resume from another folder reads the same file, and writes the same explore.json.
+    scenario_specs = list(dict.fromkeys(absolute(s) if options.resumable else s for s in scenario_specs))
     if options.tracking != "none" and is_managed() and (len(specs) != 1 or len(scenario_specs) != 1):
         raise UsageError(
             "inside a Polyaxon job the harness logs into that job's one run, but "
@@ -182,6 +198,103 @@ def explore(
     # Held until the exploration is written: a second exploration into the same folder is refused (both wrote
     # their files at the end, and the later explore.json listed only its own policies).
     hold = claim(out, fresh=True)
+    if options.resumable:
+        try:
+            _request(specs, scenario_specs, options, grid).write(out)
+        except BaseException as exc:  # nothing to resume from: the folder is left as it was found
+            with contextlib.suppress(OSError):
+                _discard(out, keep_folder=given)
+            (out / LOCK_FILE).unlink(missing_ok=True)
+            hold.release()
+            if isinstance(exc, OSError) and no_room(exc):
+                raise _not_written(out, exc, "then explore again") from None
+            raise
+    return _explore(out, hold, given, specs, scenario_specs, options, progress, resumed=False)
+
+
+def resume_explore(
+    out: Path,
+    concurrency: int | None = None,
+    progress: Callable[[int, int, JobResult], None] | None = None,
+    isolate: bool = True,
+) -> tuple[ExploreSummary, ExploreOptions]:
+    """Complete an exploration that stopped short (interrupted, or its files could not be written): run only its
+    parts that are missing, in ``concurrency`` processes (default: as it began; its parts stay as it split them),
+    and write what it would have written. Raises ``UsageError`` when its request is missing or damaged, or a
+    policy, a template or the harness changed since it began (its findings would mix two inputs)."""
+    request = ExploreRequest.read(out)
+    look_in(request.cwd)
+    options = ExploreOptions(
+        out=out,
+        depth=request.depth,
+        swarm=request.swarm,
+        seeds=request.seeds,
+        concurrency=request.concurrency,
+        shard=request.shard,
+        shards=request.shards,
+        tracking=request.tracking,
+        project=request.project,
+        case_timeout_s=request.case_timeout_s,
+        unfired=request.unfired,
+        isolate=isolate,
+        resumable=True,
+        processes=concurrency,
+    )
+    grid = load_grid(request.policies, request.scenarios, options.seeds)
+    now = fingerprints(grid)
+    for name in sorted(set(now) | set(request.fingerprints)):
+        if now.get(name) != request.fingerprints.get(name):
+            raise UsageError(
+                f"{name}: changed since the exploration began in {out}, so its findings would mix two inputs; fix: "
+                "explore anew with another --out (or restore what changed)"
+            )
+    hold = claim(out, fresh=False)
+    if (out / "explore.json").is_file():  # completed by another resume while this one read the request
+        hold.release()
+        raise UsageError(f"nothing to resume: the exploration in {out} is complete (explore.json)")
+    stray_temporaries(out)
+    summary = _explore(
+        out, hold, True, list(request.policies), list(request.scenarios), options, progress, resumed=True
+    )
+    return summary, options
+
+
+def _request(
+    specs: Sequence[str], scenario_specs: Sequence[str], options: ExploreOptions, grid: Grid
+) -> ExploreRequest:
+    return ExploreRequest(
+        policies=tuple(specs),
+        scenarios=tuple(scenario_specs),
+        cwd=os.getcwd(),
+        depth=options.depth,
+        swarm=options.swarm,
+        seeds=options.seeds,
+        concurrency=max(1, options.concurrency),
+        shard=options.shard,
+        shards=options.shards,
+        tracking=options.tracking,
+        project=options.project,
+        case_timeout_s=options.case_timeout_s,
+        unfired=options.unfired,
+        fingerprints=fingerprints(grid),
+    )
+
+
+def _explore(
+    out: Path,
+    hold: Claim,
+    given: bool,
+    specs: list[str],
+    scenario_specs: list[str],
+    options: ExploreOptions,
+    progress: Callable[[int, int, JobResult], None] | None,
+    resumed: bool,
+) -> ExploreSummary:
+    """Explore in ``out`` (held by ``hold``), resuming from the parts kept there when ``resumed``."""
+    policies = {spec: load_policy(spec) for spec in specs}
+    expanded = {spec: scenario_cases(spec) for spec in scenario_specs}
+    templates = {case: scenario for cases in expanded.values() for case, scenario in cases}
+    spec_of_case = {case: spec for spec, cases in expanded.items() for case, _ in cases}
     finished = False
     try:
         started = time.perf_counter()
@@ -201,7 +314,12 @@ def explore(
             for case in templates
             for k in range(split)
         ]
-        results = _run(jobs, options, progress)
+        kept: dict[int, JobResult] = {}
+        if resumed:
+            kept = finished_parts(out, jobs)
+            for leftover in ("findings", "errors", "polyaxon"):  # written only once every part had finished
+                shutil.rmtree(out / leftover, ignore_errors=True)
+        results = _run(jobs, options, progress, kept, out if options.resumable else None)
         summary = ExploreSummary(out)
         rows = {
             (p_spec, s_spec): Exploration(
@@ -255,8 +373,13 @@ def explore(
             summary.tracking = tracking_note(options.tracking, options.project, out, [t for _, t in tracked])
         write_atomic(out / "explore.json", explore_json(summary, options, specs, list(templates)))
         finished = True
+        if options.resumable:  # complete: nothing is left to resume from
+            shutil.rmtree(out / PARTS, ignore_errors=True)
+            (out / REQUEST).unlink(missing_ok=True)
         return summary
     except KeyboardInterrupt:
+        if options.resumable:
+            raise KeyboardInterrupt(f"interrupted; {out} is resumable: {resume_command(out)}") from None
         raise KeyboardInterrupt(
             f"interrupted; an exploration is not resumable, and what it wrote in {out} is removed: run the same "
             "command again"
@@ -264,20 +387,31 @@ def explore(
     except OSError as exc:
         if not no_room(exc):
             raise
-        reason = exc.strerror or str(exc)
-        raise NotWritten(
-            f"cannot write the exploration's files in {out} ({reason}); fix: make room or give a writable folder, "
-            "then explore again",
-            out,
-            reason,
-        ) from None
+        then = f"then resume: {resume_command(out)}" if options.resumable else "then explore again"
+        raise _not_written(out, exc, then) from None
     finally:
-        if not finished:  # stopped or failed: an exploration cannot be resumed, and its files say nothing yet
-            # (while the folder is still held: another exploration may claim it once it is empty)
+        # Stopped or failed: the files it wrote say nothing yet. A resumable exploration keeps its request and
+        # its finished parts (whatever stopped it); another removes everything (while the folder is still held:
+        # another exploration may claim it once it is empty).
+        if not finished and not options.resumable:
             with contextlib.suppress(OSError):
                 _discard(out, keep_folder=given)
         (out / LOCK_FILE).unlink(missing_ok=True)  # the folder holds the exploration only
         hold.release()
+
+
+def _not_written(out: Path, exc: OSError, then: str) -> NotWritten:
+    reason = exc.strerror or str(exc)
+    return NotWritten(
+        f"cannot write the exploration's files in {out} ({reason}); fix: make room or give a writable folder, {then}",
+        out,
+        reason,
+    )
+
+
+def resume_command(out: Path) -> str:
+    """The command that completes the exploration stopped in ``out``."""
+    return f"python -m harness explore --resume {shlex.quote(str(out))}"
 
 
 def _discard(out: Path, keep_folder: bool) -> None:
@@ -372,21 +506,31 @@ def _case_name(scenario_spec: str) -> str:
 
 
 def _run(
-    jobs: Sequence[ExploreJob], options: ExploreOptions, progress: Callable[[int, int, JobResult], None] | None
+    jobs: Sequence[ExploreJob],
+    options: ExploreOptions,
+    progress: Callable[[int, int, JobResult], None] | None,
+    kept: dict[int, JobResult],
+    keep_in: Path | None,
 ) -> list[JobResult]:
-    """Every job's result, in the jobs' order; in supervised worker processes unless ``options.isolate`` is off."""
-    results: dict[int, JobResult] = {}
+    """Every job's result, in the jobs' order: those ``kept`` from before, and the others run (in supervised
+    worker processes unless ``options.isolate`` is off), each kept in ``keep_in`` as it finishes."""
+    results = dict(kept)
+    missing = [i for i in range(len(jobs)) if i not in kept]
 
-    def done(i: int, result: JobResult) -> None:
+    def done(k: int, result: JobResult) -> None:
+        i = missing[k]
+        if keep_in is not None:
+            keep_part(keep_in, i, jobs[i], result)
         results[i] = result
         if progress is not None:
             progress(len(results), len(jobs), result)
 
-    if options.isolate:
-        supervise(jobs, options.concurrency, options.case_timeout_s, done)
+    if options.isolate and missing:  # every part kept: stopped while its findings were written
+        processes = options.processes or options.concurrency
+        supervise([jobs[i] for i in missing], processes, options.case_timeout_s, done)
     else:
-        for i, job in enumerate(jobs):
-            done(i, explore_job(job))
+        for k, i in enumerate(missing):
+            done(k, explore_job(jobs[i]))
     return [results[i] for i in range(len(jobs))]
 
 
