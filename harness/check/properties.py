@@ -516,7 +516,8 @@ def retries_after_uncertain(f: Facts) -> Finding:
     effects = f.effects_by_action()
     for action_id in sorted(f.actions):
         told: ReplyReceived | None = None
-        #: The latest such reply: a read settles the doubt only if the target answered it since.
+        #: The latest such reply: a read settles the doubt only if the target answered it since. Kept once a read has
+        #: settled it: a read answered before it, back later, cannot take away a doubt about the one that settled it.
         told_last: ReplyReceived | None = None
         #: A read answered that nothing is there, and the ledger that could say whether it was so is withheld.
         doubted: ReplyReceived | None = None
@@ -564,8 +565,11 @@ def retries_after_uncertain(f: Facts) -> Finding:
                     continue
                 if told_last is not None and earliest < told_last.index:
                     # Sent before the caller was last told, back after, and the ledger that says when the target
-                    # answered it is withheld: it may have checked nothing since.
-                    unplaced = unplaced or event
+                    # answered it is withheld: it may have checked nothing since. Once another read has settled the
+                    # doubt, this one settles nothing more, and may have been answered before the caller was told:
+                    # it takes nothing from a doubt about the read that settled it.
+                    if told is not None:
+                        unplaced = unplaced or event
                     continue
                 if told is not None and event.status in NOTHING_THERE:
                     # A read that says nothing is there settles nothing when the ledger already showed the action
@@ -578,7 +582,7 @@ def retries_after_uncertain(f: Facts) -> Finding:
                         doubted = event
                 elif event.status not in NOTHING_THERE:
                     doubted = None
-                told = told_last = unplaced = None
+                told = unplaced = None
     if undecided:  # a count beside them would be a lower bound: null, with the violations seen kept
         return Finding(None, tuple(anomalies), reason=f"{HIDDEN}, so {undecided[0]} is unknown")
     return counted(anomalies)
