@@ -25,7 +25,7 @@ from conftest import SUMMARIES
 from test_policies import connector_answered_running, dead_job_without_validity
 
 from harness.check import check
-from harness.explore.schedule import element_dict
+from harness.explore.schedule import _variants_of, element_dict, elements_of
 from harness.explore.search import ExploreJob, explore_job
 from harness.model.events import ClaimDecided, CommandGiven
 from harness.policy import Escalate, RetryNewKey, RetrySameAction, Wait, load_policy
@@ -337,6 +337,24 @@ def test_exploration_finds_two_workers_racing_to_write_unguarded_in_a_template_w
     for finding in racing:
         added = [element_dict(e) for e in finding.schedule.elements if e.kind != "fault"]
         assert {"recoverers": 2} in added and {"ledger_write_s": 1.0} in added, added
+
+
+def test_exploration_finds_a_foreign_refusal_from_a_template_without_one() -> None:
+    """A misrouted lookup may answer another operation's refusal (lookup_foreign_receipt, status: rejected), and
+    exploration tries both statuses wherever it tries the fault. lost_response ships no foreign receipt: exploring it
+    at depth 1 finds the variant that compares only applied receipts with its request, through the refused one
+    (foreign_refusal_after_lost_reply, found again), and nothing for the correct policy. Before exploration tried the
+    rejected status it found nothing there (90 schedules; 91 now)."""
+    assert _variants_of("lookup_foreign_receipt") == [{"status": "applied"}, {"status": "rejected"}]
+    spec = "buggy_policies:reconcile_compares_applied_only"
+    result = explore_job(ExploreJob((spec, "reconcile_and_reauthorize"), "lost_response", 1, 0, (1,)))
+    assert result.schedules == 91
+    [finding] = result.findings
+    assert (finding.policy, finding.properties) == ("reconcile_compares_applied_only", ("false_records",))
+    added = [element_dict(e) for e in finding.schedule.elements]
+    assert added == [{"boundary": "lookup_foreign_receipt", "status": "rejected"}, {"boundary": "response_lost"}]
+    shipped = elements_of(CASES["foreign_refusal_after_lost_reply"])
+    assert {e.key for e in finding.schedule.elements} == {e.key for e in shipped}  # the shipped case, found again
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -12,13 +12,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import TypeAdapter
 
 from harness.model.events import VOCABULARY
 from harness.scenario import DestinationSpec, Fault, OperatorEvent, Scenario, WorkerSpec
-from harness.scenario.faults import BOUNDARIES, CONNECTOR_PHASES
+from harness.scenario.faults import BOUNDARIES, CONNECTOR_PHASES, LookupForeignReceipt
 
 __all__ = [
     "SETTINGS",
@@ -45,6 +45,8 @@ _OPERATOR: TypeAdapter[OperatorEvent] = TypeAdapter(OperatorEvent)
 DELAYS_S = (20.0, 70.0)
 #: At most this many occurrences of a boundary are tried, whatever the runs reached.
 OCCURRENCE_MAX = 3
+#: What a foreign receipt's status may be: another deployment applied, or another operation's refusal.
+FOREIGN_STATUSES: tuple[str, ...] = get_args(LookupForeignReceipt.model_fields["status"].annotation)
 
 
 #: What an element changes: a fault, an operator event, a field of the destination's contract, a field of the
@@ -210,6 +212,8 @@ def _variants_of(boundary: str) -> list[dict[str, Any]]:
         return [{"phase": p} for p in CONNECTOR_PHASES]
     if boundary == "bridge_connection_error":
         return [{"forwarded": True}, {"forwarded": False}, *({"lands_after_s": d} for d in DELAYS_S)]
+    if boundary == "lookup_foreign_receipt":
+        return [{"status": s} for s in FOREIGN_STATUSES]
     return [{}]
 
 
