@@ -183,7 +183,16 @@ def test_the_command_line_resumes_refuses_other_options_and_says_when_there_is_n
         "--seed-count; fix: drop them"
     )
     assert main(["run", "--resume", str(out)]) == 2  # an exploration's folder is no run's
-    assert "not a run folder" in capsys.readouterr().err
+    assert capsys.readouterr().err.strip() == (
+        f"harness: {out}: an exploration that was stopped, not a run; fix: complete it with python -m harness "
+        f"explore --resume {out}"
+    )
+    for again in (["explore", "--policy", "retry_new_key"], ["run", "--policy", "retry_new_key"]):
+        assert main([*again, "--scenario", "lost_response", "--out", str(out)]) == 2
+        assert capsys.readouterr().err.strip() == (
+            f"harness: --out {out}: holds an exploration that was stopped before its end; fix: complete it with "
+            f"python -m harness explore --resume {out}, or give a new or empty folder"
+        )
     assert main(["explore", "--resume", str(out), "--quiet", "--concurrency", "1"]) == 1  # retry_new_key's findings
     said = capsys.readouterr().out
     assert "finding" in said and str(out) in said

@@ -22,6 +22,7 @@ from typing_extensions import TypedDict
 
 from harness.errors import wrong_field
 from harness.explore.search import ExploreJob, JobResult
+from harness.model import EXPLORE_REQUEST
 from harness.plx import TrackingMode
 from harness.run.files import write_atomic
 from harness.run.plan import UsageError
@@ -30,7 +31,7 @@ from harness.version import __version__
 __all__ = ["PARTS", "REQUEST", "ExploreRequest", "finished_parts", "keep_part"]
 
 #: What the exploration was asked, written before any part runs.
-REQUEST = "explore-request.json"
+REQUEST = EXPLORE_REQUEST
 #: One file per finished part (``<index>.part``); removed with the request once ``explore.json`` is written.
 PARTS = ".parts"
 

@@ -42,6 +42,7 @@ from harness.model.commands import (
 )
 from harness.model.records import Action, Artifact, Receipt
 from harness.model.report import (
+    EXPLORE_REQUEST,
     MANIFEST,
     RECORDS_GLOB,
     REPORT_HTML,
@@ -61,6 +62,7 @@ from harness.model.report import (
 __all__ = [
     "COMMAND_TYPES",
     "CONCLUSIVE_READS",
+    "EXPLORE_REQUEST",
     "FAILING",
     "MANIFEST",
     "OUTCOMES",

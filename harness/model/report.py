@@ -53,6 +53,9 @@ RUN_RECORD = "run.json"
 #: The command line a run was started with, written the moment its folder is claimed (before the grid is
 #: even planned), so a run killed that early can still be resumed: it is planned again from the same words.
 REQUEST = "request.json"
+#: What an exploration was asked, written before any of its parts runs and removed once its explore.json is:
+#: a folder that holds it is an exploration that stopped short (``harness explore --resume``).
+EXPLORE_REQUEST = "explore-request.json"
 #: A run folder's page for people (``harness.present.html_report``).
 REPORT_HTML = "report.html"
 

@@ -26,7 +26,7 @@ from typing_extensions import TypedDict
 
 from harness.errors import wrong_field
 from harness.limits import SEED_COUNT_MAX
-from harness.model import MANIFEST, REQUEST, RUN_RECORD
+from harness.model import EXPLORE_REQUEST, MANIFEST, REQUEST, RUN_RECORD
 from harness.model.lock import LOCK_FILE, held, take
 from harness.run.plan import Cell, Grid, UsageError
 from harness.seeds import SEED_MAX
@@ -92,6 +92,11 @@ def not_empty(out: Path) -> str:
         return (
             f"--out {out}: holds a run that was stopped before its end; fix: complete it with "
             f"python -m harness run --resume {quoted}, or give a new or empty folder"
+        )
+    if (out / EXPLORE_REQUEST).is_file():
+        return (
+            f"--out {out}: holds an exploration that was stopped before its end; fix: complete it with "
+            f"python -m harness explore --resume {quoted}, or give a new or empty folder"
         )
     return f"--out {out}: is not empty; fix: give a new or empty folder"
 
@@ -253,6 +258,11 @@ class Manifest:
             what = "a file, not a folder" if out.exists() else "no such folder"
             raise UsageError(f"{out}: {what}; fix: give a folder written by 'harness run'")
         if not path.is_file():
+            if (out / EXPLORE_REQUEST).is_file():
+                raise UsageError(
+                    f"{out}: an exploration that was stopped, not a run; fix: complete it with python -m harness "
+                    f"explore --resume {shlex.quote(str(out.absolute()))}"
+                )
             raise UsageError(f"{out}: no {MANIFEST}, so not a run folder; fix: give a folder written by 'harness run'")
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
