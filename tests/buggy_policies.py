@@ -1044,6 +1044,16 @@ class ComparesAppliedOnly(_Variant):
         return receipt.status != "applied" or super().matches(receipt, situation)
 
 
+class VerifyComparesAppliedOnly(_VerifyVariant):
+    """verify_before_mutation's reading of a receipt with the same one change: a refusal taken at its word. Where
+    the action never reached the destination, a misrouted lookup's refusal of another deployment is recorded as
+    the action's; nothing applied, so the ledger contradicts nothing, and only the receipt's key and arguments
+    show it is not the action's (mismatched_records, which until then looked at recorded effects only)."""
+
+    def matches(self, receipt: Receipt, situation: Situation) -> bool:
+        return receipt.status != "applied" or super().matches(receipt, situation)
+
+
 @dataclass(frozen=True)
 class Catch:
     """Where a variant must be caught: the scenario, and the property whose verdict must be false."""
@@ -1227,6 +1237,9 @@ CORPUS: tuple[Catch, ...] = (
     # the target gave it (a false positive against the safe policies, found by exploring them; mended).
     # Passed every shipped case while a misrouted lookup could only answer "applied" (lookup_foreign_receipt's status).
     Catch(ComparesAppliedOnly("compares_applied_only"), "foreign_refusal_after_lost_reply", "false_records"),
+    Catch(
+        VerifyComparesAppliedOnly("compares_applied_only"), "foreign_refusal_after_lost_request", "mismatched_records"
+    ),
     Catch(
         ToldFromFirstUncertain("told_from_first_uncertain"),
         "bridge_second_error_after_read_sent",

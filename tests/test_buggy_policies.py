@@ -350,7 +350,10 @@ def test_exploration_finds_a_foreign_refusal_from_a_template_without_one() -> No
     result = explore_job(ExploreJob((spec, "reconcile_and_reauthorize"), "lost_response", 1, 0, (1,)))
     assert result.schedules == 91
     [finding] = result.findings
-    assert (finding.policy, finding.properties) == ("reconcile_compares_applied_only", ("false_records",))
+    assert (finding.policy, finding.properties) == (
+        "reconcile_compares_applied_only",
+        ("false_records", "mismatched_records"),
+    )
     added = [element_dict(e) for e in finding.schedule.elements]
     assert added == [{"boundary": "lookup_foreign_receipt", "status": "rejected"}, {"boundary": "response_lost"}]
     shipped = elements_of(CASES["foreign_refusal_after_lost_reply"])

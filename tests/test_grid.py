@@ -1065,6 +1065,14 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         follow=("escalated", set()),
         verify=("escalated", set()),
     ),
+    "foreign_refusal_after_lost_request": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("correct", set()),
+        reconcile=("escalated", set()),
+        new_key=("correct", set()),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
+    ),
 }
 
 

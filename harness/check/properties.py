@@ -418,13 +418,14 @@ def _show(artifact: Artifact) -> str:
 
 
 def mismatched_records(f: Facts) -> Finding:
-    """Effects recorded with a receipt for other arguments than the action's last request asked for, or under a
-    key none of its requests carried (another client's operation, whatever its arguments): a receipt accepted
-    without comparing it with the request (a replayed first result, a misrouted lookup)."""
+    """Effects or refusals recorded with a receipt for other arguments than the action's last request asked for,
+    or under a key none of its requests carried (another client's operation, whatever its arguments): a receipt
+    accepted without comparing it with the request (a replayed first result, a misrouted lookup)."""
     anomalies = []
     for r in f.records:
-        if not isinstance(r, EffectRecorded):
+        if not isinstance(r, EffectRecorded | RejectionRecorded):
             continue
+        what = "effect" if isinstance(r, EffectRecorded) else "refusal"
         sent = [d for d in f.dispatches_of(r.action_id) if d.index < r.index]
         keys = {d.idempotency_key for d in sent}
         if keys and r.idempotency_key not in keys:
@@ -433,7 +434,7 @@ def mismatched_records(f: Facts) -> Finding:
                     kind="mismatched_record",
                     witnesses=(r.index, sent[-1].index),
                     detail=f"{r.action_id}: receipt {r.receipt_id} under key {r.idempotency_key} recorded as its "
-                    f"effect, a key none of its requests carried ({', '.join(sorted(keys))})",
+                    f"{what}, a key none of its requests carried ({', '.join(sorted(keys))})",
                 )
             )
             continue
@@ -446,7 +447,7 @@ def mismatched_records(f: Facts) -> Finding:
                 Anomaly(
                     kind="mismatched_record",
                     witnesses=witnesses,
-                    detail=f"{r.action_id}: receipt {r.receipt_id} for {_show(r.artifact)} recorded as the effect "
+                    detail=f"{r.action_id}: receipt {r.receipt_id} for {_show(r.artifact)} recorded as the {what} "
                     f"of a request for {_show(asked)}{wanted}",
                 )
             )

@@ -248,7 +248,8 @@ class Auditor:
         expected = caller.last_artifact or self._live().actions[action_id].view.artifact
         # Another client's operation is not this action's effect, whatever its arguments.
         foreign = bool(caller.keys) and receipt_key is not None and receipt_key not in caller.keys
-        mismatched = status == "applied" and receipt_artifact is not None and (foreign or receipt_artifact != expected)
+        # A refusal is a receipt like an effect: another operation's, or another request's, is not this one's.
+        mismatched = receipt_artifact is not None and (foreign or receipt_artifact != expected)
         self.writes.append(_Write(action_id, status, receipt_id, at_s, mismatched))
 
     def task_completed(self, action_revision: int, receipt_id: str, receipt_artifact: Artifact) -> None:
