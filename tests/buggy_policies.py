@@ -1054,6 +1054,58 @@ class VerifyComparesAppliedOnly(_VerifyVariant):
         return receipt.status != "applied" or super().matches(receipt, situation)
 
 
+class FencedFinalOnceCaughtUp(_Variant):
+    """At a fencing destination whose approval is revoked or expired, takes the lookup's lag past the last send as
+    the moment an absence is final ("the fence refuses anything still on its way"): a request sent before the
+    revocation may still land before it, after a read that found nothing."""
+
+    def quiet_after_s(self, situation: Situation) -> float | None:
+        if situation.contract.fencing and not situation.approval.valid:
+            last_sent = situation.last_sent_bound_s
+            return (situation.started_at_s if last_sent is None else last_sent) + situation.contract.lookup_lag_s
+        return super().quiet_after_s(situation)
+
+
+class FencedExpiryIgnoresLag(_Variant):
+    """At a fencing destination, takes an absence read once the approval has expired as final (a request that
+    arrives after the expiry is refused), forgetting that a lagging lookup shows the ledger as it stood before
+    the expiry: one that landed just before it is not seen yet."""
+
+    def quiet_after_s(self, situation: Situation) -> float | None:
+        quiet = super().quiet_after_s(situation)
+        expires = situation.approval.expires_at_s
+        if situation.contract.fencing and expires is not None:
+            return expires if quiet is None else min(quiet, expires)
+        return quiet
+
+
+class FencedExpiryFinalByClock(_Variant):
+    """At a fencing destination, takes an absence as final once the clock is past the approval's expiry and the
+    lookup's lag (when a read would see everything the fence let through), however old the read: one made
+    before the expiry, and answered after it, did not see a request that landed in between."""
+
+    def _absent_without_retry(self, situation: Situation, looked_at_s: float) -> Command:
+        command = super()._absent_without_retry(situation, looked_at_s)
+        expires = situation.approval.expires_at_s
+        if isinstance(command, Hold) or not situation.contract.fencing or expires is None:
+            return command
+        if situation.now_s >= expires + situation.contract.lookup_lag_s:
+            return RecordAbsent(reason="absent, and the fence refuses anything arriving after the expiry")
+        return command
+
+
+class SupersededRefusalAsAbsent(_Variant):
+    """Records the refusal of an action whose task has moved on (or been cancelled) as an absence ("nothing of
+    that revision stands"): the destination took the request and refused it, and the ledger says it never did."""
+
+    def next_command(self, situation: Situation) -> Command:
+        command = super().next_command(situation)
+        moved_on = situation.task.revision != situation.action.revision or situation.task.cancel_requested
+        if isinstance(command, RecordRejection) and moved_on:
+            return RecordAbsent(reason="refused, and the task has moved past it")
+        return command
+
+
 @dataclass(frozen=True)
 class Catch:
     """Where a variant must be caught: the scenario, and the property whose verdict must be false."""
@@ -1250,6 +1302,20 @@ CORPUS: tuple[Catch, ...] = (
     # patient reader's whole wait (and not more) left before the deadline.
     Catch(WaitForgetsReadPatience("wait_forgets_read_patience"), "quiet_before_a_patient_read", "abandoned_actions"),
     Catch(RoundTripLessActSecond("round_trip_less_act_second"), "first_read_inside_its_wait", "abandoned_actions"),
+    # An adversarial review of operator events: no shipped case had a fencing destination with an
+    # approval that expires, so each passed every shipped case and exploration at depth 2 of the fencing and expiry
+    # templates (exploration adds faults and operator events, never the contract's fencing or an expiry).
+    Catch(
+        FencedFinalOnceCaughtUp("fenced_final_once_caught_up"),
+        "fenced_expired_approval_lagging_lookup",
+        "false_records",
+    ),
+    Catch(
+        FencedExpiryIgnoresLag("fenced_expiry_ignores_lag"), "fenced_expired_approval_lagging_lookup", "false_records"
+    ),
+    Catch(
+        FencedExpiryFinalByClock("fenced_expiry_final_by_clock"), "fenced_expiry_read_answered_after", "false_records"
+    ),
 )
 
 
@@ -1306,6 +1372,9 @@ class Hidden:
 
 HIDDEN: tuple[Hidden, ...] = (
     Hidden(AssumesRequestsExpire("assumes_requests_expire"), "no_dedupe_flaky_lookup", 2, "duplicate_effects"),
+    # From the same review of operator events: no shipped case has a refusal of a superseded action; exploring
+    # rejected_reply_lost adds a task change before the lookup, and the absence recorded for it is false.
+    Hidden(SupersededRefusalAsAbsent("superseded_refusal_as_absent"), "rejected_reply_lost", 1, "false_records"),
 )
 
 #: Variants that differ from the correct policy only where a request reaches the target later than the simulator

@@ -510,6 +510,22 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         follow=("correct", set()),
         verify=("correct", set()),
     ),
+    "fenced_expired_approval_lagging_lookup": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"abandoned_actions", "unauthorized_dispatches"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"abandoned_actions", "unauthorized_dispatches"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
+    "fenced_expiry_read_answered_after": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("correct", set()),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
     "fenced_late_original": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("incorrect", {"abandoned_actions", "unauthorized_dispatches"}),
