@@ -1316,6 +1316,11 @@ CORPUS: tuple[Catch, ...] = (
     Catch(
         FencedExpiryFinalByClock("fenced_expiry_final_by_clock"), "fenced_expiry_read_answered_after", "false_records"
     ),
+    # The same review: no shipped case had a refusal of a superseded action. Exploring rejected_reply_lost at depth 1
+    # adds a task change before the lookup and finds it (as rejections_unguarded was found), then shipped as its case.
+    Catch(
+        SupersededRefusalAsAbsent("superseded_refusal_as_absent"), "rejected_reply_lost_after_change", "false_records"
+    ),
 )
 
 
@@ -1372,9 +1377,6 @@ class Hidden:
 
 HIDDEN: tuple[Hidden, ...] = (
     Hidden(AssumesRequestsExpire("assumes_requests_expire"), "no_dedupe_flaky_lookup", 2, "duplicate_effects"),
-    # From the same review of operator events: no shipped case has a refusal of a superseded action; exploring
-    # rejected_reply_lost adds a task change before the lookup, and the absence recorded for it is false.
-    Hidden(SupersededRefusalAsAbsent("superseded_refusal_as_absent"), "rejected_reply_lost", 1, "false_records"),
 )
 
 #: Variants that differ from the correct policy only where a request reaches the target later than the simulator

@@ -811,6 +811,14 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         follow=("correct", set()),
         verify=("correct", set()),
     ),
+    "rejected_reply_lost_after_change": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"unauthorized_dispatches"}),
+        reconcile=("correct", set()),
+        new_key=("incorrect", {"unauthorized_dispatches"}),
+        follow=("correct", set()),
+        verify=("correct", set()),
+    ),
     "rejected_reply_lost_racing_writers": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("correct", set()),
