@@ -394,7 +394,9 @@ def test_each_command_calls_its_own_function_with_its_arguments(
         assert given == (Path("r"), Path("o.html"))
     elif called == "_replay":
         assert given == (Path("c.json"),)
-    elif called in ("_explore", "_check", "_schema"):
+    elif called == "_explore":  # its words too: what --resume may be given with is what was typed
+        assert given[0].command == words[0] and given[1] == words
+    elif called in ("_check", "_schema"):
         assert given[0].command == words[0] and len(given) == 1
     else:
         assert given == (None,)  # no --scenario: every shipped one
@@ -1152,16 +1154,16 @@ def test_explore_is_asked_for_what_was_given_and_every_shipped_policy_and_scenar
     explores.summary = ExploreSummary(tmp_path / "o")
     assert cli.main(["explore"]) == 0
     assert explores.calls == [(builtin_policy_names(), list_scenarios(),
-                               ExploreOptions(seeds=(1,), case_timeout_s=60.0), cli._explore_progress)]  # fmt: skip
+                               ExploreOptions(seeds=(1,), case_timeout_s=60.0, resumable=True), cli._explore_progress)]  # fmt: skip
     words = ["explore", "--policy", "p", "--scenario", "s", "--depth", "3", "--swarm", "5", "--seed-count", "2",
              "--concurrency", "3", "--shard", "1/3", "--out", "o", "--tracking", "server", "--project", "me/it",
-             "--case-timeout", "0", "--quiet"]  # fmt: skip
+             "--case-timeout", "0", "--unfired", "note", "--quiet"]  # fmt: skip
     assert cli.main(words) == 0
     assert explores.calls[1] == (
         ["p"],
         ["s"],
         ExploreOptions(out=tmp_path / "o", depth=3, swarm=5, seeds=(1, 2), concurrency=3, shard=1, shards=3,
-                       tracking="server", project="me/it", case_timeout_s=None),
+                       tracking="server", project="me/it", case_timeout_s=None, unfired="note", resumable=True),
         None,
     )  # fmt: skip
     assert _out(capsys)[1] == ""
@@ -1856,32 +1858,33 @@ HELP = {
         "usage: harness [-h] COMMAND ... Run recovery policies against scenarios of lost replies, and judge "
         "each case from the evidence. Exit statuses: 0 every case ran and was judged (whatever the outcomes: "
         "an incorrect policy is a finding, not an error) 1 at least one case ended in harness_error (its "
-        "reproduce command is printed: a harness failure, a case over --case-timeout, a worker that died), "
-        "or the run's folder could not be written (resume it once fixed) 2 bad usage or input (unknown "
-        "policy or scenario, malformed scenario file or polyaxonfile, an --out in use by another run, a "
-        "--resume whose inputs changed); nothing was written 3 the cases are complete on disk, but Polyaxon "
-        "tracking or the push to the server failed (the message says how to send the runs later) 4 "
-        "everything is written, but a fault or operator event a scenario declares fired in no case (the "
-        "scenario tested nothing it claims to; the message names the scenario and the fault or event); "
-        "--unfired note says it as a note instead, and the status is what it would be had it fired 130 "
-        "interrupted (Ctrl-C, SIGTERM): a run's folder is resumable with 'harness run --resume DIR' (a check "
-        "is not: run it again) 141 the program reading the output went away (as in 'harness list | true') "
-        "explore: 0 no finding, 1 findings (each a runnable file) or harness errors on some schedules (a "
-        "case over --case-timeout or a worker that died stops that policy's exploration of that template), 2 "
-        "bad usage or input, 3 Polyaxon tracking failed, 4 a declared fault or operator event fired in no "
-        "case of the template as written, for the policies explored (--unfired note: said, not a status). "
-        "replay: 0 the case came out the same as recorded, 1 it did not, 2 bad input. check: 0 every case is "
-        "correct or escalated, 1 some case is not (each printed with its reproduce command and repro file), "
-        "2 bad usage or input. push: 0 every offline run is on the server (sent now, or there already), 2 "
-        "bad input, 3 some could not be sent (given again, it sends the rest). positional arguments: COMMAND "
-        "run run the policy x scenario grid explore explore fault schedules from scenarios, shrink every "
-        "violation to a minimal runnable file check gate one policy: exit 1 unless every case is correct or "
-        "escalated; JUnit XML, repro files replay re-run a recorded case (recovery.json or a finding) and "
-        "check it is the same report write report.html for a run folder (tables, heatmap, timelines) list "
-        "show policies, scenarios and fault boundaries schema print the JSON Schema of recovery.json push "
-        "send a folder's offline Polyaxon runs to the server (POLYAXON_HOST), one request at a time, "
-        "skipping those it has already: given again after a failure, it sends the rest view browse a run's "
-        "Polyaxon runs in the Polyaxon UI (haupt viewer) options: -h, --help show this help message and exit"
+        "reproduce command is printed: a harness failure, a case over --case-timeout, a worker that died), or "
+        "the run's folder could not be written (resume it once fixed) 2 bad usage or input (unknown policy or "
+        "scenario, malformed scenario file or polyaxonfile, an --out in use by another run, a --resume whose "
+        "inputs changed); nothing was written 3 the cases are complete on disk, but Polyaxon tracking or the "
+        "push to the server failed (the message says how to send the runs later) 4 everything is written, but "
+        "a fault or operator event a scenario declares fired in no case (the scenario tested nothing it "
+        "claims to; the message names the scenario and the fault or event); --unfired note says it as a note "
+        "instead, and the status is what it would be had it fired 130 interrupted (Ctrl-C, SIGTERM): a run's "
+        "folder is resumable with 'harness run --resume DIR', an exploration's with 'harness explore --resume "
+        "DIR' (a check is not: run it again) 141 the program reading the output went away (as in 'harness "
+        "list | true') explore: 0 no finding, 1 findings (each a runnable file) or harness errors on some "
+        "schedules (a case over --case-timeout or a worker that died stops that policy's exploration of that "
+        "template), 2 bad usage or input, 3 Polyaxon tracking failed, 4 a declared fault or operator event "
+        "fired in no case of the template as written, for the policies explored (--unfired note: said, not a "
+        "status). replay: 0 the case came out the same as recorded, 1 it did not, 2 bad input. check: 0 every "
+        "case is correct or escalated, 1 some case is not (each printed with its reproduce command and repro "
+        "file), 2 bad usage or input. push: 0 every offline run is on the server (sent now, or there "
+        "already), 2 bad input, 3 some could not be sent (given again, it sends the rest). positional "
+        "arguments: COMMAND run run the policy x scenario grid explore explore fault schedules from "
+        "scenarios, shrink every violation to a minimal runnable file check gate one policy: exit 1 unless "
+        "every case is correct or escalated; JUnit XML, repro files replay re-run a recorded case "
+        "(recovery.json or a finding) and check it is the same report write report.html for a run folder "
+        "(tables, heatmap, timelines) list show policies, scenarios and fault boundaries schema print the "
+        "JSON Schema of recovery.json push send a folder's offline Polyaxon runs to the server "
+        "(POLYAXON_HOST), one request at a time, skipping those it has already: given again after a failure, "
+        "it sends the rest view browse a run's Polyaxon runs in the Polyaxon UI (haupt viewer) options: -h, "
+        "--help show this help message and exit"
     ),
     "push": (
         "usage: harness push [-h] [--project [OWNER/]NAME] RUN_DIR positional arguments: RUN_DIR a folder "
@@ -1928,22 +1931,24 @@ HELP = {
         "usage: harness explore [-h] [--policy NAME|MODULE:ATTR] [--scenario NAME|PATH] [--depth K] [--swarm "
         "N] [--seed-count S] [--concurrency N] [--force-concurrency] [--shard I/N] [--out DIR] [--tracking "
         "{offline,server,none}] [--project [OWNER/]NAME] [--case-timeout SECONDS] [--unfired {fail,note}] "
-        "[--quiet] options: -h, --help show this help message and exit --policy NAME|MODULE:ATTR a policy "
-        "(repeatable; default: all shipped) --scenario NAME|PATH a template (repeatable; default: all "
-        "shipped) --depth K combine up to K added elements (default 2) --swarm N random swarm schedules per "
-        "template (default 20) --seed-count S seeds 1..S for every schedule, S up to 100 (default 1) "
-        "--concurrency N processes side by side (default 1) --force-concurrency use --concurrency as given "
-        "even when it is more than the cores this process may use --shard I/N explore only shard I of N of "
-        "every template's schedules (0-based) --out DIR output folder (default: reports/runs/<run-id>) "
-        "--tracking {offline,server,none} Polyaxon tracking: one run per (policy, scenario) explored, "
-        "offline into <out>/polyaxon (default), pushed to the configured server as well, or none --project "
-        "[OWNER/]NAME Polyaxon project for the runs (default: default/recovery-harness) --case-timeout "
-        "SECONDS wall-clock budget of one case; a case over it, or one whose worker process dies, is stopped "
-        "and reported as a harness error, and its policy explored no further in that part (default 60; 0: no "
-        "budget) --unfired {fail,note} a fault or operator event a scenario declares that fired in no case "
-        "of this exploration: fail (default) exits 4; note says it all the same, and exits as if it had "
-        "fired (for a job that runs one cell of a grid, as a Polyaxon grid's does: another policy may fire "
-        "it) --quiet no progress lines"
+        "[--resume DIR] [--quiet] options: -h, --help show this help message and exit --policy "
+        "NAME|MODULE:ATTR a policy (repeatable; default: all shipped) --scenario NAME|PATH a template "
+        "(repeatable; default: all shipped) --depth K combine up to K added elements (default 2) --swarm N "
+        "random swarm schedules per template (default 20) --seed-count S seeds 1..S for every schedule, S up "
+        "to 100 (default 1) --concurrency N processes side by side (default 1) --force-concurrency use "
+        "--concurrency as given even when it is more than the cores this process may use --shard I/N explore "
+        "only shard I of N of every template's schedules (0-based) --out DIR output folder (default: "
+        "reports/runs/<run-id>) --tracking {offline,server,none} Polyaxon tracking: one run per (policy, "
+        "scenario) explored, offline into <out>/polyaxon (default), pushed to the configured server as well, "
+        "or none --project [OWNER/]NAME Polyaxon project for the runs (default: default/recovery-harness) "
+        "--case-timeout SECONDS wall-clock budget of one case; a case over it, or one whose worker process "
+        "dies, is stopped and reported as a harness error, and its policy explored no further in that part "
+        "(default 60; 0: no budget) --unfired {fail,note} a fault or operator event a scenario declares that "
+        "fired in no case of this exploration: fail (default) exits 4; note says it all the same, and exits "
+        "as if it had fired (for a job that runs one cell of a grid, as a Polyaxon grid's does: another "
+        "policy may fire it) --resume DIR complete an exploration that was stopped (Ctrl-C, SIGTERM, a full "
+        "disk): only its parts that are missing are explored, with the options it began with; only --quiet "
+        "and --concurrency (with --force-concurrency) may be given with it --quiet no progress lines"
     ),
     "check": (
         "usage: harness check [-h] --policy NAME|MODULE:ATTR [--scenario NAME|PATH] [--seed-count N] "
