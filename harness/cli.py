@@ -431,6 +431,21 @@ def _parser(defaults: bool = True) -> argparse.ArgumentParser:
 _WITH_RESUME = frozenset({"command", "resume", "no_report", "junit", "quiet", "concurrency"})
 
 
+def _only_with_resume(argv: Sequence[str], allowed: frozenset[str], takes: str) -> list[str]:
+    """The options typed (``argv``), once each is one ``--resume`` may be given with (``--force-concurrency``
+    only beside ``--concurrency``); else ``UsageError`` naming the others: the rest is what it ``takes``."""
+    from harness.run.plan import UsageError
+
+    explicit = list(vars(_parser(defaults=False).parse_args(argv)))  # in the order typed
+    allowed = allowed | ({"force_concurrency"} if "concurrency" in explicit else set())
+    given = [f"--{name.replace('_', '-')}" for name in explicit if name not in allowed]
+    if given:
+        raise UsageError(
+            f"--resume takes {takes}, not {', '.join(given)}; fix: drop " + ("them" if len(given) > 1 else "it")
+        )
+    return explicit
+
+
 def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from harness.gate.junit import check_junit_path
     from harness.policy import look_in
@@ -440,14 +455,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
     if args.resume is not None:
         args.resume = args.resume.absolute()  # the resume command it may print runs from any folder
-        explicit = vars(_parser(defaults=False).parse_args(argv))
-        allowed = _WITH_RESUME | ({"force_concurrency"} if "concurrency" in explicit else set())
-        given = [f"--{name.replace('_', '-')}" for name in explicit if name not in allowed]
-        if given:
-            raise UsageError(
-                f"--resume takes its cells and options from the run's manifest, not {', '.join(given)}; fix: drop "
-                + ("them" if len(given) > 1 else "it")
-            )
+        _only_with_resume(argv, _WITH_RESUME, "its cells and options from the run's manifest")
         # The processes that run what is missing, capped as a new run's --concurrency is (the note said once the
         # run is known to be resumable); None: the run's own concurrency, as it began.
         processes, lowered = (
@@ -1014,19 +1022,13 @@ _WITH_EXPLORE_RESUME = frozenset({"command", "resume", "quiet", "concurrency"})
 def _explore(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from harness.explore import ExploreOptions, explore, resume_explore
     from harness.policy import builtin_policy_names
-    from harness.run.plan import UsageError
     from harness.scenario import list_scenarios
 
     progress = None if args.quiet else _explore_progress
     if args.resume is not None:
-        explicit = vars(_parser(defaults=False).parse_args(argv))
-        allowed = _WITH_EXPLORE_RESUME | ({"force_concurrency"} if "concurrency" in explicit else set())
-        given = [f"--{name.replace('_', '-')}" for name in explicit if name not in allowed]
-        if given:
-            raise UsageError(
-                f"--resume takes its policies, templates and options from the exploration's request, not "
-                f"{', '.join(given)}; fix: drop " + ("them" if len(given) > 1 else "it")
-            )
+        explicit = _only_with_resume(
+            argv, _WITH_EXPLORE_RESUME, "its policies, templates and options from the exploration's request"
+        )
         processes = None
         if "concurrency" in explicit:
             processes, note = _within_cores(args.concurrency, args.force_concurrency)

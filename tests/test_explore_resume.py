@@ -193,7 +193,9 @@ def test_the_command_line_resumes_refuses_other_options_and_says_when_there_is_n
             f"harness: --out {out}: holds an exploration that was stopped before its end; fix: complete it with "
             f"python -m harness explore --resume {out}, or give a new or empty folder"
         )
-    assert main(["explore", "--resume", str(out), "--quiet", "--concurrency", "1"]) == 1  # retry_new_key's findings
+    assert main(["explore", "--resume", str(out), "--force-concurrency"]) == 2  # alone, it would change nothing
+    assert capsys.readouterr().err.strip().endswith("not --force-concurrency; fix: drop it")
+    assert main(["explore", "--resume", str(out), "--quiet", "--concurrency", "1", "--force-concurrency"]) == 1
     said = capsys.readouterr().out
     assert "finding" in said and str(out) in said
     assert main(["explore", "--resume", str(out)]) == 2

@@ -40,7 +40,7 @@ from harness.plx.tracking import (
 from harness.policy import import_root, load_policy, look_in
 from harness.run.cell import FaultCoverage
 from harness.run.files import write_atomic
-from harness.run.folder import LOCK_FILE, Claim, claim, fingerprints, stray_temporaries
+from harness.run.folder import LOCK_FILE, Claim, changed_since, claim, fingerprints, stray_temporaries
 from harness.run.grid import TrackingNote, check_project, new_out, tracking_note
 from harness.run.plan import Grid, UsageError, absolute, budget_option, load_grid
 from harness.run.pool import supervise
@@ -241,13 +241,12 @@ def resume_explore(
         processes=concurrency,
     )
     grid = load_grid(request.policies, request.scenarios, options.seeds)
-    now = fingerprints(grid)
-    for name in sorted(set(now) | set(request.fingerprints)):
-        if now.get(name) != request.fingerprints.get(name):
-            raise UsageError(
-                f"{name}: changed since the exploration began in {out}, so its findings would mix two inputs; fix: "
-                "explore anew with another --out (or restore what changed)"
-            )
+    changed = changed_since(grid, request.fingerprints)
+    if changed is not None:
+        raise UsageError(
+            f"{changed}: changed since the exploration began in {out}, so its findings would mix two inputs; fix: "
+            "explore anew with another --out (or restore what changed)"
+        )
     hold = claim(out, fresh=False)
     if (out / "explore.json").is_file():  # completed by another resume while this one read the request
         hold.release()

@@ -38,6 +38,7 @@ __all__ = [
     "Claim",
     "Manifest",
     "Request",
+    "changed_since",
     "claim",
     "fingerprints",
     "in_use",
@@ -306,6 +307,13 @@ class Manifest:
                 f"{out / MANIFEST}: field 'digest': missing, though the run's finished pieces were written by a "
                 f"harness that keeps one, so the cells, seeds or options may not be the ones the run began with; {fix}"
             )
+
+
+def changed_since(grid: Grid, kept: dict[str, str]) -> str | None:
+    """The first input (a scenario or a policy, by name) whose fingerprint is not the one ``kept`` when the work
+    began; ``None`` when none changed."""
+    now = fingerprints(grid)
+    return next((name for name in sorted(set(now) | set(kept)) if now.get(name) != kept.get(name)), None)
 
 
 def fingerprints(grid: Grid) -> dict[str, str]:

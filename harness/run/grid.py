@@ -53,6 +53,7 @@ from harness.run.folder import (
     Claim,
     Manifest,
     Request,
+    changed_since,
     checked_here,
     claim,
     fingerprints,
@@ -428,13 +429,12 @@ def resume_grid(
         if not report:
             options = replace(options, report=False)
         grid = load_grid([c.policy_spec for c in plan.cells], [c.scenario_spec for c in plan.cells], [0])
-        now = fingerprints(grid)
-        for name in sorted(set(now) | set(manifest.fingerprints)):
-            if now.get(name) != manifest.fingerprints.get(name):
-                raise UsageError(
-                    f"{name}: changed since the run began in {out}, so its cases would mix two inputs; fix: start "
-                    "a new run with another --out (or restore what changed)"
-                )
+        changed = changed_since(grid, manifest.fingerprints)
+        if changed is not None:
+            raise UsageError(
+                f"{changed}: changed since the run began in {out}, so its cases would mix two inputs; fix: start a "
+                "new run with another --out (or restore what changed)"
+            )
         if not manifest.digested:  # begun before digests were kept: its pieces are written as now, so it keeps one
             write_atomic(out / MANIFEST, manifest.to_json())
         stray_temporaries(out)
