@@ -261,3 +261,16 @@ def test_an_exploration_stopped_while_writing_its_findings_resumes_without_explo
     monkeypatch.setattr(exploration, "supervise", no_process)
     resume_explore(stopped, progress=lambda *done: seen.append(done), isolate=True)
     assert seen == [] and _written(stopped) == _written(clean)
+
+
+def test_an_exploration_killed_after_its_summary_is_whole_and_said_to_be(tmp_path: Path) -> None:
+    """Killed between writing explore.json and removing its request: complete. A resume says there is nothing to
+    resume, and --out says the folder is not empty, not that it holds an exploration to complete."""
+    from harness.run.folder import not_empty
+
+    out = tmp_path / "out"
+    explore(POLICIES, ["lost_response"], _options(out))
+    (out / "explore-request.json").write_text("{}")
+    assert not_empty(out) == f"--out {out}: is not empty; fix: give a new or empty folder"
+    with pytest.raises(UsageError, match="nothing to resume"):
+        resume_explore(out, isolate=False)

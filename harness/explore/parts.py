@@ -126,9 +126,9 @@ class ExploreRequest:
         if not out.is_dir():
             what = "a file, not a folder" if out.exists() else "no such folder"
             raise UsageError(f"--resume {out}: {what}; fix: give a folder 'harness explore' was writing")
+        if (out / "explore.json").is_file():  # written last: whole, even if killed before its request went
+            raise UsageError(f"nothing to resume: the exploration in {out} is complete (explore.json)")
         if not path.is_file():
-            if (out / "explore.json").is_file():
-                raise UsageError(f"nothing to resume: the exploration in {out} is complete (explore.json)")
             raise UsageError(
                 f"--resume {out}: no {REQUEST}, so no exploration that stopped short; fix: give a folder "
                 "'harness explore' was writing when it stopped (a run's folder resumes with 'harness run --resume')"

@@ -94,7 +94,7 @@ def not_empty(out: Path) -> str:
             f"--out {out}: holds a run that was stopped before its end; fix: complete it with "
             f"python -m harness run --resume {quoted}, or give a new or empty folder"
         )
-    if (out / EXPLORE_REQUEST).is_file():
+    if (out / EXPLORE_REQUEST).is_file() and not (out / "explore.json").is_file():  # (killed as it ended: whole)
         return (
             f"--out {out}: holds an exploration that was stopped before its end; fix: complete it with "
             f"python -m harness explore --resume {quoted}, or give a new or empty folder"
