@@ -185,7 +185,6 @@ def explore(
     specs = list(dict.fromkeys(c.policy_spec for c in grid.cases))
     # A resumable exploration names a template given as a path by its absolute path (as a run's manifest does):
     # a resume from another folder reads the same file, and writes the same explore.json.
-    given_specs = list(scenario_specs)
     scenario_specs = list(dict.fromkeys(absolute(s) if options.resumable else s for s in scenario_specs))
     if options.tracking != "none" and is_managed() and (len(specs) != 1 or len(scenario_specs) != 1):
         raise UsageError(
@@ -201,10 +200,7 @@ def explore(
     hold = claim(out, fresh=True)
     if options.resumable:
         try:
-            # Fingerprinted as its resume loads it (by the absolute paths the request names), not as given: a
-            # template given by a relative path was otherwise refused as changed by every resume.
-            as_resumed = load_grid(specs, scenario_specs, options.seeds) if scenario_specs != given_specs else grid
-            _request(specs, scenario_specs, options, as_resumed).write(out)
+            _request(specs, scenario_specs, options, grid).write(out)
         except BaseException as exc:  # nothing to resume from: the folder is left as it was found
             with contextlib.suppress(OSError):
                 _discard(out, keep_folder=given)

@@ -28,7 +28,7 @@ from harness.errors import wrong_field
 from harness.limits import SEED_COUNT_MAX
 from harness.model import EXPLORE_REQUEST, MANIFEST, REQUEST, RUN_RECORD
 from harness.model.lock import LOCK_FILE, held, take
-from harness.run.plan import Cell, Grid, UsageError
+from harness.run.plan import Cell, Grid, UsageError, absolute
 from harness.seeds import SEED_MAX
 from harness.version import __version__
 
@@ -321,7 +321,8 @@ def fingerprints(grid: Grid) -> dict[str, str]:
     out: dict[str, str] = {}
     for case in grid.cases:
         scenario = case.scenario.model_dump_json(exclude={"approval": {"token"}})
-        out[f"scenario {case.scenario_spec} ({case.scenario.name})"] = _digest(scenario)
+        # By its absolute path, as a resume names it whatever folder it runs from (a shipped name stays a name).
+        out[f"scenario {absolute(case.scenario_spec)} ({case.scenario.name})"] = _digest(scenario)
         policy = case.policy
         source = ""
         with contextlib.suppress(OSError, TypeError):
