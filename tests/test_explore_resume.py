@@ -11,6 +11,7 @@ import pytest
 from conftest import SCENARIO_DIR
 
 import harness.explore.parts as parts
+import harness.run.folder as folder
 from harness.cli import main
 from harness.explore import ExploreOptions, explore, resume_explore
 from harness.explore.parts import ExploreRequest, finished_parts
@@ -120,6 +121,21 @@ def test_a_resume_refuses_a_template_changed_since_it_began(tmp_path: Path) -> N
         "mix two inputs; fix: explore anew with another --out (or restore what changed)"
     )
     assert (out / ".parts" / "0.part").is_file()  # refused: nothing was touched
+
+
+def test_a_resume_refuses_once_the_harness_code_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its version number unchanged (0.1.0 since the start), a harness whose simulator or checker was edited
+    since would judge the missing parts by other rules than the finished ones."""
+    out = tmp_path / "out"
+    _interrupted(out, after=1)
+    monkeypatch.setattr(folder, "harness_code_digest", lambda: "0" * 16)
+    with pytest.raises(UsageError) as refused:
+        resume_explore(out, isolate=False)
+    assert str(refused.value) == (
+        f"the harness's code: changed since the exploration began in {out}, so its findings would mix two inputs; "
+        "fix: explore anew with another --out (or restore what changed)"
+    )
+    assert sorted(p.name for p in (out / ".parts").iterdir()) == ["0.part"]
 
 
 @pytest.mark.parametrize(

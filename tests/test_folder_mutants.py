@@ -16,14 +16,18 @@ from pathlib import Path
 
 import pytest
 
+import harness
 from harness.model import MANIFEST, REQUEST, RUN_RECORD
 from harness.run.folder import (
+    HARNESS_CODE,
     LOCK_FILE,
     Claim,
     Manifest,
     Request,
     claim,
+    code_digest,
     fingerprints,
+    harness_code_digest,
     in_use,
     not_empty,
     stray_temporaries,
@@ -356,6 +360,39 @@ def test_a_manifest_of_a_million_seeds_is_read_as_a_range(tmp_path: Path) -> Non
 # -- fingerprints and temporaries ------------------------------------------------------------------------------
 
 
+def test_the_code_digest_changes_with_any_module_its_path_or_a_new_one_and_nothing_else(tmp_path: Path) -> None:
+    """What tells a resume that the harness changed since the run began: every module's text and path, in every
+    subpackage; not its compiled files or anything that is not a module."""
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "a.py").write_text("A = 1\n")
+    (package / "sub" / "b.py").write_text("B = 2\n")
+    first = code_digest(package)
+    assert len(first) == 16 and code_digest(package) == first
+    (package / "notes.txt").write_text("not code")
+    (package / "sub" / "b.cpython-311.pyc").write_bytes(b"\0")
+    assert code_digest(package) == first
+    seen = {first}
+    for change in (
+        lambda: (package / "sub" / "b.py").write_text("B = 3\n"),
+        lambda: (package / "sub" / "b.py").rename(package / "sub" / "c.py"),
+        lambda: (package / "sub" / "c.py").rename(package / "c.py"),
+        lambda: (package / "d.py").write_text(""),
+    ):
+        change()
+        seen.add(code_digest(package))
+    assert len(seen) == 5
+    # Two files' texts are not one file's: the separator keeps each path with its own text.
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.py").write_text("A = 1\n")
+    joined = tmp_path / "joined"
+    joined.mkdir()
+    (joined / "a.py").write_text("A = 1\n\0b.py\0B = 2\n")
+    (other / "b.py").write_text("B = 2\n")
+    assert code_digest(other) != code_digest(joined)
+
+
 def test_fingerprints_name_each_scenario_and_policy_and_change_with_their_revision() -> None:
     grid = load_grid(["retry_new_key", "reconcile_and_reauthorize"], ["lost_response"], [1, 2])
     prints = fingerprints(grid)
@@ -363,7 +400,9 @@ def test_fingerprints_name_each_scenario_and_policy_and_change_with_their_revisi
         "policy reconcile_and_reauthorize",
         "policy retry_new_key",
         "scenario lost_response (lost_response)",
+        HARNESS_CODE,
     ]
+    assert prints[HARNESS_CODE] == harness_code_digest() == code_digest(Path(harness.__file__).parent)
     assert all(len(v) == 16 and int(v, 16) >= 0 for v in prints.values())
     assert prints["policy retry_new_key"] != prints["policy reconcile_and_reauthorize"]
     again = fingerprints(load_grid(["retry_new_key"], ["lost_response"], [7]))

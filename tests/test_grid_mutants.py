@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 import harness.plx.tracking as tracking
+import harness.run.folder as folder
 import harness.run.grid as grid
 import harness.run.pool as pool
 from harness.errors import InputError
@@ -32,7 +33,7 @@ from harness.model import MANIFEST, REPORT_HTML, REQUEST, RUN_RECORD
 from harness.plx.tracking import CellRecord, PushResult, Tracked
 from harness.run import GridOptions, plan_cells, run_grid
 from harness.run.cell import CaseLine, CellJob, CellResult, FaultCoverage, MetricTally, Piece
-from harness.run.folder import LOCK_FILE, Manifest, claim
+from harness.run.folder import HARNESS_CODE, LOCK_FILE, Manifest, claim, harness_code_digest
 from harness.run.grid import (
     DEFAULT_RUNS,
     WALL_NOTE,
@@ -460,7 +461,8 @@ def test_the_manifest_keeps_the_cells_concurrency_options_and_fingerprints(tmp_p
         "failing_files": 3, "case_timeout_s": 2.5, "unfired": "fail", "junit": str(tmp_path / "j.xml"),
         "check": False,
     }  # fmt: skip
-    assert sorted(manifest.fingerprints) == [f"policy {POLICY}", f"scenario {SCENARIO} ({SCENARIO})"]
+    assert sorted(manifest.fingerprints) == [f"policy {POLICY}", f"scenario {SCENARIO} ({SCENARIO})", HARNESS_CODE]
+    assert manifest.fingerprints[HARNESS_CODE] == harness_code_digest()
     assert begun_as(out) == (Plan(manifest.cells, 2), replace(options, isolate=True))
 
 
@@ -849,6 +851,17 @@ def test_a_resumed_run_reads_its_pieces_back_and_passes_the_reading_on(tmp_path:
     summary = resume_grid(out, reading=reading)
     assert summary is not None and page.calls == [(out, (POLICY,), reading)]
     assert summary.counts == {(POLICY, SCENARIO): Counter(incorrect=1), (POLICY, "lost_response"): Counter(correct=1)}
+
+
+def test_a_resume_refuses_a_run_once_the_harness_code_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = _stopped(tmp_path, _plan(scenarios=(SCENARIO, "lost_response"), seeds=(1,)), NONE, 2)
+    monkeypatch.setattr(folder, "harness_code_digest", lambda: "0" * 16)
+    with pytest.raises(UsageError) as refused:
+        resume_grid(out)
+    assert str(refused.value) == (
+        f"the harness's code: changed since the run began in {out}, so its cases would mix two inputs; fix: start a "
+        "new run with another --out (or restore what changed)"
+    )
 
 
 def test_a_resume_refuses_a_run_whose_inputs_changed(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import inspect
 import json
@@ -33,6 +34,7 @@ from harness.seeds import SEED_MAX
 from harness.version import __version__
 
 __all__ = [
+    "HARNESS_CODE",
     "LOCK_FILE",
     "REQUEST",
     "Claim",
@@ -40,7 +42,9 @@ __all__ = [
     "Request",
     "changed_since",
     "claim",
+    "code_digest",
     "fingerprints",
+    "harness_code_digest",
     "in_use",
     "not_empty",
     "stray_temporaries",
@@ -316,9 +320,15 @@ def changed_since(grid: Grid, kept: dict[str, str]) -> str | None:
     return next((name for name in sorted(set(now) | set(kept)) if now.get(name) != kept.get(name)), None)
 
 
+#: The key of the harness's own code among the fingerprints: cases judged by two versions of the simulator or
+#: the checker would be no one run, whatever its version number says.
+HARNESS_CODE = "the harness's code"
+
+
 def fingerprints(grid: Grid) -> dict[str, str]:
-    """A digest of every scenario as loaded (its secret left out) and of every policy's revision and source."""
-    out: dict[str, str] = {}
+    """A digest of the harness's own code, of every scenario as loaded (its secret left out) and of every policy's
+    revision and source."""
+    out: dict[str, str] = {HARNESS_CODE: harness_code_digest()}
     for case in grid.cases:
         scenario = case.scenario.model_dump_json(exclude={"approval": {"token"}})
         # By its absolute path, as a resume names it whatever folder it runs from (a shipped name stays a name).
@@ -329,6 +339,22 @@ def fingerprints(grid: Grid) -> dict[str, str]:
             source = Path(inspect.getfile(type(policy))).read_text(encoding="utf-8")
         out[f"policy {case.policy_spec}"] = _digest(f"{policy.name}\n{policy.revision}\n{source}")
     return out
+
+
+@functools.cache
+def harness_code_digest() -> str:
+    """``code_digest`` of the harness package this process runs (read once)."""
+    return code_digest(Path(__file__).resolve().parents[1])
+
+
+def code_digest(package: Path) -> str:
+    """A digest of every module under ``package``, by its path inside it and its text."""
+    return _digest(
+        "".join(
+            f"{path.relative_to(package).as_posix()}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n"
+            for path in sorted(package.rglob("*.py"))
+        )
+    )
 
 
 def _digest(text: str) -> str:

@@ -411,8 +411,8 @@ def resume_grid(
     many processes; the pieces are still the ones the manifest's concurrency planned (see ``_complete``), and
     ``checked`` is called once the run is known to be resumable, before any of them runs. None when the run is
     already complete (its report written: a run stopped while writing it completes again from its pieces' parts).
-    Raises ``UsageError`` when a scenario or a policy changed since the run began (its results would
-    mix two inputs)."""
+    Raises ``UsageError`` when a scenario, a policy or the harness's own code changed since the run began (its
+    results would mix two inputs)."""
     manifest = Manifest.read(out)
     if manifest.options.get("check") is True:
         raise UsageError(checked_here(out))
