@@ -1106,6 +1106,91 @@ class SupersededRefusalAsAbsent(_Variant):
         return command
 
 
+# -- an adversarial review of racing recoverers: several workers recovering one action at once ------------------
+
+
+def _without_concurrent(situation: Situation) -> Situation:
+    """``situation`` without the attempts another worker recorded since this incarnation started (a crashed
+    predecessor's stay): what a worker sees that takes another's attempt for that worker's business alone."""
+    attempts = tuple(
+        a for a in situation.attempts if a.observation != "unknown" or a.recorded_at_s < situation.started_at_s
+    )
+    return situation.model_copy(update={"attempts": attempts})
+
+
+class QuietFromOwnAttempts(_Variant):
+    """Dates the quiet period from its own attempts (and a crashed predecessor's) only: a retry another worker
+    recovering beside it has sent since is taken as that worker's to wait out, and it retries on an absence that
+    retry, late on the wire, can still contradict."""
+
+    def quiet_after_s(self, situation: Situation) -> float | None:
+        return super().quiet_after_s(_without_concurrent(situation))
+
+
+class FollowQuietFromOwnAttempts(_FollowVariant):
+    """``quiet_from_own_attempts`` in ``follow_and_inspect``."""
+
+    def quiet_after_s(self, situation: Situation) -> float | None:
+        return super().quiet_after_s(_without_concurrent(situation))
+
+
+class VerifyQuietFromOwnAttempts(_VerifyVariant):
+    """``quiet_from_own_attempts`` in ``verify_before_mutation``."""
+
+    def quiet_after_s(self, situation: Situation) -> float | None:
+        return super().quiet_after_s(_without_concurrent(situation))
+
+
+#: Why the controller refuses a claim when another worker's attempt was recorded since the decision.
+RECORDED_SINCE = "was recorded since the dispatch was decided"
+
+
+def _lost_the_race(situation: Situation) -> bool:
+    """Whether its last command was a claim refused because another worker's attempt was recorded since."""
+    last = situation.last
+    return last is not None and last.refused and RECORDED_SINCE in (last.reason or "")
+
+
+class ClaimsAgainAfterRace(_Variant):
+    """Takes a claim refused because another worker's attempt was recorded since its decision for a write conflict
+    to try again ("the ledger moved under me"): asks at once for the same retry instead of deciding again on what
+    the ledger now says, and sends it beside the other worker's, which is still on its way."""
+
+    def decide(self, situation: Situation) -> Command:
+        if _lost_the_race(situation):
+            return self.leased(situation, self.retry_command(situation), None)
+        return super().decide(situation)
+
+
+class FollowClaimsAgainAfterRace(_FollowVariant):
+    """``claims_again_after_race`` in ``follow_and_inspect``."""
+
+    def decide(self, situation: Situation) -> Command:
+        if _lost_the_race(situation):
+            return self.leased(situation, self.retry_command(situation), None)
+        return super().decide(situation)
+
+
+class VerifyClaimsAgainAfterRace(_VerifyVariant):
+    """``claims_again_after_race`` in ``verify_before_mutation``."""
+
+    def decide(self, situation: Situation) -> Command:
+        if _lost_the_race(situation):
+            return self.leased(situation, self.retry_command(situation), None)
+        return super().decide(situation)
+
+
+class LatestJobSinceOwnSend(_FollowVariant):
+    """Follows the last report on a job since its own last attempt (or a crashed predecessor's), not since another
+    worker's later one: the dead job's report, read before the other worker's new operation left, is taken for
+    the latest, and it starts another new operation while that one is on its way."""
+
+    def _latest_job(self, situation: Situation) -> LookupView | None:
+        since = _without_concurrent(situation).last_sent_bound_s or 0.0
+        follows = [lk for lk in situation.lookups if lk.source == "follow_job" and lk.at_s >= since]
+        return follows[-1] if follows else None
+
+
 @dataclass(frozen=True)
 class Catch:
     """Where a variant must be caught: the scenario, and the property whose verdict must be false."""
@@ -1320,6 +1405,29 @@ CORPUS: tuple[Catch, ...] = (
     # adds a task change before the lookup and finds it (as rejections_unguarded was found), then shipped as its case.
     Catch(
         SupersededRefusalAsAbsent("superseded_refusal_as_absent"), "rejected_reply_lost_after_change", "false_records"
+    ),
+    # An adversarial review of racing recoverers: no shipped case had a recovering worker's claim refused by
+    # another worker's attempt while that attempt was still on its way to the target (each racing case's winning
+    # attempt landed, or was recorded, before the loser decided again), nor two workers recovering through a
+    # connector; each passed every shipped case until its scenario shipped.
+    Catch(QuietFromOwnAttempts("quiet_from_own_attempts"), "racing_recoverers_retry_delayed", "duplicate_effects"),
+    Catch(
+        FollowQuietFromOwnAttempts("quiet_from_own_attempts"), "racing_recoverers_retry_delayed", "duplicate_effects"
+    ),
+    Catch(
+        VerifyQuietFromOwnAttempts("quiet_from_own_attempts"), "racing_recoverers_retry_delayed", "duplicate_effects"
+    ),
+    Catch(ClaimsAgainAfterRace("claims_again_after_race"), "racing_recoverers_retry_delayed", "duplicate_effects"),
+    Catch(
+        FollowClaimsAgainAfterRace("claims_again_after_race"), "racing_recoverers_retry_delayed", "duplicate_effects"
+    ),
+    Catch(
+        VerifyClaimsAgainAfterRace("claims_again_after_race"), "racing_recoverers_retry_delayed", "duplicate_effects"
+    ),
+    Catch(
+        LatestJobSinceOwnSend("latest_job_since_own_send"),
+        "racing_recoverers_new_operation_delayed",
+        "duplicate_effects",
     ),
 )
 

@@ -734,6 +734,14 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         follow=("escalated", set()),
         verify=("escalated", set()),
     ),
+    "racing_recoverers_new_operation_delayed": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"abandoned_actions", "retries_after_uncertain"}),
+        reconcile=("escalated", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("escalated", set()),
+    ),
     "racing_recoverers_no_dedupe": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("incorrect", {"duplicate_effects"}),
@@ -741,6 +749,14 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         new_key=("incorrect", {"duplicate_effects"}),
         follow=("correct", set()),
         verify=("correct", set()),
+    ),
+    "racing_recoverers_retry_delayed": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"duplicate_effects"}),
+        reconcile=("escalated", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("escalated", set()),
+        verify=("escalated", set()),
     ),
     "racing_recoverers_retry_leaves": dict(
         stop=("abandoned", {"abandoned_actions"}),
