@@ -1029,12 +1029,10 @@ def _explore(args: argparse.Namespace, argv: Sequence[str]) -> int:
         explicit = _only_with_resume(
             argv, _WITH_EXPLORE_RESUME, "its policies, templates and options from the exploration's request"
         )
-        processes = None
-        if "concurrency" in explicit:
-            processes, note = _within_cores(args.concurrency, args.force_concurrency)
-            if note is not None:
-                note()
-        summary, options = resume_explore(args.resume.absolute(), processes, progress)
+        processes, lowered = None, None
+        if "concurrency" in explicit:  # lowered to the cores, said once the exploration is known to be resumable
+            processes, lowered = _within_cores(args.concurrency, args.force_concurrency)
+        summary, options = resume_explore(args.resume.absolute(), processes, progress, checked=lowered)
     else:
         concurrency, note = _within_cores(args.concurrency, args.force_concurrency)
         if note is not None:

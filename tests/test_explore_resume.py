@@ -226,6 +226,30 @@ def test_the_command_line_resumes_refuses_other_options_and_says_when_there_is_n
     )
 
 
+def test_a_lowered_concurrency_is_said_only_once_the_exploration_is_known_to_be_resumable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A resume refused says its one line alone, not a note about the cores before it (as ``run --resume``)."""
+    import harness.cli as cli
+
+    out = tmp_path / "out"
+    _interrupted(out, after=1)
+    monkeypatch.setattr(cli, "cores_here", lambda: 1)
+    real = folder.harness_code_digest
+    monkeypatch.setattr(folder, "harness_code_digest", lambda: "0" * 16)
+    assert main(["explore", "--resume", str(out), "--quiet", "--concurrency", "2"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"harness: the harness's code: changed since the exploration began in {out}, so its findings would mix two "
+        "inputs; fix: explore anew with another --out (or restore what changed)"
+    )
+    monkeypatch.setattr(folder, "harness_code_digest", real)
+    assert main(["explore", "--resume", str(out), "--quiet", "--concurrency", "2"]) == 1
+    assert capsys.readouterr().err.strip() == (
+        "harness: --concurrency 2 is more than the 1 cores here; using 1 (pass --force-concurrency to use it anyway)"
+    )
+    assert (out / "explore.json").is_file()
+
+
 def test_a_users_policy_is_imported_again_from_the_folder_the_exploration_began_in(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

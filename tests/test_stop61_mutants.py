@@ -228,8 +228,12 @@ def _resumed_spy(monkeypatch: pytest.MonkeyPatch, options: ExploreOptions, **sum
     """``resume_explore`` as ``explore --resume`` calls it, answering with an empty summary and ``options``."""
     seen: list[tuple[Any, ...]] = []
 
-    def resumed(out: Path, processes: int | None, progress: Any) -> tuple[ExploreSummary, ExploreOptions]:
+    def resumed(
+        out: Path, processes: int | None, progress: Any, checked: Any = None
+    ) -> tuple[ExploreSummary, ExploreOptions]:
         seen.append((out, processes, progress))
+        if checked is not None:  # known to be resumable
+            checked()
         return ExploreSummary(out, **summary), options
 
     monkeypatch.setattr(exploration, "resume_explore", resumed)

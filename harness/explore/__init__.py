@@ -217,11 +217,13 @@ def resume_explore(
     concurrency: int | None = None,
     progress: Callable[[int, int, JobResult], None] | None = None,
     isolate: bool = True,
+    checked: Callable[[], None] | None = None,
 ) -> tuple[ExploreSummary, ExploreOptions]:
     """Complete an exploration that stopped short (interrupted, or its files could not be written): run only its
     parts that are missing, in ``concurrency`` processes (default: as it began; its parts stay as it split them),
-    and write what it would have written. Raises ``UsageError`` when its request is missing or damaged, or a
-    policy, a template or the harness changed since it began (its findings would mix two inputs)."""
+    and write what it would have written; ``checked`` is called once it is known to be resumable, before any part
+    runs. Raises ``UsageError`` when its request is missing or damaged, or a policy, a template or the harness
+    changed since it began (its findings would mix two inputs)."""
     request = ExploreRequest.read(out)
     look_in(request.cwd)
     options = ExploreOptions(
@@ -252,6 +254,8 @@ def resume_explore(
         hold.release()
         raise UsageError(f"nothing to resume: the exploration in {out} is complete (explore.json)")
     stray_temporaries(out)
+    if checked is not None:
+        checked()
     summary = _explore(
         out, hold, True, list(request.policies), list(request.scenarios), options, progress, resumed=True
     )
