@@ -522,6 +522,12 @@ def retries_after_uncertain(f: Facts) -> Finding:
         told_last: ReplyReceived | None = None
         #: A read answered that nothing is there, and the ledger that could say whether it was so is withheld.
         doubted: ReplyReceived | None = None
+        #: The first such reply since a read surely settled the doubt (``told`` itself when no doubted read came
+        #: between), and the doubted read a later one came after: were that read wrong, the caller was uncertain
+        #: all along since ``since``, and a dispatch decided after it is a retry after an uncertain outcome, even
+        #: one decided before ``told``.
+        since: ReplyReceived | None = None
+        reopened: ReplyReceived | None = None
         #: A read sent before the caller was last told and answered after, with the ledger withheld: whether the target
         #: answered it since (and so whether it settled the doubt) is unknown.
         unplaced: ReplyReceived | None = None
@@ -536,7 +542,14 @@ def retries_after_uncertain(f: Facts) -> Finding:
                         # Told while this dispatch was on its way: it was decided before (it is sent
                         # ``worker.retry_send_s`` after), so no read could have come between. The next one can.
                         # Its own decision, not the last one before it: another worker recovering beside it may
-                        # have decided one since (and been refused its claim).
+                        # have decided one since (and been refused its claim). Unless a doubted read came between
+                        # an earlier uncertain reply and this decision: were it wrong, the doubt was never settled.
+                        if reopened is not None and since is not None and decided.index > since.index:
+                            undecided.append(
+                                f"whether the read that answered {reopened.status} before {event.execution_id} was "
+                                f"decided was right (if not, its outcome was uncertain since "
+                                f"{since.execution_id or action_id} was answered {since.status})"
+                            )
                         continue
                     if unplaced is not None:
                         undecided.append(
@@ -557,7 +570,8 @@ def retries_after_uncertain(f: Facts) -> Finding:
                         f"whether the read that answered {doubted.status} before {event.execution_id} was right"
                     )
             elif _uncertain(event):
-                told, told_last, doubted = told or event, event, None
+                reopened = doubted or reopened
+                told, told_last, since, doubted = told or event, event, since or event, None
             elif conclusive(event.kind, event.status):
                 earliest, latest = f.answered_between(event)
                 if told_last is not None and latest < told_last.index:
@@ -583,6 +597,8 @@ def retries_after_uncertain(f: Facts) -> Finding:
                         doubted = event
                 elif event.status not in NOTHING_THERE:
                     doubted = None
+                if doubted is None:  # surely settled (or, visible, nothing to settle): no earlier doubt lives on
+                    since = reopened = None
                 told = unplaced = None
     if undecided:  # a count beside them would be a lower bound: null, with the violations seen kept
         return Finding(None, tuple(anomalies), reason=f"{HIDDEN}, so {undecided[0]} is unknown")
