@@ -6,7 +6,8 @@ shipped case has both, and random commands over one worker never reach two worke
 worlds are the templates with exploration's own schedule elements (``harness.explore.schedule``) applied, with two
 recovering workers and the ledger withheld:
 
-- every depth-1 schedule of every shipped template (one case each, the policy and seed taking turns), and
+- every depth-1 schedule of every shipped template where the caller can be told the outcome is uncertain (a
+  connector or a bridge stands in the path; one case each, the policy and seed taking turns), and
 - every depth-1 and depth-2 schedule of the read-shaping elements (the contract's fields, foreign receipts on
   lookups) of the templates where a read is on its way as the caller is told the outcome is uncertain, each with
   every short script of reads, waits and retries (random commands reach that shape too rarely).
