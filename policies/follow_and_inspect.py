@@ -21,7 +21,10 @@ key's operation has no claim to lease). Revision 9: as its revision 11, a bridge
 of when the call reaches the tool server. Revision 10: as its revision 12, only a read sent since a do-not-replay
 error (or an unknown outcome) reached the worker settles it. Revision 11: as its revision 13, a job follow, a read or
 a retry leaves time for its whole round trip as the worker waits for it (a follow waits at the connector too), and a
-new key's operation after a dead job is leased to the deadline less that, as a same-key retry is.
+new key's operation after a dead job is leased to the deadline less that, as a same-key retry is. Revision 12 (from
+what ``harness explore`` found, once it tried a read answer slow but in time): the latest job is the one a follow
+sent since the last attempt left reports on, not any follow answered since: another worker's new operation can leave
+while this worker's follow of the dead job is on its way back, and that answer says nothing of the new one.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ A_FOLLOW = FollowJob()
 
 class FollowAndInspect(ReconcileAndReauthorize):
     name = "follow_and_inspect"
-    revision = "11"
+    revision = "12"
 
     def next_command(self, situation: Situation) -> Command:
         if situation.contract.via != "connector" or situation.recorded or situation.escalated:
@@ -53,9 +56,14 @@ class FollowAndInspect(ReconcileAndReauthorize):
         return super().next_command(situation)
 
     def _latest_job(self, situation: Situation) -> LookupView | None:
-        """The last follow of the job since the last attempt was sent."""
+        """The last follow sent since the last attempt was sent: one sent before it (answered after, its answer
+        slow, or the attempt another worker's) reports on an earlier job."""
         since = situation.last_sent_bound_s or 0.0
-        follows = [lk for lk in situation.lookups if lk.source == "follow_job" and lk.at_s >= since]
+        follows = [
+            lk
+            for lk in situation.lookups
+            if lk.source == "follow_job" and (lk.at_s if lk.sent_at_s is None else lk.sent_at_s) >= since
+        ]
         return follows[-1] if follows else None
 
     def _dead(self, situation: Situation) -> bool:

@@ -1191,6 +1191,19 @@ class LatestJobSinceOwnSend(_FollowVariant):
         return follows[-1] if follows else None
 
 
+class LatestJobAnsweredSinceSend(_FollowVariant):
+    """follow_and_inspect's revision 11: takes the last follow *answered* since the last attempt was sent for the
+    latest job's report, though it was sent before that attempt. Another worker's new operation leaves while this
+    worker's follow of the dead job is on its way back; the answer, about the dead job, is taken for the new one's,
+    and a third operation starts while the second is on the wire. Found by exploration once it tried a read's answer
+    slow but in time."""
+
+    def _latest_job(self, situation: Situation) -> LookupView | None:
+        since = situation.last_sent_bound_s or 0.0
+        follows = [lk for lk in situation.lookups if lk.source == "follow_job" and lk.at_s >= since]
+        return follows[-1] if follows else None
+
+
 @dataclass(frozen=True)
 class Catch:
     """Where a variant must be caught: the scenario, and the property whose verdict must be false."""
@@ -1427,6 +1440,13 @@ CORPUS: tuple[Catch, ...] = (
     Catch(
         LatestJobSinceOwnSend("latest_job_since_own_send"),
         "racing_recoverers_new_operation_delayed",
+        "duplicate_effects",
+    ),
+    # follow_and_inspect revision 11, as exploration found it once a read's answer was tried slow but in time: no
+    # shipped case had a follow's answer reach its worker after another worker's new operation left.
+    Catch(
+        LatestJobAnsweredSinceSend("latest_job_answered_since_send"),
+        "connector_follow_answered_after_new_operation",
         "duplicate_effects",
     ),
 )

@@ -361,6 +361,14 @@ EXPECTED: dict[str, dict[str, Cell | dict[int, Cell]]] = {
         follow=("correct", set()),
         verify=("escalated", set()),
     ),
+    "connector_follow_answered_after_new_operation": dict(
+        stop=("abandoned", {"abandoned_actions"}),
+        same_key=("incorrect", {"abandoned_actions", "retries_after_uncertain"}),
+        reconcile=("escalated", set()),
+        new_key=("incorrect", {"duplicate_effects"}),
+        follow=("correct", set()),
+        verify=("escalated", set()),
+    ),
     "connector_follow_with_seconds_left": dict(
         stop=("abandoned", {"abandoned_actions"}),
         same_key=("abandoned", {"abandoned_actions"}),
