@@ -504,7 +504,7 @@ def test_list_of_the_shipped_ones_names_every_policy_scenario_and_boundary(capsy
     lines = _out(capsys)[0].splitlines()
     assert lines[0] == "policies:" and lines[1 : 1 + len(builtin_policy_names())] == [
         f"  {name} (revision {r})"
-        for name, r in zip(builtin_policy_names(), ("11", "13", "1", "1", "1", "10"), strict=True)
+        for name, r in zip(builtin_policy_names(), ("12", "13", "1", "1", "1", "10"), strict=True)
     ]
     assert len(lines) == 3 + len(builtin_policy_names()) + 2 * len(list_scenarios()) + len(BOUNDARIES)
     assert "  request_lost (wire): The dispatch is lost in the transport before it reaches the destination" in lines
