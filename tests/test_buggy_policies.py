@@ -6,10 +6,8 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
-import yaml
 from buggy_policies import (
     CORPUS,
     HIDDEN,
@@ -23,10 +21,9 @@ from buggy_policies import (
     NoValidityReachedBySend,
     RetriesWithoutClaim,
 )
-from conftest import SCENARIO_DIR, SUMMARIES
+from conftest import SUMMARIES
 from test_policies import connector_answered_running, dead_job_without_validity
 
-import harness.explore.schedule as schedule
 from harness.check import check
 from harness.explore.schedule import _variants_of, element_dict, elements_of
 from harness.explore.search import ExploreJob, explore_job
@@ -347,11 +344,11 @@ def test_exploration_finds_a_foreign_refusal_from_a_template_without_one() -> No
     exploration tries both statuses wherever it tries the fault. lost_response ships no foreign receipt: exploring it
     at depth 1 finds the variant that compares only applied receipts with its request, through the refused one
     (foreign_refusal_after_lost_reply, found again), and nothing for the correct policy. Before exploration tried the
-    rejected status it found nothing there (90 schedules; 91 with it; 92 once a read's answer is tried 1 s slow too)."""
+    rejected status it found nothing there (90 schedules; 91 now)."""
     assert _variants_of("lookup_foreign_receipt") == [{"status": "applied"}, {"status": "rejected"}]
     spec = "buggy_policies:reconcile_compares_applied_only"
     result = explore_job(ExploreJob((spec, "reconcile_and_reauthorize"), "lost_response", 1, 0, (1,)))
-    assert result.schedules == 92
+    assert result.schedules == 91
     [finding] = result.findings
     assert (finding.policy, finding.properties) == (
         "reconcile_compares_applied_only",
@@ -361,31 +358,6 @@ def test_exploration_finds_a_foreign_refusal_from_a_template_without_one() -> No
     assert added == [{"boundary": "lookup_foreign_receipt", "status": "rejected"}, {"boundary": "response_lost"}]
     shipped = elements_of(CASES["foreign_refusal_after_lost_reply"])
     assert {e.key for e in finding.schedule.elements} == {e.key for e in shipped}  # the shipped case, found again
-
-
-def test_exploration_finds_a_follow_answered_after_a_new_operation_only_with_a_read_answer_slow_in_time(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """connector_follow_answered_after_new_operation without its slow read: exploring it at depth 1 finds
-    follow_and_inspect's revision 11 by adding a read's answer 1 s slow (back within the worker's 2 s wait), and
-    nothing for revision 12. Answers 20 s or 70 s slow, all exploration tried before, come back after the worker
-    stopped waiting, and find nothing."""
-    data = yaml.safe_load((SCENARIO_DIR / "connector_follow_answered_after_new_operation.yaml").read_text())
-    data["faults"] = [f for f in data["faults"] if f["boundary"] != "read_answer_delayed"]
-    template = tmp_path / "no_slow_read.yaml"
-    template.write_text(yaml.safe_dump({**data, "name": "no_slow_read"}))
-    job = ExploreJob(
-        ("buggy_policies:follow_latest_job_answered_since_send", "follow_and_inspect"), str(template), 1, 0, (1,)
-    )
-    findings = explore_job(job).findings
-    assert findings and {(f.policy, f.properties) for f in findings} == {
-        ("follow_latest_job_answered_since_send", ("duplicate_effects",))
-    }
-    for finding in findings:
-        slow = [element_dict(e) for e in finding.schedule.elements if dict(e.data)["boundary"] == "read_answer_delayed"]
-        assert [f["delay_s"] for f in slow] == [1.0]
-    monkeypatch.setattr(schedule, "READ_ANSWER_DELAYS_S", schedule.DELAYS_S)
-    assert explore_job(job).findings == []
 
 
 @pytest.mark.parametrize("seed", SEEDS)

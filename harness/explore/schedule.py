@@ -43,9 +43,6 @@ _OPERATOR: TypeAdapter[OperatorEvent] = TypeAdapter(OperatorEvent)
 #: Delays tried for the boundaries that delay something: past the caller's timeout and restart, and past the
 #: default request validity (where a late request is refused).
 DELAYS_S = (20.0, 70.0)
-#: A read's answer is tried slow but in time as well: back within the 2 s a worker waits for a read by default, it
-#: tells of the target as it stood a second before (another worker may have sent something since).
-READ_ANSWER_DELAYS_S = (1.0, *DELAYS_S)
 #: At most this many occurrences of a boundary are tried, whatever the runs reached.
 OCCURRENCE_MAX = 3
 #: What a foreign receipt's status may be: another deployment applied, or another operation's refusal.
@@ -209,9 +206,7 @@ def fault_elements(template: Scenario, seen: Observed) -> list[Element]:
 
 
 def _variants_of(boundary: str) -> list[dict[str, Any]]:
-    if boundary == "read_answer_delayed":
-        return [{"delay_s": d} for d in READ_ANSWER_DELAYS_S]
-    if boundary in ("request_delayed", "response_delayed", "apply_delayed"):
+    if boundary in ("request_delayed", "response_delayed", "apply_delayed", "read_answer_delayed"):
         return [{"delay_s": d} for d in DELAYS_S]
     if boundary == "connector_crash":
         return [{"phase": p} for p in CONNECTOR_PHASES]
