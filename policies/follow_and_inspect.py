@@ -22,7 +22,7 @@ of when the call reaches the tool server. Revision 10: as its revision 12, only 
 error (or an unknown outcome) reached the worker settles it. Revision 11: as its revision 13, a job follow, a read or
 a retry leaves time for its whole round trip as the worker waits for it (a follow waits at the connector too), and a
 new key's operation after a dead job is leased to the deadline less that, as a same-key retry is. Revision 12 (from
-what ``harness explore`` found, once it tried a read answer slow but in time): the latest job is the one a follow
+what an exploration found that also tried a read's answer 1 s slow, back in time): the latest job is the one a follow
 sent since the last attempt left reports on, not any follow answered since: another worker's new operation can leave
 while this worker's follow of the dead job is on its way back, and that answer says nothing of the new one.
 """

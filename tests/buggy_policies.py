@@ -1195,7 +1195,7 @@ class LatestJobAnsweredSinceSend(_FollowVariant):
     """follow_and_inspect's revision 11: takes the last follow *answered* since the last attempt was sent for the
     latest job's report, though it was sent before that attempt. Another worker's new operation leaves while this
     worker's follow of the dead job is on its way back; the answer, about the dead job, is taken for the new one's,
-    and a third operation starts while the second is on the wire. Found by exploration once it tried a read's answer
+    and a third operation starts while the second is on the wire. Found by an exploration that also tried a read's answer
     slow but in time."""
 
     def _latest_job(self, situation: Situation) -> LookupView | None:
